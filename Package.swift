@@ -1,0 +1,66 @@
+// swift-tools-version:6.0
+// Spool: a headless audio player daemon for Linux (MPRIS, GStreamer, libcurl).
+//
+// Modules are layers and imports run one way (see docs/ARCHITECTURE.md):
+//   spool (executable) → MPRIS → DBusKit
+//                      → PlayerCore → EngineAPI
+//                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
+// Every module may use SpoolLog. C libraries are reached through the C* targets.
+import PackageDescription
+
+let package = Package(
+    name: "Spool",
+    products: [
+        .executable(name: "spool", targets: ["spool"]),
+    ],
+    targets: [
+        // MARK: C libraries (Debian -dev packages, found through pkg-config)
+        .systemLibrary(
+            name: "CDBus", pkgConfig: "dbus-1",
+            providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(
+            name: "CGStreamer", pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-audio-1.0",
+            providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        // Typed wrappers for the variadic libcurl calls Swift cannot import.
+        .target(name: "CCurlShim", dependencies: ["CCurl"]),
+
+        // MARK: Swift modules, lowest layer first
+        .target(name: "SpoolLog"),
+        .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "SpoolLog"]),
+        .target(name: "MediaSource", dependencies: ["Fetcher", "SpoolLog"]),
+        .target(name: "EngineAPI"),
+        .target(
+            name: "GStreamerEngine",
+            dependencies: ["CGStreamer", "EngineAPI", "MediaSource", "SpoolLog"]),
+        .target(name: "PlayerCore", dependencies: ["EngineAPI", "SpoolLog"]),
+        .target(name: "DBusKit", dependencies: ["CDBus", "SpoolLog"]),
+        .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "SpoolLog"]),
+        .executableTarget(
+            name: "spool",
+            dependencies: [
+                "SpoolLog", "Fetcher", "MediaSource", "EngineAPI", "GStreamerEngine",
+                "PlayerCore", "DBusKit", "MPRIS",
+            ]),
+
+        // MARK: Tests
+        // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
+        .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
+        .testTarget(
+            name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "TestSupport"]),
+        .testTarget(
+            name: "GStreamerEngineTests",
+            dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "CGStreamer", "TestSupport"]),
+        .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
+        .testTarget(
+            name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

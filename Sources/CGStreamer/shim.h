@@ -1,0 +1,3 @@
+#include <gst/gst.h>
+#include <gst/app/gstappsrc.h>
+#include <gst/audio/audio.h>

@@ -1,0 +1,1 @@
+// DBusKit: see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// EngineAPI: see docs/ARCHITECTURE.md.

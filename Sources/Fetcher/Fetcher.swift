@@ -1,0 +1,1 @@
+// Fetcher: see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// GStreamerEngine: see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// MPRIS: see docs/ARCHITECTURE.md.

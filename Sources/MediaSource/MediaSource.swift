@@ -1,0 +1,1 @@
+// MediaSource: see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// PlayerCore: see docs/ARCHITECTURE.md.

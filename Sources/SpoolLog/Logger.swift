@@ -1,0 +1,95 @@
+import Foundation
+import Synchronization
+
+/// How important a log line is; lines below the configured level are dropped
+/// before their message is even built.
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
+    case trace, debug, info, notice, warning, error
+
+    /// The level's name as written in logs and accepted by `SPOOL_LOG`.
+    public var name: String {
+        switch self {
+        case .trace: "trace"
+        case .debug: "debug"
+        case .info: "info"
+        case .notice: "notice"
+        case .warning: "warning"
+        case .error: "error"
+        }
+    }
+
+    /// Parses a level name (`"debug"`, `"WARNING"`, `"warn"`); nil when unknown.
+    public init?(name: String) {
+        let lowered = name.lowercased()
+        if lowered == "warn" { self = .warning; return }
+        guard let level = LogLevel.allCases.first(where: { $0.name == lowered }) else { return nil }
+        self = level
+    }
+
+    /// Orders levels from least to most severe.
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+}
+
+/// A small logger in the shape of swift-log: a value type with a label, whose
+/// messages are autoclosures so a disabled level costs nothing. Lines go to
+/// stderr, one per event, as `LEVEL label: message` — journald adds its own
+/// timestamps, and a terminal user reads them as they come.
+public struct Logger: Sendable {
+    /// The subsystem this logger speaks for, e.g. `"fetcher"`.
+    public let label: String
+
+    /// Creates a logger for one subsystem.
+    public init(label: String) {
+        self.label = label
+    }
+
+    /// The level below which lines are dropped, for the whole process.
+    /// Starts from `SPOOL_LOG` (a level name), else `info`.
+    public static var minimumLevel: LogLevel {
+        get { LogLevel(rawValue: threshold.load(ordering: .relaxed)) ?? .info }
+        set { threshold.store(newValue.rawValue, ordering: .relaxed) }
+    }
+
+    private static let threshold = Atomic<Int>(
+        LogLevel(name: ProcessInfo.processInfo.environment["SPOOL_LOG"] ?? "")?.rawValue
+            ?? LogLevel.info.rawValue)
+
+    private static let output = Mutex<FileHandle>(FileHandle.standardError)
+
+    /// Whether a line at `level` would be written.
+    public func isEnabled(_ level: LogLevel) -> Bool { level >= Logger.minimumLevel }
+
+    /// Writes one line at `level` when that level is enabled.
+    public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
+        guard isEnabled(level) else { return }
+        let text = message().replacingOccurrences(of: "\n", with: " ")
+        let line = "\(level.name.uppercased()) \(label): \(text)\n"
+        Logger.output.withLock { $0.write(Data(line.utf8)) }
+    }
+
+    /// Writes a trace line: per-buffer and per-callback detail.
+    public func trace(_ message: @autoclosure () -> String) { log(.trace, message()) }
+    /// Writes a debug line: decisions a developer wants to follow.
+    public func debug(_ message: @autoclosure () -> String) { log(.debug, message()) }
+    /// Writes an info line: one per user-visible event.
+    public func info(_ message: @autoclosure () -> String) { log(.info, message()) }
+    /// Writes a notice line: a normal but significant condition.
+    public func notice(_ message: @autoclosure () -> String) { log(.notice, message()) }
+    /// Writes a warning line: something went wrong and was recovered from.
+    public func warning(_ message: @autoclosure () -> String) { log(.warning, message()) }
+    /// Writes an error line: something failed and the user will notice.
+    public func error(_ message: @autoclosure () -> String) { log(.error, message()) }
+}
+
+/// A URL as it may appear in a log: scheme, host, port and path only. Query
+/// strings (signed-URL tokens), fragments and credentials are dropped.
+public func loggable(_ url: URL) -> String {
+    guard var parts = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+        return "<unparsable URL>"
+    }
+    parts.user = nil
+    parts.password = nil
+    parts.query = nil
+    parts.fragment = nil
+    return parts.string ?? "<unprintable URL>"
+}

@@ -1,0 +1,29 @@
+import Foundation
+import Testing
+import TestSupport
+
+@Suite("Child processes started from tests")
+struct ChildProcessTests {
+    @Test func aChildStartedFromSwiftTestingStopsOnSIGTERM() throws {
+        let logs = try TemporaryDirectory()
+        // `sleep` dies on SIGTERM only when the signal is not blocked in the child.
+        let child = try ChildProcess("sleep", ["30"], logDirectory: logs.url)
+        #expect(child.isRunning)
+        child.send(SIGTERM)
+        let status = child.waitForExit(timeout: 5)
+        #expect(status == SIGTERM)  // Foundation reports the terminating signal as the status
+    }
+
+    @Test func runCommandCapturesOutputAndStatus() throws {
+        let result = try runCommand("sh", ["-c", "echo out; echo err >&2; exit 3"])
+        #expect(result.status == 3)
+        #expect(result.stdout == "out\n")
+        #expect(result.stderr == "err\n")
+    }
+
+    @Test func aSelfStoppingChildEndsByItself() throws {
+        let logs = try TemporaryDirectory()
+        let child = try ChildProcess("sleep", ["30"], logDirectory: logs.url, selfStopAfter: 1)
+        #expect(child.waitForExit(timeout: 10) != nil)
+    }
+}

@@ -1,0 +1,204 @@
+import Foundation
+
+/// Errors raised by the test rig when a helper process or server misbehaves.
+public struct RigError: Error, CustomStringConvertible {
+    /// What went wrong, for the test failure message.
+    public let description: String
+    /// Creates an error with a human-readable message.
+    public init(_ description: String) { self.description = description }
+}
+
+/// A directory under the system temp folder that is removed when the value is
+/// released. Every test server and child process keeps its files in one.
+public final class TemporaryDirectory: Sendable {
+    /// The directory's location.
+    public let url: URL
+    /// The directory's path, for command lines.
+    public var path: String { url.path }
+
+    /// Creates a fresh, empty directory whose name starts with `prefix`.
+    public init(prefix: String = "spool-test") throws {
+        let base = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+        url = base.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+
+    /// A path inside the directory.
+    public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
+
+    deinit { try? FileManager.default.removeItem(at: url) }
+}
+
+/// Finds an executable by name on `PATH` (plus the sbin folders, where nginx lives).
+public func executablePath(_ name: String) throws -> String {
+    if name.hasPrefix("/") { return name }
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin"] {
+        let candidate = "\(dir)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    throw RigError("executable '\(name)' not found on PATH")
+}
+
+/// A child process started from a test. Its stdout and stderr go to files (no
+/// pipe can fill and deadlock), its signal mask is cleared at spawn (Swift
+/// Testing's worker threads block SIGTERM, and posix_spawn copies the mask),
+/// and a long-lived child can be wrapped in `timeout` so it stops by itself even
+/// when the test process is killed.
+public final class ChildProcess: @unchecked Sendable {
+    // Immutable after init, or only touched through Foundation's thread-safe Process API.
+    private let process = Process()
+    private let exited = DispatchSemaphore(value: 0)
+    /// File receiving the child's standard output.
+    public let stdoutURL: URL
+    /// File receiving the child's standard error.
+    public let stderrURL: URL
+    /// The command line, for failure messages.
+    public let commandLine: String
+
+    /// Starts `executable` with `arguments`.
+    /// - Parameters:
+    ///   - environment: the child's whole environment; nil inherits the test's.
+    ///   - logDirectory: where stdout/stderr files go.
+    ///   - selfStopAfter: when set, the child runs under `timeout`, which ends it
+    ///     after that many seconds whatever happens to the test process.
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+        logDirectory: URL, selfStopAfter: Int? = nil
+    ) throws {
+        let resolved = try executablePath(executable)
+        let name = URL(fileURLWithPath: resolved).lastPathComponent
+        let tag = "\(name)-\(UUID().uuidString.prefix(6))"
+        stdoutURL = logDirectory.appendingPathComponent("\(tag).out")
+        stderrURL = logDirectory.appendingPathComponent("\(tag).err")
+        FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        commandLine = ([resolved] + arguments).joined(separator: " ")
+
+        if let seconds = selfStopAfter {
+            process.executableURL = URL(fileURLWithPath: try executablePath("timeout"))
+            process.arguments = ["--kill-after=5", String(seconds), resolved] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: resolved)
+            process.arguments = arguments
+        }
+        if let environment { process.environment = environment }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
+        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.signal() }
+
+        var empty = sigset_t()
+        var previous = sigset_t()
+        sigemptyset(&empty)
+        pthread_sigmask(SIG_SETMASK, &empty, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+        try process.run()
+    }
+
+    /// The child's process id.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Whether the child is still running.
+    public var isRunning: Bool { process.isRunning }
+
+    /// Waits for the child to exit; returns its status, or nil on timeout.
+    @discardableResult
+    public func waitForExit(timeout: Double) -> Int32? {
+        guard exited.wait(timeout: .now() + timeout) == .success else { return nil }
+        exited.signal()  // later waiters see the exit too
+        return process.terminationStatus
+    }
+
+    /// Sends `signal` to the child.
+    public func send(_ signal: Int32) {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+    }
+
+    /// Stops the child: SIGTERM, then SIGKILL if it has not exited within `grace` seconds.
+    /// Returns the exit status.
+    @discardableResult
+    public func stop(grace: Double = 5) -> Int32 {
+        send(SIGTERM)
+        if let status = waitForExit(timeout: grace) { return status }
+        send(SIGKILL)
+        return waitForExit(timeout: 10) ?? -1
+    }
+
+    /// What the child wrote to stdout so far.
+    public var standardOutput: String { (try? String(contentsOf: stdoutURL, encoding: .utf8)) ?? "" }
+    /// What the child wrote to stderr so far.
+    public var standardError: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+    }
+}
+
+/// The result of a command run to completion.
+public struct CommandResult: Sendable {
+    /// Exit status (or -1 when it had to be killed).
+    public let status: Int32
+    /// Everything written to stdout.
+    public let stdout: String
+    /// Everything written to stderr.
+    public let stderr: String
+}
+
+/// Runs a command to completion (killing it after `timeout` seconds) and returns its output.
+public func runCommand(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+    timeout: Double = 60
+) throws -> CommandResult {
+    let logs = try TemporaryDirectory(prefix: "spool-cmd")
+    let child = try ChildProcess(executable, arguments, environment: environment, logDirectory: logs.url)
+    let status: Int32
+    if let finished = child.waitForExit(timeout: timeout) {
+        status = finished
+    } else {
+        child.stop(grace: 1)
+        throw RigError("\(child.commandLine) did not finish within \(timeout) s; stderr: \(child.standardError)")
+    }
+    return CommandResult(status: status, stdout: child.standardOutput, stderr: child.standardError)
+}
+
+/// Polls `condition` every few milliseconds until it holds or `timeout` passes.
+/// For waiting on *another process's* observable state (a D-Bus name, a file),
+/// where no in-process event exists to await.
+public func eventually(
+    timeout: Double = 10, interval: Double = 0.01, _ condition: () throws -> Bool
+) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        Thread.sleep(forTimeInterval: interval)
+    }
+    return try condition()
+}
+
+/// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).
+/// For servers like nginx that cannot report the port they picked; callers retry on a clash.
+public func freeLoopbackPort() throws -> UInt16 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw RigError("socket() failed: \(errno)") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
+    }
+    guard bound == 0 else { throw RigError("bind() failed: \(errno)") }
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard named == 0 else { throw RigError("getsockname() failed: \(errno)") }
+    return UInt16(bigEndian: address.sin_port)
+}
