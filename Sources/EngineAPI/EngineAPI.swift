@@ -1,1 +1,0 @@
-// EngineAPI: see docs/ARCHITECTURE.md.

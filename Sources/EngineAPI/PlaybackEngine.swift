@@ -1,0 +1,136 @@
+import Foundation
+
+/// Identifies one entry of the play queue for the engine; unique and never reused.
+public struct TrackID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The number behind the id.
+    public let rawValue: UInt64
+    /// Wraps a number.
+    public init(_ rawValue: UInt64) { self.rawValue = rawValue }
+    /// Orders ids by creation.
+    public static func < (lhs: TrackID, rhs: TrackID) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// `track N`, for logs.
+    public var description: String { "track \(rawValue)" }
+}
+
+/// A track as the engine sees it: what to play and how to name it in events.
+public struct EngineTrack: Sendable, Equatable {
+    /// The queue entry this is.
+    public var id: TrackID
+    /// A `file://` or `http(s)://` URL.
+    public var url: URL
+
+    /// Creates an engine track.
+    public init(id: TrackID, url: URL) {
+        self.id = id
+        self.url = url
+    }
+}
+
+/// The engine's transport state.
+public enum EngineState: Sendable, Equatable {
+    /// Nothing loaded.
+    case idle
+    /// A track is loaded and holds its position.
+    case paused
+    /// Audio is flowing.
+    case playing
+}
+
+/// Tags read from a track's stream.
+public struct TrackTags: Sendable, Equatable {
+    /// Track title.
+    public var title: String?
+    /// Track artists, in order.
+    public var artists: [String] = []
+    /// Album title.
+    public var album: String?
+    /// Album artists, in order.
+    public var albumArtists: [String] = []
+    /// Genres.
+    public var genres: [String] = []
+    /// Track number within its disc.
+    public var trackNumber: Int?
+    /// Disc number.
+    public var discNumber: Int?
+    /// Release date as written in the tag (ISO 8601 when possible).
+    public var date: String?
+    /// Free-form comment.
+    public var comment: String?
+    /// Nominal bitrate in bits per second.
+    public var bitrate: Int?
+
+    /// Creates an empty tag set.
+    public init() {}
+
+    /// Whether no tag is set.
+    public var isEmpty: Bool { self == TrackTags() }
+
+    /// These tags with every field `other` sets taking precedence.
+    public func merging(_ other: TrackTags) -> TrackTags {
+        var result = self
+        result.title = other.title ?? title
+        result.artists = other.artists.isEmpty ? artists : other.artists
+        result.album = other.album ?? album
+        result.albumArtists = other.albumArtists.isEmpty ? albumArtists : other.albumArtists
+        result.genres = other.genres.isEmpty ? genres : other.genres
+        result.trackNumber = other.trackNumber ?? trackNumber
+        result.discNumber = other.discNumber ?? discNumber
+        result.date = other.date ?? date
+        result.comment = other.comment ?? comment
+        result.bitrate = other.bitrate ?? bitrate
+        return result
+    }
+}
+
+/// Why the engine could not play a track.
+public struct EngineError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// A one-line explanation.
+    public let message: String
+    /// Creates an error with a message.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}
+
+/// What the engine reports back to the player core. Events are delivered in
+/// order on an engine thread; the handler must return quickly.
+public enum EngineEvent: Sendable, Equatable {
+    /// The transport state changed.
+    case stateChanged(EngineState)
+    /// Audio of this track started (its first sample reached the pipeline).
+    case trackStarted(TrackID)
+    /// New or more complete tags for a track.
+    case tags(TrackID, TrackTags)
+    /// The track's duration became known or changed.
+    case duration(TrackID, Duration)
+    /// A seek completed; playback continues from `position`.
+    case seeked(TrackID, position: Duration)
+    /// The track played to its end.
+    case endOfTrack(TrackID)
+    /// The track failed; the engine is idle.
+    case failed(TrackID?, EngineError)
+}
+
+/// A playback engine: plays one track at a time from Spool's media source.
+/// Commands return at once; results come back as ``EngineEvent``s. The player
+/// core is written against this protocol so it can be tested with a fake.
+public protocol PlaybackEngine: AnyObject, Sendable {
+    /// Sets the receiver of events (once, before the first command).
+    func setEventHandler(_ handler: @escaping @Sendable (EngineEvent) -> Void)
+    /// Replaces whatever is loaded with `track`, starting at `position`, playing or paused.
+    func load(_ track: EngineTrack, at position: Duration, playing: Bool)
+    /// Starts or resumes audio.
+    func play()
+    /// Pauses audio, keeping the position.
+    func pause()
+    /// Unloads the track; the engine becomes idle.
+    func stop()
+    /// Moves the playback position of the loaded track.
+    func seek(to position: Duration)
+    /// Sets the output volume, 0.0–1.0.
+    func setVolume(_ volume: Double)
+    /// The current position of the loaded track, when known. Cheap; any thread.
+    func position() -> Duration?
+    /// Stops everything and frees the pipeline; the engine is unusable afterwards.
+    func shutdown()
+}

@@ -1,0 +1,196 @@
+import Foundation
+import MediaSource
+import SpoolLog
+import Synchronization
+internal import CGStreamer
+
+/// Feeds one `appsrc` from a ``ByteSource`` in random-access mode.
+///
+/// GStreamer asks for bytes with seek-data(offset) and need-data(length) on its
+/// streaming threads. Bytes already here are pushed from the callback at once;
+/// otherwise the callback returns and the bytes are pushed from the source's
+/// wake-up when they land. Every push happens under `lock` and only for the
+/// request that is current: seek-data, an upstream flush and detach all
+/// invalidate it, so a buffer from before a seek is never taken as data at the
+/// new offset. Lock order is feeder → appsrc (appsrc calls us with its own
+/// mutex released), so pushing while holding the lock cannot deadlock.
+final class AppSrcFeeder: Sendable {
+    private struct Request {
+        let generation: UInt64
+        let length: Int
+    }
+
+    private struct State {
+        /// The appsrc, referenced while attached; nil once detached.
+        var appsrc: UnsafeMutablePointer<GstAppSrc>?
+        var offset: Int64 = 0
+        var generation: UInt64 = 0
+        var pending: Request?
+    }
+
+    let source: ByteSource
+    let info: ResourceInfo
+    let label: String
+    private let lock: Mutex<LockedState>
+    private let log = Logger(label: "appsrc")
+
+    /// Wrapper making the state sendable: the raw appsrc pointer is only used under the lock.
+    private struct LockedState: @unchecked Sendable { var state = State() }
+
+    init(source: ByteSource, info: ResourceInfo, label: String) {
+        self.source = source
+        self.info = info
+        self.label = label
+        lock = Mutex(LockedState())
+    }
+
+    /// Configures `appsrc` and starts answering its callbacks.
+    func attach(to appsrc: UnsafeMutablePointer<GstAppSrc>) {
+        gst_object_ref(UnsafeMutableRawPointer(appsrc))
+        lock.withLock { $0.state.appsrc = appsrc }
+        if let length = info.length {
+            gst_app_src_set_size(appsrc, gint64(length))
+        }
+        gst_app_src_set_stream_type(
+            appsrc, info.length == nil ? GST_APP_STREAM_TYPE_STREAM : GST_APP_STREAM_TYPE_RANDOM_ACCESS)
+        var callbacks = GstAppSrcCallbacks()
+        callbacks.need_data = AppSrcFeeder.onNeedData
+        callbacks.seek_data = AppSrcFeeder.onSeekData
+        // appsrc owns this reference and drops it when the callbacks are replaced or it is disposed.
+        gst_app_src_set_callbacks(appsrc, &callbacks, Unmanaged.passRetained(self).toOpaque(), AppSrcFeeder.release)
+
+        // Demuxers seek in pull mode by sending flush-start upstream to unblock a
+        // pending pull; a read answered after that would land in the new segment.
+        if let pad = gst_element_get_static_pad(
+            UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self), "src")
+        {
+            gst_pad_add_probe(
+                pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, AppSrcFeeder.onUpstreamEvent,
+                Unmanaged.passRetained(self).toOpaque(), AppSrcFeeder.release)
+            gst_object_unref(UnsafeMutableRawPointer(pad))
+        }
+    }
+
+    /// Stops pushing, drops the pending read and releases the appsrc. Idempotent.
+    func detach() {
+        source.cancelPendingReads()
+        let appsrc = lock.withLock { box -> UnsafeMutablePointer<GstAppSrc>? in
+            defer {
+                box.state.appsrc = nil
+                box.state.pending = nil
+                box.state.generation &+= 1
+            }
+            return box.state.appsrc
+        }
+        source.close()
+        if let appsrc { gst_object_unref(UnsafeMutableRawPointer(appsrc)) }
+    }
+
+    // MARK: Callbacks (GStreamer streaming threads)
+
+    static let onNeedData: @convention(c) (UnsafeMutablePointer<GstAppSrc>?, guint, gpointer?) -> Void = {
+        _, length, context in
+        guard let context else { return }
+        Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().needData(Int(length))
+    }
+
+    static let onSeekData: @convention(c) (UnsafeMutablePointer<GstAppSrc>?, guint64, gpointer?) -> gboolean = {
+        _, offset, context in
+        guard let context else { return 0 }
+        Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().seek(to: Int64(offset))
+        return 1
+    }
+
+    static let onUpstreamEvent:
+        @convention(c) (UnsafeMutablePointer<GstPad>?, UnsafeMutablePointer<GstPadProbeInfo>?, gpointer?) ->
+        GstPadProbeReturn = { _, info, context in
+            guard let context, let data = info?.pointee.data else { return GST_PAD_PROBE_OK }
+            let event = data.assumingMemoryBound(to: GstEvent.self)
+            if event.pointee.type == GST_EVENT_FLUSH_START {
+                Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().invalidatePending()
+            }
+            return GST_PAD_PROBE_OK
+        }
+
+    static let release: @convention(c) (gpointer?) -> Void = { context in
+        guard let context else { return }
+        Unmanaged<AppSrcFeeder>.fromOpaque(context).release()
+    }
+
+    private func seek(to offset: Int64) {
+        source.cancelPendingReads()
+        lock.withLock { box in
+            box.state.generation &+= 1
+            box.state.offset = offset
+            box.state.pending = nil
+        }
+        log.trace("\(label): seek-data \(offset)")
+    }
+
+    private func invalidatePending() {
+        lock.withLock { box in
+            box.state.generation &+= 1
+            box.state.pending = nil
+        }
+    }
+
+    private func needData(_ length: Int) {
+        lock.withLock { box in
+            guard box.state.appsrc != nil else { return }
+            box.state.pending = Request(generation: box.state.generation, length: max(1, length))
+            serveLocked(&box.state)
+        }
+    }
+
+    /// Called by the source when bytes may have arrived for the request of `generation`.
+    private func retry(generation: UInt64) {
+        lock.withLock { box in
+            guard let pending = box.state.pending, pending.generation == generation else { return }
+            serveLocked(&box.state)
+        }
+    }
+
+    private func serveLocked(_ state: inout State) {
+        guard let appsrc = state.appsrc, let request = state.pending else { return }
+        let generation = request.generation
+        let outcome = source.read(at: state.offset, maxLength: request.length) { [weak self] in
+            self?.retry(generation: generation)
+        }
+        switch outcome {
+        case .data(let bytes):
+            state.pending = nil
+            push(bytes, at: state.offset, to: appsrc)
+            state.offset += Int64(bytes.count)
+        case .endOfStream:
+            state.pending = nil
+            gst_app_src_end_of_stream(appsrc)
+        case .pending:
+            break
+        case .failed(let error):
+            state.pending = nil
+            log.warning("\(label): \(error)")
+            postReadError(error.description, from: appsrc)
+        }
+    }
+
+    private func push(_ bytes: Data, at offset: Int64, to appsrc: UnsafeMutablePointer<GstAppSrc>) {
+        guard let buffer = gst_buffer_new_allocate(nil, gsize(bytes.count), nil) else { return }
+        var map = GstMapInfo()
+        if gst_buffer_map(buffer, &map, GST_MAP_WRITE) != 0 {
+            bytes.withUnsafeBytes { _ = memcpy(map.data, $0.baseAddress!, bytes.count) }
+            gst_buffer_unmap(buffer, &map)
+        }
+        buffer.pointee.offset = guint64(offset)
+        buffer.pointee.offset_end = guint64(offset + Int64(bytes.count))
+        gst_app_src_push_buffer(appsrc, buffer)  // takes the buffer
+    }
+
+    private func postReadError(_ message: String, from appsrc: UnsafeMutablePointer<GstAppSrc>) {
+        let object = UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstObject.self)
+        let error = g_error_new_literal(gst_resource_error_quark(), gint(GST_RESOURCE_ERROR_READ.rawValue), message)
+        gst_element_post_message(
+            UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self),
+            gst_message_new_error(object, error, message))
+        g_error_free(error)
+    }
+}

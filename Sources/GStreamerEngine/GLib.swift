@@ -1,0 +1,71 @@
+import Foundation
+internal import CGStreamer
+
+/// `gst_init`, once per process, before any other GStreamer call.
+public enum GStreamer {
+    private static let initialized: Bool = {
+        gst_init(nil, nil)
+        return true
+    }()
+
+    /// Initialises GStreamer if it is not yet; safe from any thread.
+    public static func initialize() { _ = initialized }
+
+    /// Whether an element factory of this name is installed (e.g. `"scaletempo"`).
+    public static func hasElement(_ name: String) -> Bool {
+        initialize()
+        guard let factory = gst_element_factory_find(name) else { return false }
+        gst_object_unref(UnsafeMutableRawPointer(factory))
+        return true
+    }
+}
+
+/// GLib's fundamental type ids, which are macros in C.
+enum GType_ {
+    static let string = GType(16 << 2)
+    static let double = GType(15 << 2)
+}
+
+/// Views a GStreamer object pointer as the GObject it starts with.
+func asGObject<T>(_ pointer: UnsafeMutablePointer<T>) -> UnsafeMutablePointer<GObject> {
+    UnsafeMutableRawPointer(pointer).assumingMemoryBound(to: GObject.self)
+}
+
+/// Sets a string, number, boolean, enum or flags property from its string form (gst_util_set_object_arg).
+func setProperty<T>(_ object: UnsafeMutablePointer<T>, _ name: String, _ value: String) {
+    gst_util_set_object_arg(asGObject(object), name, value)
+}
+
+/// Sets an object-valued property (g_object_set_property with a GValue holding `value`).
+func setProperty<T, U>(_ object: UnsafeMutablePointer<T>, _ name: String, object value: UnsafeMutablePointer<U>) {
+    var gvalue = GValue()
+    g_value_init(&gvalue, gst_element_get_type())
+    g_value_set_object(&gvalue, UnsafeMutableRawPointer(value))
+    g_object_set_property(asGObject(object), name, &gvalue)
+    g_value_unset(&gvalue)
+}
+
+/// Sets a double property.
+func setProperty<T>(_ object: UnsafeMutablePointer<T>, _ name: String, double value: Double) {
+    var gvalue = GValue()
+    g_value_init(&gvalue, GType_.double)
+    g_value_set_double(&gvalue, value)
+    g_object_set_property(asGObject(object), name, &gvalue)
+    g_value_unset(&gvalue)
+}
+
+/// Takes a GLib-allocated string, returning it as a Swift string and freeing it.
+func takeGString(_ pointer: UnsafeMutablePointer<gchar>?) -> String? {
+    guard let pointer else { return nil }
+    defer { g_free(pointer) }
+    return String(cString: pointer)
+}
+
+/// Converts a GStreamer clock time (nanoseconds) to a Duration.
+func duration(nanoseconds: Int64) -> Duration { .nanoseconds(nanoseconds) }
+
+/// Converts a Duration to GStreamer nanoseconds, clamped at 0.
+func nanoseconds(_ duration: Duration) -> Int64 {
+    let (seconds, attoseconds) = duration.components
+    return max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+}

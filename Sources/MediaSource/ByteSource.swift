@@ -1,0 +1,70 @@
+import Foundation
+
+/// What the playback engine learns about a resource when it opens.
+public struct ResourceInfo: Sendable, Equatable {
+    /// Total length in bytes, when known.
+    public var length: Int64?
+    /// The MIME type the origin declared, if any.
+    public var contentType: String?
+    /// Whether any offset can be read without first reading everything before it.
+    public var randomAccess: Bool
+
+    /// Creates resource facts.
+    public init(length: Int64?, contentType: String? = nil, randomAccess: Bool) {
+        self.length = length
+        self.contentType = contentType
+        self.randomAccess = randomAccess
+    }
+}
+
+/// Why a source cannot deliver bytes.
+public enum MediaSourceError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The resource could not be opened (missing file, HTTP error, bad URL).
+    case unavailable(String)
+    /// Reading failed after the resource was opened.
+    case readFailed(String)
+    /// The source was closed.
+    case closed
+
+    /// A one-line explanation for logs and users.
+    public var description: String {
+        switch self {
+        case .unavailable(let why): "cannot open: \(why)"
+        case .readFailed(let why): "read failed: \(why)"
+        case .closed: "source closed"
+        }
+    }
+}
+
+/// The answer to a non-blocking read.
+public enum ReadOutcome: Sendable, Equatable {
+    /// Bytes starting exactly at the offset asked (at least one, at most the length asked).
+    case data(Data)
+    /// The offset is at or past the end of the resource.
+    case endOfStream
+    /// The bytes are not here yet; the read's `wake` closure will be called once
+    /// when reading again may succeed.
+    case pending
+    /// The bytes will never come.
+    case failed(MediaSourceError)
+}
+
+/// Random-access bytes of one track for the playback engine. Reads never block:
+/// bytes that are here are returned at once, and a reader asking for bytes that
+/// are not is woken when they arrive. This keeps GStreamer's streaming threads
+/// off the network.
+public protocol ByteSource: AnyObject, Sendable {
+    /// Starts opening the resource; `completion` is called once, on any thread.
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void)
+
+    /// Reads up to `maxLength` bytes at `offset` without waiting. On `.pending`,
+    /// `wake` is called once (on any thread, never from inside this call) when
+    /// a new read may succeed; a later read or ``cancelPendingReads()`` replaces it.
+    func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome
+
+    /// Drops the pending wake-up, if any: the reader moved elsewhere (seek, stop).
+    func cancelPendingReads()
+
+    /// Stops all work for this source and releases what it holds. Reads after this fail.
+    func close()
+}

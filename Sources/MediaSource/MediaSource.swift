@@ -1,1 +1,0 @@
-// MediaSource: see docs/ARCHITECTURE.md.
