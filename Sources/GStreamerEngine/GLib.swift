@@ -69,3 +69,19 @@ func nanoseconds(_ duration: Duration) -> Int64 {
     let (seconds, attoseconds) = duration.components
     return max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
 }
+
+extension GStreamer {
+    /// Audio MIME types this machine can decode, judged by the decoders and
+    /// demuxers installed (what MPRIS's SupportedMimeTypes reports).
+    public static func supportedMimeTypes() -> [String] {
+        let needs: [(mimeTypes: [String], anyOf: [String])] = [
+            (["audio/mpeg", "audio/mp3"], ["mpg123audiodec", "avdec_mp3"]),
+            (["audio/flac", "audio/x-flac"], ["flacdec"]),
+            (["audio/ogg", "audio/vorbis", "application/ogg"], ["vorbisdec"]),
+            (["audio/opus"], ["opusdec"]),
+            (["audio/mp4", "audio/aac", "audio/x-m4a"], ["avdec_aac", "faad"]),
+            (["audio/wav", "audio/x-wav"], ["wavparse"]),
+        ]
+        return needs.filter { $0.anyOf.contains(where: hasElement) }.flatMap(\.mimeTypes)
+    }
+}

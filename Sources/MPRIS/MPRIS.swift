@@ -1,1 +1,1 @@
-// MPRIS: see docs/ARCHITECTURE.md.
+// MPRIS: see MPRISService (arrives with DBusKit).

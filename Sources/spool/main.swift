@@ -1,1 +1,1 @@
-print("spool")
+print("spool: not yet wired")

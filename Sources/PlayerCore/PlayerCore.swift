@@ -1,1 +1,0 @@
-// PlayerCore: see docs/ARCHITECTURE.md.

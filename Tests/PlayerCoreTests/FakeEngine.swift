@@ -1,0 +1,42 @@
+import EngineAPI
+import Foundation
+import Synchronization
+
+/// An engine that records commands and lets tests play its events back.
+final class FakeEngine: PlaybackEngine {
+    enum Command: Equatable {
+        case load(TrackID, URL, Duration, playing: Bool)
+        case play, pause, stop, shutdown
+        case seek(Duration)
+        case volume(Double)
+    }
+
+    private let state = Mutex<(handler: (@Sendable (EngineEvent) -> Void)?, commands: [Command], position: Duration?)>(
+        (nil, [], nil))
+
+    var commands: [Command] { state.withLock { $0.commands } }
+
+    /// Sends an event to the player as the real engine would.
+    func send(_ event: EngineEvent) {
+        state.withLock { $0.handler }?(event)
+    }
+
+    /// Sets what `position()` answers.
+    func setPosition(_ position: Duration?) { state.withLock { $0.position = position } }
+
+    func setEventHandler(_ handler: @escaping @Sendable (EngineEvent) -> Void) {
+        state.withLock { $0.handler = handler }
+    }
+    func load(_ track: EngineTrack, at position: Duration, playing: Bool) {
+        record(.load(track.id, track.url, position, playing: playing))
+    }
+    func play() { record(.play) }
+    func pause() { record(.pause) }
+    func stop() { record(.stop) }
+    func seek(to position: Duration) { record(.seek(position)) }
+    func setVolume(_ volume: Double) { record(.volume(volume)) }
+    func position() -> Duration? { state.withLock { $0.position } }
+    func shutdown() { record(.shutdown) }
+
+    private func record(_ command: Command) { state.withLock { $0.commands.append(command) } }
+}

@@ -1,0 +1,181 @@
+import EngineAPI
+import Foundation
+import PlayerCore
+import Synchronization
+import Testing
+
+/// Collects player updates and lets a test await one.
+final class UpdateRecorder: Sendable {
+    private let updates = Mutex<[PlayerUpdate]>([])
+    func record(_ update: PlayerUpdate) { updates.withLock { $0.append(update) } }
+    var all: [PlayerUpdate] { updates.withLock { $0 } }
+    var snapshots: [PlayerSnapshot] {
+        all.compactMap { if case .changed(let snapshot) = $0 { snapshot } else { nil } }
+    }
+
+    /// Waits (yielding, not sleeping) until `predicate` holds for the updates so far.
+    func waitUntil(_ predicate: @escaping ([PlayerUpdate]) -> Bool) async -> Bool {
+        for _ in 0..<10_000 {
+            if predicate(all) { return true }
+            await Task.yield()
+        }
+        return predicate(all)
+    }
+}
+
+@Suite("Player core with a fake engine")
+struct PlayerTests {
+    let url = URL(string: "http://127.0.0.1:1/a.mp3")!
+    let second = URL(string: "file:///music/b.flac")!
+
+    @Test func openLoadsAndPlaysTheTrack() async throws {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.open(url)
+        let state = await player.state
+        #expect(state.status == .playing)
+        #expect(state.nowPlaying?.entry.url == url)
+        #expect(state.hasTracks)
+        guard case .load(_, let loaded, .zero, playing: true)? = engine.commands.first else {
+            Issue.record("expected a load, got \(engine.commands)")
+            return
+        }
+        #expect(loaded == url)
+    }
+
+    @Test func pauseThenPlayResumesWithoutReloading() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.open(url)
+        await player.pause()
+        #expect(await player.state.status == .paused)
+        await player.play()
+        #expect(await player.state.status == .playing)
+        #expect(engine.commands.dropFirst() == [.pause, .play])
+    }
+
+    @Test func stopThenPlayStartsTheTrackFromZero() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.open(url)
+        await player.stop()
+        #expect(await player.state.status == .stopped)
+        await player.play()
+        let loads = engine.commands.filter { if case .load = $0 { true } else { false } }
+        #expect(loads.count == 2)
+        #expect(engine.commands.contains(.stop))
+        if case .load(_, _, let position, playing: true)? = loads.last {
+            #expect(position == .zero)
+        } else {
+            Issue.record("expected a second load at zero: \(engine.commands)")
+        }
+    }
+
+    @Test func playPauseToggles() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.open(url)
+        await player.playPause()
+        #expect(await player.state.status == .paused)
+        await player.playPause()
+        #expect(await player.state.status == .playing)
+    }
+
+    @Test func playWithAnEmptyQueueDoesNothing() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.play()
+        #expect(await player.state.status == .stopped)
+        #expect(await player.state.hasTracks == false)
+        #expect(engine.commands.isEmpty)
+    }
+
+    @Test func tagsAndDurationOfTheCurrentTrackReachTheSnapshot() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open(url)
+        let id = await player.state.nowPlaying!.entry.id
+        var tags = TrackTags()
+        tags.title = "Tone"
+        tags.artists = ["Spool"]
+        engine.send(.tags(id, tags))
+        engine.send(.duration(id, .seconds(3)))
+        engine.send(.tags(TrackID(999), TrackTags()))  // another track's: ignored
+        let arrived = await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == .seconds(3) }
+        #expect(arrived)
+        let now = await player.state.nowPlaying
+        #expect(now?.tags.title == "Tone")
+        #expect(now?.displayTitle == "Tone")
+        #expect(now?.tags.artists == ["Spool"])
+    }
+
+    @Test func endOfTheLastTrackStops() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open(url)
+        let id = await player.state.nowPlaying!.entry.id
+        engine.send(.endOfTrack(id))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.status == .stopped })
+        #expect(engine.commands.last == .stop)
+    }
+
+    @Test func aFailedTrackStopsThePlayer() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open(url)
+        let id = await player.state.nowPlaying!.entry.id
+        engine.send(.failed(id, EngineError("404")))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.status == .stopped })
+    }
+
+    @Test func seekedEventsAreForwarded() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open(url)
+        let id = await player.state.nowPlaying!.entry.id
+        await player.seek(to: .seconds(2))
+        #expect(engine.commands.last == .seek(.seconds(2)))
+        engine.send(.seeked(id, position: .seconds(2)))
+        #expect(await recorder.waitUntil { $0.contains(.seeked(.seconds(2))) })
+    }
+
+    @Test func trackIDsAreNeverReused() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.open(url)
+        let first = await player.state.nowPlaying!.entry.id
+        await player.open(url)
+        let again = await player.state.nowPlaying!.entry.id
+        #expect(first != again)
+    }
+
+    @Test func volumeIsClamped() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.setVolume(-0.5)
+        #expect(await player.state.volume == 0)
+        await player.setVolume(3)
+        #expect(await player.state.volume == 1)
+        #expect(engine.commands == [.volume(0), .volume(1)])
+    }
+
+    @Test func observersHearOnlyRealChanges() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open(url)
+        let count = recorder.snapshots.count
+        await player.play()  // already playing: no change
+        await player.setVolume(1.0)  // unchanged
+        #expect(recorder.snapshots.count == count)
+    }
+}
