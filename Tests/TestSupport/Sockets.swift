@@ -51,6 +51,12 @@ enum Sockets {
         return fd
     }
 
+    /// Sends small writes at once instead of waiting for the peer's delayed ACK.
+    static func disableNagle(_ fd: Int32) {
+        var one: Int32 = 1
+        setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
     /// Sends all of `data`; false when the peer is gone. Never raises SIGPIPE.
     static func sendAll(_ fd: Int32, _ data: Data) -> Bool {
         data.withUnsafeBytes { buffer in
