@@ -125,41 +125,6 @@ public struct OriginFaults: Sendable, Equatable {
     }
 }
 
-/// One request the origin handled, for asserting exactly what a client fetched.
-public struct OriginRequest: Sendable, Equatable {
-    /// The request method.
-    public var method: String
-    /// The request target as sent (path and query).
-    public var path: String
-    /// The `Range` header, if sent.
-    public var range: String?
-    /// The `If-Range` header, if sent.
-    public var ifRange: String?
-    /// The `If-None-Match` header, if sent.
-    public var ifNoneMatch: String?
-    /// The `If-Modified-Since` header, if sent.
-    public var ifModifiedSince: String?
-    /// The response status chosen (sent unless the client left during the first-byte latency).
-    public var status: Int
-    /// Body bytes actually written to the socket (chunk framing excluded).
-    public var bodyBytesSent: Int
-
-    /// Creates a record (for comparing with the log).
-    public init(
-        method: String = "GET", path: String, range: String? = nil, ifRange: String? = nil,
-        ifNoneMatch: String? = nil, ifModifiedSince: String? = nil, status: Int, bodyBytesSent: Int
-    ) {
-        self.method = method
-        self.path = path
-        self.range = range
-        self.ifRange = ifRange
-        self.ifNoneMatch = ifNoneMatch
-        self.ifModifiedSince = ifModifiedSince
-        self.status = status
-        self.bodyBytesSent = bodyBytesSent
-    }
-}
-
 /// A fault-injecting HTTP/1.1 origin on 127.0.0.1 built on POSIX sockets: in-memory
 /// resources with Range, conditional requests and keep-alive, plus per-path faults
 /// (latency, bandwidth caps, early closes, 5xx, ignored ranges, chunking, wrong lengths,
@@ -228,11 +193,11 @@ public final class FaultOrigin: Sendable {
     public func resource(at path: String) -> OriginResource? { core.entry(path)?.resource }
 
     /// Every request handled so far, in the order the responses ended.
-    public func requests() -> [OriginRequest] { core.log.entries() }
+    public func requests() -> [ServedRequest] { core.log.entries() }
 
     /// The request log once it holds at least `count` entries (a response is logged after its
     /// last byte, so it can lag the client); throws after `timeout` seconds.
-    public func requests(atLeast count: Int, timeout: Double = 5) throws -> [OriginRequest] {
+    public func requests(atLeast count: Int, timeout: Double = 5) throws -> [ServedRequest] {
         let entries = core.log.wait(forCount: count, timeout: timeout)
         guard entries.count >= count else {
             throw RigError("origin logged \(entries.count) requests, expected \(count): \(entries)")
@@ -265,12 +230,12 @@ struct OriginEntry: Sendable {
 /// The request log, with waiting for a count.
 final class OriginLog: Sendable {
     private struct State {
-        var entries: [OriginRequest] = []
+        var entries: [ServedRequest] = []
         var waiters: [(count: Int, signal: DispatchSemaphore)] = []
     }
     private let state = Mutex(State())
 
-    func append(_ entry: OriginRequest) {
+    func append(_ entry: ServedRequest) {
         let ready = state.withLock { state in
             state.entries.append(entry)
             let count = state.entries.count
@@ -281,11 +246,11 @@ final class OriginLog: Sendable {
         ready.forEach { $0.signal() }
     }
 
-    func entries() -> [OriginRequest] { state.withLock { $0.entries } }
+    func entries() -> [ServedRequest] { state.withLock { $0.entries } }
 
     func clear() { state.withLock { $0.entries.removeAll() } }
 
-    func wait(forCount count: Int, timeout: Double) -> [OriginRequest] {
+    func wait(forCount count: Int, timeout: Double) -> [ServedRequest] {
         let signal = DispatchSemaphore(value: 0)
         let satisfied = state.withLock { state in
             if state.entries.count >= count { return true }

@@ -81,7 +81,7 @@ struct OriginConnection {
         let faults = claimed?.entry.faults ?? OriginFaults()
         var response = plan(request, claimed: claimed)
         response.closeAfter = response.closeAfter || !request.keepAlive
-        var record = OriginRequest(
+        var record = ServedRequest(
             method: request.method, path: request.target, range: request.header("range"),
             ifRange: request.header("if-range"), ifNoneMatch: request.header("if-none-match"),
             ifModifiedSince: request.header("if-modified-since"), status: response.status, bodyBytesSent: 0)

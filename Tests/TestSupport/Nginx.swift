@@ -1,37 +1,5 @@
 import Foundation
 
-/// One request in an `NginxServer`'s access log.
-public struct NginxAccessLogEntry: Sendable, Equatable {
-    /// The request method.
-    public let method: String
-    /// The request target as sent (path and query).
-    public let path: String
-    /// The `Range` request header, nil when absent.
-    public let range: String?
-    /// The `If-None-Match` request header, nil when absent.
-    public let ifNoneMatch: String?
-    /// The `If-Range` request header, nil when absent.
-    public let ifRange: String?
-    /// The response status.
-    public let status: Int
-    /// Body bytes sent (`$body_bytes_sent`).
-    public let bodyBytesSent: Int
-
-    /// Creates an entry (for comparing with what the log holds).
-    public init(
-        method: String, path: String, range: String? = nil, ifNoneMatch: String? = nil, ifRange: String? = nil,
-        status: Int, bodyBytesSent: Int
-    ) {
-        self.method = method
-        self.path = path
-        self.range = range
-        self.ifNoneMatch = ifNoneMatch
-        self.ifRange = ifRange
-        self.status = status
-        self.bodyBytesSent = bodyBytesSent
-    }
-}
-
 /// Debian's nginx serving a directory on a free 127.0.0.1 port, with its config, pid file,
 /// logs and temp paths in its own temporary directory. Static files get Range, ETag,
 /// Last-Modified and 304 handling; gzip is off. The process ends by itself after
@@ -75,15 +43,15 @@ public final class NginxServer: Sendable {
     }
 
     /// The parsed access log so far, oldest first.
-    public func accessLog() -> [NginxAccessLogEntry] {
+    public func accessLog() -> [ServedRequest] {
         let text = (try? String(contentsOf: accessLogURL, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap(Self.parse)
     }
 
     /// The access log once it holds at least `count` entries (nginx writes a line after the
     /// response is sent, so it may lag the client by a moment); throws after `timeout` seconds.
-    public func accessLog(atLeast count: Int, timeout: Double = 5) throws -> [NginxAccessLogEntry] {
-        var entries = [NginxAccessLogEntry]()
+    public func accessLog(atLeast count: Int, timeout: Double = 5) throws -> [ServedRequest] {
+        var entries = [ServedRequest]()
         guard eventually(timeout: timeout, { entries = accessLog(); return entries.count >= count }) else {
             throw RigError("nginx logged \(entries.count) requests, expected \(count)")
         }
@@ -113,7 +81,7 @@ public final class NginxServer: Sendable {
                 include /etc/nginx/mime.types;
                 types { audio/flac flac; audio/ogg opus; audio/mp4 m4a; audio/wav wav; }
                 default_type application/octet-stream;
-                log_format spool escape=json '$request_method\\t$request_uri\\t$http_range\\t$http_if_none_match\\t$http_if_range\\t$status\\t$body_bytes_sent';
+                log_format spool escape=json '$request_method\\t$request_uri\\t$http_range\\t$http_if_range\\t$http_if_none_match\\t$http_if_modified_since\\t$status\\t$body_bytes_sent';
                 access_log \(dir)/access.log spool;
                 client_body_temp_path \(dir)/client_body;
                 proxy_temp_path \(dir)/proxy;
@@ -152,14 +120,14 @@ public final class NginxServer: Sendable {
 
     /// Parses one `spool`-format line. With `escape=json` nginx writes an absent header as
     /// an empty field and a quote inside a value as `\"`.
-    private static func parse(_ line: Substring) -> NginxAccessLogEntry? {
+    private static func parse(_ line: Substring) -> ServedRequest? {
         let fields = line.split(separator: "\t", omittingEmptySubsequences: false).map {
             $0.replacingOccurrences(of: "\\\"", with: "\"").replacingOccurrences(of: "\\\\", with: "\\")
         }
-        guard fields.count == 7, let status = Int(fields[5]), let bytes = Int(fields[6]) else { return nil }
+        guard fields.count == 8, let status = Int(fields[6]), let bytes = Int(fields[7]) else { return nil }
         func optional(_ value: String) -> String? { value.isEmpty ? nil : value }
-        return NginxAccessLogEntry(
-            method: fields[0], path: fields[1], range: optional(fields[2]), ifNoneMatch: optional(fields[3]),
-            ifRange: optional(fields[4]), status: status, bodyBytesSent: bytes)
+        return ServedRequest(
+            method: fields[0], path: fields[1], range: optional(fields[2]), ifRange: optional(fields[3]),
+            ifNoneMatch: optional(fields[4]), ifModifiedSince: optional(fields[5]), status: status, bodyBytesSent: bytes)
     }
 }
