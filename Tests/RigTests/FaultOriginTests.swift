@@ -304,7 +304,7 @@ struct FaultOriginFaultTests {
 
     @Test func stallsUntilTheClientLeaves() throws {
         serve(OriginFaults(stall: .init(afterBodyBytes: 3_000)))
-        let connection = try HTTPConnection(port: origin.port, receiveTimeout: 0.3)
+        let connection = try HTTPConnection(port: origin.port, receiveTimeout: 0.5)
         let response = try connection.request("/f")
         #expect(!response.isComplete)
         #expect(response.body == body.prefix(3_000))

@@ -101,8 +101,10 @@ public final class Fixtures: Sendable {
     /// The embedded cover image (a small PNG).
     public let coverPNG: Data
 
+    private static let buffers = 150
+    private static let framesPerBuffer = 1024
     /// Samples per channel in every fixture: 150 buffers of 1024 frames, ~3.48 s at 44.1 kHz.
-    public static let sampleCount = 150 * 1024
+    public static let sampleCount = buffers * framesPerBuffer
     /// The sample rate of every fixture's source audio.
     public static let sampleRate = 44_100
 
@@ -168,12 +170,14 @@ public final class Fixtures: Sendable {
         }
 
         // All encoders run at once; each takes a fraction of a second.
+        let logs = directory.appendingPathComponent("logs", isDirectory: true)
+        try FileManager.default.createDirectory(at: logs, withIntermediateDirectories: true)
         let coverURL = directory.appendingPathComponent("cover.png")
         var jobs = [(ChildProcess, String)]()
-        jobs.append((try Self.gst(Self.coverPipeline(to: coverURL), logs: directory), "cover.png"))
+        jobs.append((try Self.gst(Self.coverPipeline(to: coverURL), logs: logs), "cover.png"))
         for (fixture, plan) in zip(fixtures, Self.plans) {
             let target = plan.cover ? directory.appendingPathComponent("\(fixture.name).raw") : fixture.url
-            jobs.append((try Self.gst(Self.audioPipeline(fixture, to: target), logs: directory), fixture.name))
+            jobs.append((try Self.gst(Self.audioPipeline(fixture, to: target), logs: logs), fixture.name))
         }
         for (job, name) in jobs {
             let status = job.waitForExit(timeout: 60)
@@ -212,7 +216,7 @@ public final class Fixtures: Sendable {
         var tags = "title=\"\(fixture.title)\",artist=\(fixture.artist),album=\(fixture.album)"
         if let track = fixture.trackNumber { tags += ",track-number=(uint)\(track)" }
         let escaped = tags.replacingOccurrences(of: "\"", with: "\\\"")
-        return ["audiotestsrc", "wave=sine", "freq=\(fixture.frequency)", "num-buffers=150", "samplesperbuffer=1024", "!",
+        return ["audiotestsrc", "wave=sine", "freq=\(fixture.frequency)", "num-buffers=\(buffers)", "samplesperbuffer=\(framesPerBuffer)", "!",
                 "audio/x-raw,rate=\(sampleRate),channels=2", "!", "audioconvert", "!", "taginject", "tags=\"\(escaped)\"", "!"]
             + fixture.format.encoderElements + ["!", "filesink", "location=\(url.path)"]
     }
