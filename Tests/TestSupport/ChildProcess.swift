@@ -71,8 +71,8 @@ public final class ChildProcess: @unchecked Sendable {
         let tag = "\(name)-\(UUID().uuidString.prefix(6))"
         stdoutURL = logDirectory.appendingPathComponent("\(tag).out")
         stderrURL = logDirectory.appendingPathComponent("\(tag).err")
-        FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
-        FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         commandLine = ([resolved] + arguments).joined(separator: " ")
 
         if let seconds = selfStopAfter {
@@ -182,23 +182,8 @@ public func eventually(
 /// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).
 /// For servers like nginx that cannot report the port they picked; callers retry on a clash.
 public func freeLoopbackPort() throws -> UInt16 {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw RigError("socket() failed: \(errno)") }
+    let fd = try Sockets.tcp()
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-    }
-    guard bound == 0 else { throw RigError("bind() failed: \(errno)") }
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let named = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    guard named == 0 else { throw RigError("getsockname() failed: \(errno)") }
-    return UInt16(bigEndian: address.sin_port)
+    try Sockets.bindLoopback(fd, port: 0)
+    return try Sockets.boundPort(fd)
 }
