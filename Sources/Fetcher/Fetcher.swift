@@ -12,7 +12,44 @@ internal import CCurlShim
 /// Events of a transfer are delivered on the fetcher's thread, in order; handlers
 /// must return quickly (store the bytes, wake a waiter) and never block.
 public final class Fetcher: Sendable {
-    private enum Command {
+    private let worker: FetcherWorker
+
+    /// Creates a fetcher and starts its thread. `userAgent` names Spool and its version.
+    public init(userAgent: String) {
+        CurlGlobal.initialize()
+        worker = FetcherWorker(userAgent: userAgent)
+        // The thread holds only the worker, so releasing the fetcher stops it.
+        let worker = self.worker
+        let thread = Thread { worker.run() }
+        thread.name = "spool.fetcher"
+        thread.start()
+    }
+
+    /// Starts fetching `request`; `events` receives the transfer's events, tagged
+    /// with its id, on the fetcher's thread.
+    @discardableResult
+    public func start(
+        _ request: RangeRequest, events: @escaping @Sendable (TransferID, TransferEvent) -> Void
+    ) -> TransferID {
+        worker.start(request, events: events)
+    }
+
+    /// Cancels a transfer; no event of it is delivered after the fetcher thread handles this.
+    public func cancel(_ id: TransferID) {
+        worker.post(.cancel(id))
+    }
+
+    /// Cancels every transfer, stops the thread and frees libcurl's handles. Idempotent.
+    public func shutdown() {
+        worker.shutdown()
+    }
+
+    deinit { worker.shutdown() }
+}
+
+/// The state shared between callers and the fetcher thread, and the thread's loop.
+final class FetcherWorker: Sendable {
+    enum Command {
         case start(TransferID, RangeRequest, @Sendable (TransferID, TransferEvent) -> Void)
         case cancel(TransferID)
     }
@@ -24,27 +61,16 @@ public final class Fetcher: Sendable {
     }
 
     private let shared = Mutex(Shared())
-    private let multi: MultiHandle
+    private let multi = MultiHandle()
     private let log = Logger(label: "fetcher")
     private let userAgent: String
     private let stopped = DispatchSemaphore(value: 0)
 
-    /// Creates a fetcher and starts its thread. `userAgent` names Spool and its version.
-    public init(userAgent: String) {
-        CurlGlobal.initialize()
+    init(userAgent: String) {
         self.userAgent = userAgent
-        multi = MultiHandle()
-        let worker = Thread { [self] in self.run() }
-        worker.name = "spool.fetcher"
-        worker.start()
     }
 
-    /// Starts fetching `request`; `events` receives the transfer's events, tagged
-    /// with its id, on the fetcher's thread.
-    @discardableResult
-    public func start(
-        _ request: RangeRequest, events: @escaping @Sendable (TransferID, TransferEvent) -> Void
-    ) -> TransferID {
+    func start(_ request: RangeRequest, events: @escaping @Sendable (TransferID, TransferEvent) -> Void) -> TransferID {
         let id = shared.withLock { state -> TransferID in
             let id = TransferID(raw: state.nextID)
             state.nextID += 1
@@ -55,14 +81,12 @@ public final class Fetcher: Sendable {
         return id
     }
 
-    /// Cancels a transfer; no event of it is delivered after the fetcher thread handles this.
-    public func cancel(_ id: TransferID) {
-        shared.withLock { $0.commands.append(.cancel(id)) }
+    func post(_ command: Command) {
+        shared.withLock { $0.commands.append(command) }
         multi.wakeUp()
     }
 
-    /// Cancels every transfer, stops the thread and frees libcurl's handles. Idempotent.
-    public func shutdown() {
+    func shutdown() {
         let first = shared.withLock { state -> Bool in
             defer { state.stopping = true }
             return !state.stopping
@@ -72,11 +96,8 @@ public final class Fetcher: Sendable {
         stopped.wait()
     }
 
-    deinit { shutdown() }
-
-    // MARK: Fetcher thread
-
-    private func run() {
+    /// The fetcher thread's loop: apply commands, drive transfers, sleep in curl_multi_poll.
+    func run() {
         var transfers: [TransferID: Transfer] = [:]
         while true {
             let (commands, stopping) = shared.withLock { state in

@@ -58,20 +58,32 @@ public final class HTTPByteSource: ByteSource {
     }
 
     /// Returns stored bytes at `offset`, or arranges for them to be fetched and the reader woken.
+    /// When the length is known, a read returns exactly `min(maxLength, length - offset)` bytes:
+    /// demuxers reading in pull mode take a short buffer for the end of the file.
     public func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
         state.withLock { state in
             if state.closed { return .failed(.closed) }
-            if let length = state.info?.length, offset >= length { return .endOfStream }
-            if let bytes = state.store.read(at: offset, maxLength: maxLength) { return .data(bytes) }
+            let wanted: Int
+            if let length = state.info?.length {
+                if offset >= length { return .endOfStream }
+                wanted = Int(min(Int64(maxLength), length - offset))
+            } else {
+                wanted = maxLength
+            }
+            let held = state.store.read(at: offset, maxLength: wanted)
+            if let held, held.count == wanted || (state.info?.length == nil && !held.isEmpty) {
+                return .data(held)
+            }
             if let failure = state.failure { return .failed(failure) }
-            state.waiter = Waiter(offset: offset, wake: wake)
+            let missing = offset + Int64(held?.count ?? 0)
+            state.waiter = Waiter(offset: missing, wake: wake)
             if let transfer = state.transfer,
-                transfer.next <= offset && offset - transfer.next <= Self.waitAheadLimit
+                transfer.next <= missing && missing - transfer.next <= Self.waitAheadLimit
                     || state.info?.randomAccess == false
             {
                 return .pending  // the running transfer will get there soon (or is the only way there)
             }
-            startTransferLocked(&state, at: offset)
+            startTransferLocked(&state, at: missing)
             return .pending
         }
     }

@@ -1,4 +1,5 @@
 import EngineAPI
+import Fetcher
 import Foundation
 import GStreamerEngine
 import MediaSource
@@ -17,7 +18,7 @@ final class EventRecorder: Sendable {
     }
 
     /// Waits until an event matching `predicate` has been recorded.
-    func waitFor(timeout: Double = 20, _ predicate: (EngineEvent) -> Bool) -> EngineEvent? {
+    func waitFor(timeout: Double = 30, _ predicate: (EngineEvent) -> Bool) -> EngineEvent? {
         let deadline = DispatchTime.now() + timeout
         while true {
             if let hit = events.withLock({ $0.first(where: predicate) }) { return hit }
@@ -30,9 +31,14 @@ final class EventRecorder: Sendable {
     var all: [EngineEvent] { events.withLock { $0 } }
 }
 
-/// Decodes `url` through the engine (appsrc fed by Spool's reader) into raw S16LE PCM.
-func decodeThroughEngine(_ url: URL, source: @escaping GStreamerEngine.SourceFactory, into output: URL) throws -> [EngineEvent] {
-    let sink = "audioconvert ! audio/x-raw,format=S16LE ! filesink sync=false location=\(output.path)"
+/// The raw PCM format both decode paths write, so the bytes can be compared.
+let pcmCaps = "audio/x-raw,format=S16LE"
+
+/// Decodes `url` through the engine (playbin + appsrc fed by Spool's reader) into raw PCM.
+func decodeThroughEngine(
+    _ url: URL, source: @escaping GStreamerEngine.SourceFactory, into output: URL
+) throws -> [EngineEvent] {
+    let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)"
     let engine = try GStreamerEngine(audioSink: sink, makeSource: source)
     defer { engine.shutdown() }
     let recorder = EventRecorder()
@@ -48,35 +54,98 @@ func decodeThroughEngine(_ url: URL, source: @escaping GStreamerEngine.SourceFac
     return recorder.all
 }
 
-/// Decodes `file` with a plain filesrc ! decodebin pipeline into raw S16LE PCM.
+/// Decodes `file` with the same playbin and sink, but GStreamer's own `filesrc`
+/// reading the file (`file://` URI), into raw PCM. Same pipeline, same caps
+/// negotiation: any difference comes from how the bytes were read.
 func decodeWithFilesrc(_ file: URL, into output: URL) throws {
+    let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)"
     let result = try runCommand(
         "gst-launch-1.0",
-        ["-q", "filesrc", "location=\(file.path)", "!", "decodebin", "!", "audioconvert", "!",
-         "audio/x-raw,format=S16LE", "!", "filesink", "location=\(output.path)"])
+        ["-q", "playbin", "flags=audio+soft-volume", "uri=\(file.absoluteString)", "audio-sink=\(sink)"])
     #expect(result.status == 0, "gst-launch failed: \(result.stderr)")
 }
 
 @Suite("Decoding through Spool's appsrc", .serialized)
 struct PCMIdentityTests {
-    @Test(arguments: ["flac", "mp3"])
-    func appsrcPathDecodesTheSamePCMAsFilesrc(format: String) throws {
-        let dir = try TemporaryDirectory()
-        let file = dir.file("tone.\(format)")
-        let encoder = format == "flac" ? ["flacenc"] : ["lamemp3enc", "!", "xingmux"]
-        let made = try runCommand(
-            "gst-launch-1.0",
-            ["-q", "audiotestsrc", "num-buffers=100", "freq=440", "!", "audioconvert", "!"] + encoder
-                + ["!", "filesink", "location=\(file.path)"])
-        #expect(made.status == 0)
+    static let fetcher = Fetcher(userAgent: "Spool/test")
 
-        let viaSpool = dir.file("spool.raw")
-        let viaFilesrc = dir.file("filesrc.raw")
-        _ = try decodeThroughEngine(file, source: { url throws(MediaSourceError) in FileByteSource(path: url.path) }, into: viaSpool)
-        try decodeWithFilesrc(file, into: viaFilesrc)
-        let spoolPCM = try Data(contentsOf: viaSpool)
-        let referencePCM = try Data(contentsOf: viaFilesrc)
-        #expect(spoolPCM.count > 100_000)
-        #expect(spoolPCM == referencePCM, "spool \(spoolPCM.count) bytes, filesrc \(referencePCM.count) bytes")
+    @Test(arguments: FixtureFormat.allCases)
+    func fileReadsThroughAppsrcDecodeToTheSamePCMAsFilesrc(format: FixtureFormat) throws {
+        let fixture = try Fixtures.shared().fixture(format)
+        let dir = try TemporaryDirectory()
+        let events = try decodeThroughEngine(
+            fixture.url, source: { url throws(MediaSourceError) in FileByteSource(path: url.path) },
+            into: dir.file("spool.raw"))
+        try decodeWithFilesrc(fixture.url, into: dir.file("filesrc.raw"))
+        let spool = try Data(contentsOf: dir.file("spool.raw"))
+        let reference = try Data(contentsOf: dir.file("filesrc.raw"))
+        #expect(spool.count > 100_000, "\(fixture): only \(spool.count) bytes of PCM")
+        #expect(firstDifference(spool, reference) == nil, "\(fixture): \(describeDifference(spool, reference))")
+        #expect(events.contains(.trackStarted(TrackID(1))))
+    }
+
+    @Test(arguments: FixtureFormat.allCases)
+    func httpReadsThroughAppsrcDecodeToTheSamePCMAsFilesrc(format: FixtureFormat) throws {
+        let fixtures = try Fixtures.shared()
+        let fixture = fixtures.fixture(format)
+        let server = try NginxServer(serving: fixtures.directory)
+        let dir = try TemporaryDirectory()
+        let fetcher = Self.fetcher
+        let events = try decodeThroughEngine(
+            server.url(for: fixture.fileName),
+            source: { url throws(MediaSourceError) in HTTPByteSource(url: url, fetcher: fetcher) },
+            into: dir.file("spool.raw"))
+        try decodeWithFilesrc(fixture.url, into: dir.file("filesrc.raw"))
+        let spool = try Data(contentsOf: dir.file("spool.raw"))
+        let reference = try Data(contentsOf: dir.file("filesrc.raw"))
+        #expect(spool.count > 100_000)
+        #expect(firstDifference(spool, reference) == nil, "\(fixture): \(describeDifference(spool, reference))")
+        // Tags travel with the bytes.
+        let tags = events.compactMap { if case .tags(_, let tags) = $0 { tags } else { nil } }
+            .reduce(TrackTags()) { $0.merging($1) }
+        #expect(tags.title == fixture.title, "\(fixture): \(tags)")
+        // Every request nginx saw was a range request answered 206.
+        let requests = server.accessLog()
+        #expect(!requests.isEmpty)
+        #expect(requests.allSatisfy { $0.status == 206 && $0.range != nil }, "\(requests)")
+    }
+
+    @Test func seekingLandsOnTheRequestedPosition() throws {
+        let fixture = try Fixtures.shared().fixture(.flac)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
+            FileByteSource(path: url.path)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(7), url: fixture.url), at: .seconds(1), playing: false)
+        let seeked = recorder.waitFor { if case .seeked = $0 { true } else { false } }
+        guard case .seeked(TrackID(7), let position)? = seeked else {
+            Issue.record("no seek completed: \(recorder.all)")
+            return
+        }
+        #expect(abs((position - .seconds(1)) / .milliseconds(1)) <= 50, "landed at \(position)")
+        #expect(engine.position().map { abs(($0 - .seconds(1)) / .milliseconds(1)) <= 50 } == true)
+    }
+
+    @Test func aMissingFileFailsWithAClearError() throws {
+        let engine = try GStreamerEngine(audioSink: "fakesink") { url throws(MediaSourceError) in
+            FileByteSource(path: url.path)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(3), url: URL(fileURLWithPath: "/nonexistent/x.mp3")), at: .zero, playing: true)
+        guard case .failed(TrackID(3), let error)? = recorder.waitFor({ if case .failed = $0 { true } else { false } }) else {
+            Issue.record("expected a failure: \(recorder.all)")
+            return
+        }
+        #expect(error.message.contains("/nonexistent/x.mp3"))
+    }
+
+    @Test func aBadSinkDescriptionIsRefused() {
+        #expect(throws: EngineError.self) {
+            _ = try GStreamerEngine(audioSink: "nosuchsink-xyz") { _ throws(MediaSourceError) in throw .closed }
+        }
     }
 }
