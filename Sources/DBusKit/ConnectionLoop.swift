@@ -136,8 +136,8 @@ final class ConnectionLoop {
 
     private func sendResponse(_ message: OutgoingMessage?) {
         guard let message else { return }
+        core.repliesSent.add(1, ordering: .relaxed)  // before the caller can see the reply
         send(message)
-        core.repliesSent.add(1, ordering: .relaxed)
     }
 
     private func reply(to address: ReplyAddress, _ result: CallResult) {

@@ -54,6 +54,37 @@ extension BusTests {
             echo.state.slowRelease.continuation.yield()
         }
 
+        @Test func manyConcurrentCallsFromManyTasksAllGetTheirOwnReplies() async throws {
+            let echo = try EchoService()
+            let replies = try await withThrowingTaskGroup(of: (Int, [DBusValue]).self) { group in
+                for index in 0..<300 {
+                    group.addTask {
+                        echo.service.emitSignal(path: testPath, interface: testInterface, name: "Other", arguments: [])
+                        return (index, try await echo.call("Concat", [.string("n"), .string("\(index)")]))
+                    }
+                }
+                var replies: [Int: [DBusValue]] = [:]
+                for try await (index, reply) in group { replies[index] = reply }
+                return replies
+            }
+            #expect(replies.count == 300)
+            #expect(replies.allSatisfy { $0.value == [.string("n\($0.key)")] })
+        }
+
+        @Test func sessionConnectsToTheBusNamedByTheEnvironment() async throws {
+            let bus = try PrivateBus()
+            let previous = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
+            setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
+            let connection = Result { try DBusConnection.session() }
+            if let previous { setenv("DBUS_SESSION_BUS_ADDRESS", previous, 1) } else { unsetenv("DBUS_SESSION_BUS_ADDRESS") }
+            let session = try connection.get()
+            defer { session.close() }
+            #expect(session.uniqueName.hasPrefix(":"))
+            let other = try DBusConnection(address: bus.address)
+            defer { other.close() }
+            #expect(try await other.nameHasOwner(session.uniqueName))
+        }
+
         @Test func callRoundTripLatencyOnAPrivateBus() async throws {
             let echo = try EchoService()
             let clock = ContinuousClock()

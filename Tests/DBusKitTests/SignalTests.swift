@@ -39,6 +39,21 @@ extension BusTests {
             #expect(first?.arguments == [.string("volume"), .int64(-3)])
         }
 
+        @Test func closeSendsWhatIsStillQueued() async throws {
+            let echo = try EchoService()
+            let stream = try await echo.client.subscribe(matching: "type='signal',interface='\(testInterface)',member='Changed'")
+            for index in 0..<50 {
+                echo.service.emitSignal(path: testPath, interface: testInterface, name: "Changed", arguments: [.string("last"), .int64(Int64(index))])
+            }
+            echo.service.close()
+            var received: [Int64] = []
+            for await signal in stream {
+                received.append(signal.arguments.last?.int64Value ?? -1)
+                if received.count == 50 { break }
+            }
+            #expect(received == Array(0..<50))
+        }
+
         @Test func invalidSignalsAreDroppedAndStreamsEndOnClose() async throws {
             let echo = try EchoService()
             let stream = try await echo.client.subscribe(matching: "type='signal',interface='\(testInterface)'")

@@ -44,7 +44,8 @@ public final class PrivateBus: Sendable {
 
     deinit { stop() }
 
-    /// A minimal session-bus configuration listening on a socket in `directory`.
+    /// A minimal session-bus configuration listening on a socket in `directory`,
+    /// with the session bus's limits.
     static func configuration(listeningIn directory: String) -> String {
         """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
@@ -59,6 +60,13 @@ public final class PrivateBus: Sendable {
             <allow eavesdrop="true"/>
             <allow own="*"/>
           </policy>
+          <!-- the generous limits of Debian's session.conf, so tests meet the limits a real session bus has -->
+          <limit name="max_incoming_bytes">1000000000</limit>
+          <limit name="max_outgoing_bytes">1000000000</limit>
+          <limit name="max_message_size">1000000000</limit>
+          <limit name="max_names_per_connection">50000</limit>
+          <limit name="max_match_rules_per_connection">50000</limit>
+          <limit name="max_replies_per_connection">50000</limit>
         </busconfig>
         """
     }
