@@ -224,10 +224,9 @@ public final class DBusConnection: Sendable {
     /// closes or the stream is dropped. The bus starts sending them shortly
     /// after this returns; use `subscribe(matching:)` to wait until it does.
     public func signals(matching rule: String) -> AsyncStream<DBusSignalMessage> {
-        openStream(rule) { result in
-            if case .failure(let error) = result {
-                self.core.logger.error("AddMatch \(rule) failed: \(error)")
-            }
+        let logger = core.logger
+        return openStream(rule) { result in
+            if case .failure(let error) = result { logger.error("AddMatch \(rule) failed: \(error)") }
         }
     }
 

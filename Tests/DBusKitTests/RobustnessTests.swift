@@ -33,6 +33,23 @@ extension BusTests {
             #expect(try await finished.value == [.string("done")])
         }
 
+        @Test func aCallWithoutAnswerTimesOutWithNoReply() async throws {
+            let echo = try EchoService()
+            let clock = ContinuousClock()
+            let started = clock.now
+            let timedOut = await thrownName {
+                try await echo.client.call(
+                    destination: testName, path: testPath, interface: testInterface, method: "Slow",
+                    timeout: .milliseconds(100))
+            }
+            #expect(timedOut == "org.freedesktop.DBus.Error.NoReply")
+            #expect(started.duration(to: clock.now) < .seconds(2))
+            echo.state.slowRelease.continuation.yield()
+            echo.client.close()
+            echo.client.close()  // idempotent
+            #expect(!echo.client.isConnected)
+        }
+
         @Test func theConnectionSurvivesTheBusDying() async throws {
             let echo = try EchoService()
             let endsWithTheBus = try await echo.service.subscribe(matching: "type='signal',interface='org.spool.Never'")
