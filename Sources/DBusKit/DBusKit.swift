@@ -1,1 +1,0 @@
-// DBusKit: see docs/ARCHITECTURE.md.

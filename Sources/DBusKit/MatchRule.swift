@@ -1,0 +1,76 @@
+/// A parsed D-Bus match rule, used to route the signals the bus delivers to
+/// the streams whose rule they match (the bus sends one copy for all rules).
+struct MatchRule: Sendable {
+    private(set) var fields: [String: String] = [:]
+
+    /// Parses `key='value',key2='value2'`; nil when malformed or when it uses an unknown key.
+    init?(_ rule: String) {
+        var characters = Substring(rule)
+        while !characters.isEmpty {
+            guard let equals = characters.firstIndex(of: "=") else { return nil }
+            let key = characters[..<equals].trimmingPrefix(while: { $0 == " " })
+            characters = characters[characters.index(after: equals)...]
+            var value = ""
+            while let next = characters.first, next != "," {
+                characters.removeFirst()
+                if next == "'" {
+                    guard let close = characters.firstIndex(of: "'") else { return nil }
+                    value += characters[..<close]
+                    characters = characters[characters.index(after: close)...]
+                } else if next == "\\", characters.first == "'" {
+                    value += "'"
+                    characters.removeFirst()
+                } else {
+                    value.append(next)
+                }
+            }
+            if !characters.isEmpty { characters.removeFirst() }
+            guard MatchRule.isKnownKey(key) else { return nil }
+            fields[String(key)] = value
+        }
+    }
+
+    private static func isKnownKey(_ key: Substring) -> Bool {
+        let plain: Set<Substring> = [
+            "type", "sender", "interface", "member", "path", "path_namespace", "destination", "eavesdrop",
+            "arg0namespace",
+        ]
+        if plain.contains(key) { return true }
+        guard key.hasPrefix("arg") else { return false }
+        var digits = key.dropFirst(3)
+        if digits.hasSuffix("path") { digits = digits.dropLast(4) }
+        guard let index = Int(digits), index < 64 else { return false }
+        return true
+    }
+
+    /// Whether `signal` matches. A well-known `sender` other than the bus
+    /// itself cannot be resolved locally and is accepted.
+    func matches(_ signal: DBusSignalMessage) -> Bool {
+        for (key, value) in fields where !matches(key: key, value: value, signal) { return false }
+        return true
+    }
+
+    private func matches(key: String, value: String, _ signal: DBusSignalMessage) -> Bool {
+        switch key {
+        case "type": return value == "signal"
+        case "sender": return !(value.hasPrefix(":") || value == "org.freedesktop.DBus") || signal.sender == value
+        case "interface": return signal.interface == value
+        case "member": return signal.member == value
+        case "path": return signal.path == value
+        case "path_namespace": return value == "/" || signal.path == value || signal.path.hasPrefix(value + "/")
+        case "destination", "eavesdrop": return true
+        case "arg0namespace":
+            guard let first = signal.arguments.first?.stringValue else { return false }
+            return first == value || first.hasPrefix(value + ".")
+        default:
+            let isPath = key.hasSuffix("path")
+            let index = Int(key.dropFirst(3).dropLast(isPath ? 4 : 0)) ?? 0
+            guard index < signal.arguments.count else { return false }
+            let argument = signal.arguments[index]
+            if !isPath { return argument.stringValue == value }
+            guard let text = argument.stringValue ?? argument.objectPathValue else { return false }
+            return text == value || (value.hasSuffix("/") && text.hasPrefix(value))
+                || (text.hasSuffix("/") && value.hasPrefix(text))
+        }
+    }
+}
