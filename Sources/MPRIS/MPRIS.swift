@@ -1,1 +1,0 @@
-// MPRIS: see MPRISService (arrives with DBusKit).

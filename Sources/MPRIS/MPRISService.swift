@@ -1,0 +1,274 @@
+import DBusKit
+import EngineAPI
+import Foundation
+import PlayerCore
+import SpoolLog
+import Synchronization
+
+/// Exports the player on D-Bus as an MPRIS 2 media player at
+/// `/org/mpris/MediaPlayer2`: what desktops, lock screens, media keys and
+/// playerctl see. Property reads are answered from the latest player snapshot
+/// without waiting on the player; methods are forwarded to it.
+public final class MPRISService: Sendable {
+    /// The well-known bus name Spool owns.
+    public static let busName = "org.mpris.MediaPlayer2.spool"
+    /// The object path MPRIS prescribes.
+    public static let objectPath = "/org/mpris/MediaPlayer2"
+    /// The root interface.
+    public static let rootInterface = "org.mpris.MediaPlayer2"
+    /// The player interface.
+    public static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    /// The track id MPRIS reserves for "no track".
+    public static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
+
+    private struct Published {
+        var snapshot = PlayerSnapshot()
+        /// Player properties as last signalled, to send only what changed.
+        var signalled = MPRISService.playerProperties(PlayerSnapshot())
+        var flushScheduled = false
+    }
+
+    private let connection: DBusConnection
+    private let player: Player
+    private let supportedMimeTypes: [String]
+    private let onQuit: @Sendable () -> Void
+    private let published = Mutex(Published())
+    private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
+    private let log = Logger(label: "mpris")
+
+    /// How long changes are gathered before one PropertiesChanged goes out.
+    static let coalescingDelay: DispatchTimeInterval = .milliseconds(5)
+
+    /// Creates the service; call ``start()`` to export it.
+    public init(
+        connection: DBusConnection, player: Player, supportedMimeTypes: [String],
+        onQuit: @escaping @Sendable () -> Void
+    ) {
+        self.connection = connection
+        self.player = player
+        self.supportedMimeTypes = supportedMimeTypes
+        self.onQuit = onQuit
+    }
+
+    /// Exports the MPRIS object and starts following the player.
+    public func start() async {
+        connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface()])
+        await player.observe { [weak self] update in self?.playerDidUpdate(update) }
+    }
+
+    /// The track id object path for a queue entry.
+    public static func trackPath(_ id: TrackID) -> String { "/org/spool/Track/\(id.rawValue)" }
+
+    // MARK: org.mpris.MediaPlayer2
+
+    private func rootInterface() -> DBusInterface {
+        let onQuit = self.onQuit
+        let mimeTypes = supportedMimeTypes
+        return DBusInterface(
+            Self.rootInterface,
+            methods: [
+                DBusMethod("Raise") { _ in [] },
+                DBusMethod("Quit") { _ in
+                    onQuit()
+                    return []
+                },
+            ],
+            properties: [
+                DBusProperty("CanQuit", signature: "b") { .boolean(true) },
+                DBusProperty("CanRaise", signature: "b") { .boolean(false) },
+                DBusProperty("HasTrackList", signature: "b") { .boolean(false) },
+                DBusProperty("Identity", signature: "s") { .string("Spool") },
+                DBusProperty("DesktopEntry", signature: "s") { .string("spool") },
+                DBusProperty("SupportedUriSchemes", signature: "as") {
+                    .array(elementSignature: "s", ["file", "http", "https"].map(DBusValue.string))
+                },
+                DBusProperty("SupportedMimeTypes", signature: "as") {
+                    .array(elementSignature: "s", mimeTypes.map(DBusValue.string))
+                },
+            ])
+    }
+
+    // MARK: org.mpris.MediaPlayer2.Player
+
+    private func playerInterface() -> DBusInterface {
+        let player = self.player
+        let read: @Sendable (String) -> DBusValue = { [weak self] name in
+            self?.published.withLock { Self.playerProperties($0.snapshot)[name] } ?? .boolean(false)
+        }
+        return DBusInterface(
+            Self.playerInterface,
+            methods: [
+                DBusMethod("Next") { _ in
+                    await player.next()
+                    return []
+                },
+                DBusMethod("Previous") { _ in
+                    await player.previous()
+                    return []
+                },
+                DBusMethod("Pause") { _ in
+                    await player.pause()
+                    return []
+                },
+                DBusMethod("PlayPause") { _ in
+                    await player.playPause()
+                    return []
+                },
+                DBusMethod("Stop") { _ in
+                    await player.stop()
+                    return []
+                },
+                DBusMethod("Play") { _ in
+                    await player.play()
+                    return []
+                },
+                DBusMethod("Seek", in: "x", argumentNames: ["Offset"]) { arguments in
+                    guard case .int64(let offset) = arguments.first else { throw DBusError.invalidArgs("Seek takes an offset in microseconds") }
+                    let state = await player.state
+                    guard let current = state.nowPlaying else { return [] }
+                    let target = player.position() + .microseconds(offset)
+                    if let length = current.duration, target > length {
+                        await player.next()
+                    } else {
+                        await player.seek(to: max(.zero, target))
+                    }
+                    return []
+                },
+                DBusMethod("SetPosition", in: "ox", argumentNames: ["TrackId", "Position"]) { arguments in
+                    guard arguments.count == 2, case .objectPath(let track) = arguments[0],
+                        case .int64(let micros) = arguments[1]
+                    else { throw DBusError.invalidArgs("SetPosition takes a track id and a position") }
+                    let state = await player.state
+                    // Stale track ids, negative positions and positions past the end are ignored, as the spec asks.
+                    guard let current = state.nowPlaying, track == Self.trackPath(current.entry.id), micros >= 0
+                    else { return [] }
+                    let target = Duration.microseconds(micros)
+                    if let length = current.duration, target > length { return [] }
+                    await player.seek(to: target)
+                    return []
+                },
+                DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { arguments in
+                    guard case .string(let text) = arguments.first else { throw DBusError.invalidArgs("OpenUri takes a URI") }
+                    await player.open(try Self.parseURI(text))
+                    return []
+                },
+            ],
+            properties: [
+                DBusProperty("PlaybackStatus", signature: "s") { read("PlaybackStatus") },
+                DBusProperty(
+                    "Rate", signature: "d", access: .readWrite, get: { .double(1.0) },
+                    set: { _ in }),  // only 1.0 is offered (MinimumRate = MaximumRate = 1.0)
+                DBusProperty("Metadata", signature: "a{sv}") { read("Metadata") },
+                DBusProperty(
+                    "Volume", signature: "d", access: .readWrite, get: { read("Volume") },
+                    set: { value in
+                        guard case .double(let volume) = value else { throw DBusError.invalidArgs("Volume is a double") }
+                        Task { await player.setVolume(volume) }
+                    }),
+                DBusProperty("Position", signature: "x") { .int64(Int64(player.position().microseconds)) },
+                DBusProperty("MinimumRate", signature: "d") { .double(1.0) },
+                DBusProperty("MaximumRate", signature: "d") { .double(1.0) },
+                DBusProperty("CanGoNext", signature: "b") { read("CanGoNext") },
+                DBusProperty("CanGoPrevious", signature: "b") { read("CanGoPrevious") },
+                DBusProperty("CanPlay", signature: "b") { read("CanPlay") },
+                DBusProperty("CanPause", signature: "b") { read("CanPause") },
+                DBusProperty("CanSeek", signature: "b") { read("CanSeek") },
+                DBusProperty("CanControl", signature: "b") { .boolean(true) },
+            ],
+            signals: [DBusSignal("Seeked", arguments: [(name: "Position", signature: "x")])])
+    }
+
+    /// Accepts file, http and https URIs, and absolute local paths.
+    static func parseURI(_ text: String) throws(DBusError) -> URL {
+        if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
+            ["file", "http", "https"].contains(scheme)
+        else { throw DBusError.invalidArgs("unsupported URI '\(text.prefix(200))': use file://, http:// or https://") }
+        return url
+    }
+
+    /// The Player properties that follow the snapshot (all but Position, which is never signalled).
+    static func playerProperties(_ snapshot: PlayerSnapshot) -> [String: DBusValue] {
+        let loaded = snapshot.nowPlaying != nil
+        return [
+            "PlaybackStatus": .string(snapshot.status.rawValue),
+            "Metadata": metadata(snapshot.nowPlaying),
+            "Volume": .double(snapshot.volume),
+            "CanGoNext": .boolean(snapshot.canGoNext),
+            "CanGoPrevious": .boolean(snapshot.canGoPrevious),
+            "CanPlay": .boolean(snapshot.hasTracks),
+            "CanPause": .boolean(loaded),
+            "CanSeek": .boolean(loaded && snapshot.nowPlaying?.duration != nil),
+        ]
+    }
+
+    /// MPRIS metadata for a track (only the NoTrack id when there is none).
+    static func metadata(_ track: NowPlaying?) -> DBusValue {
+        guard let track else {
+            return .stringVariantDict([("mpris:trackid", .objectPath(noTrack))])
+        }
+        var entries: [(String, DBusValue)] = [
+            ("mpris:trackid", .objectPath(trackPath(track.entry.id))),
+            ("xesam:url", .string(track.entry.url.absoluteString)),
+            ("xesam:title", .string(track.displayTitle)),
+        ]
+        let tags = track.tags
+        let strings: (([String]) -> DBusValue) = { .array(elementSignature: "s", $0.map(DBusValue.string)) }
+        if !tags.artists.isEmpty { entries.append(("xesam:artist", strings(tags.artists))) }
+        if let album = tags.album { entries.append(("xesam:album", .string(album))) }
+        if !tags.albumArtists.isEmpty { entries.append(("xesam:albumArtist", strings(tags.albumArtists))) }
+        if !tags.genres.isEmpty { entries.append(("xesam:genre", strings(tags.genres))) }
+        if let number = tags.trackNumber { entries.append(("xesam:trackNumber", .int32(Int32(clamping: number)))) }
+        if let disc = tags.discNumber { entries.append(("xesam:discNumber", .int32(Int32(clamping: disc)))) }
+        if let comment = tags.comment { entries.append(("xesam:comment", strings([comment]))) }
+        if let date = tags.date { entries.append(("xesam:contentCreated", .string(date))) }
+        if let length = track.duration { entries.append(("mpris:length", .int64(Int64(length.microseconds)))) }
+        return .stringVariantDict(entries)
+    }
+
+    // MARK: Signals
+
+    private func playerDidUpdate(_ update: PlayerUpdate) {
+        switch update {
+        case .changed(let snapshot):
+            let schedule = published.withLock { state -> Bool in
+                state.snapshot = snapshot
+                defer { state.flushScheduled = true }
+                return !state.flushScheduled
+            }
+            if schedule {
+                signalQueue.asyncAfter(deadline: .now() + Self.coalescingDelay) { [weak self] in
+                    self?.flushPropertyChanges()
+                }
+            }
+        case .seeked(let position):
+            connection.emitSignal(
+                path: Self.objectPath, interface: Self.playerInterface, name: "Seeked",
+                arguments: [.int64(Int64(position.microseconds))])
+        }
+    }
+
+    /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
+    private func flushPropertyChanges() {
+        let changed = published.withLock { state -> [(String, DBusValue)] in
+            state.flushScheduled = false
+            let current = Self.playerProperties(state.snapshot)
+            let changed = current.filter { state.signalled[$0.key] != $0.value }
+                .sorted { $0.key < $1.key }
+                .map { ($0.key, $0.value) }
+            state.signalled = current
+            return changed
+        }
+        guard !changed.isEmpty else { return }
+        log.debug("PropertiesChanged: \(changed.map(\.0).joined(separator: ", "))")
+        connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.playerInterface, changed: changed)
+    }
+}
+
+extension Duration {
+    /// Whole microseconds, as MPRIS counts time.
+    var microseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+    }
+}

@@ -1,0 +1,82 @@
+import DBusKit
+import EngineAPI
+import Fetcher
+import Foundation
+import GStreamerEngine
+import MPRIS
+import MediaSource
+import PlayerCore
+import SpoolLog
+import Synchronization
+
+/// Settings of `spool daemon`.
+struct DaemonOptions {
+    /// A gst-launch description of the audio sink; nil picks the desktop's sound server.
+    var audioSink: String?
+}
+
+/// Wires the layers together and runs until SIGTERM, SIGINT or MPRIS Quit.
+/// This is the only place where every module meets.
+final class Daemon: Sendable {
+    private let log = Logger(label: "daemon")
+    private let connection: DBusConnection
+    private let fetcher: Fetcher
+    private let player: Player
+    private let service: MPRISService
+    private let stopping = Atomic<Bool>(false)
+
+    /// Connects to the bus and builds the layers; throws a message fit for the user.
+    init(options: DaemonOptions) throws {
+        GStreamer.initialize()
+        do {
+            connection = try DBusConnection.session()
+        } catch {
+            throw DaemonError(
+                "cannot connect to the D-Bus session bus (\(error)); is DBUS_SESSION_BUS_ADDRESS set?")
+        }
+        let fetcher = Fetcher(userAgent: "Spool/\(SpoolVersion.string)")
+        self.fetcher = fetcher
+        let engine = try GStreamerEngine(audioSink: options.audioSink) { url throws(MediaSourceError) in
+            switch url.scheme?.lowercased() {
+            case "file": return FileByteSource(path: url.path)
+            case "http", "https": return HTTPByteSource(url: url, fetcher: fetcher)
+            default: throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
+            }
+        }
+        player = Player(engine: engine)
+        let quit = Mutex<(@Sendable () -> Void)?>(nil)
+        service = MPRISService(
+            connection: connection, player: player, supportedMimeTypes: GStreamer.supportedMimeTypes(),
+            onQuit: { quit.withLock { $0 }?() })
+        quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
+    }
+
+    /// Exports MPRIS, claims the bus name and returns; the process lives on in dispatchMain.
+    func start() async throws {
+        await service.start()
+        guard try connection.requestName(MPRISService.busName) else {
+            connection.close()
+            throw DaemonError("another Spool daemon already owns \(MPRISService.busName) on this bus")
+        }
+        log.notice("Spool \(SpoolVersion.string) ready as \(MPRISService.busName)")
+    }
+
+    /// Stops playback, releases the bus name and exits the process. Runs once.
+    func stop(reason: String) {
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        log.notice("stopping: \(reason)")
+        Task {
+            await player.shutdown()
+            try? connection.releaseName(MPRISService.busName)
+            connection.close()
+            fetcher.shutdown()
+            exit(0)
+        }
+    }
+}
+
+/// A failure to start, shown to the user as one line.
+struct DaemonError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

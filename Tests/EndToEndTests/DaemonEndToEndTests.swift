@@ -1,0 +1,163 @@
+import DBusKit
+import Foundation
+import Testing
+import TestSupport
+
+/// The `spool` executable built next to the test bundle.
+func spoolExecutable() throws -> String {
+    let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+    var directory = testBinary.deletingLastPathComponent()
+    // The bundle may be a directory (`X.xctest/...`) or the executable itself.
+    for _ in 0..<3 {
+        let candidate = directory.appendingPathComponent("spool").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    throw RigError("the spool executable was not found near \(testBinary.path)")
+}
+
+/// A `spool daemon` on a private bus, playing into a real-time null sink.
+final class RunningDaemon {
+    let bus: PrivateBus
+    let logs: TemporaryDirectory
+    let process: ChildProcess
+    let client: DBusConnection
+
+    init(bus: PrivateBus? = nil, extraArguments: [String] = []) throws {
+        self.bus = try bus ?? PrivateBus()
+        logs = try TemporaryDirectory(prefix: "spool-daemon")
+        var environment = self.bus.environment
+        environment["SPOOL_LOG"] = "debug"
+        environment["XDG_CACHE_HOME"] = logs.file("cache").path
+        environment["XDG_STATE_HOME"] = logs.file("state").path
+        environment["XDG_CONFIG_HOME"] = logs.file("config").path
+        process = try ChildProcess(
+            try spoolExecutable(), ["daemon", "--audio-sink", "fakesink sync=true"] + extraArguments,
+            environment: environment, logDirectory: logs.url, selfStopAfter: 300)
+        client = try DBusConnection(address: self.bus.address)
+    }
+
+    /// Waits until the daemon owns the MPRIS name.
+    func waitUntilReady() async throws {
+        for _ in 0..<500 {
+            if try await client.nameHasOwner(busName) { return }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw RigError("spool daemon never took \(busName); its log:\n\(process.standardError)")
+    }
+
+    /// Runs playerctl against the daemon.
+    func playerctl(_ arguments: String...) throws -> CommandResult {
+        try runCommand("playerctl", ["-p", "spool"] + arguments, environment: bus.environment, timeout: 20)
+    }
+
+    /// Polls a playerctl query until `accept` holds (it reflects the daemon's state, in another process).
+    func waitForPlayerctl(_ arguments: [String], timeout: Double = 10, _ accept: (String) -> Bool) throws -> String {
+        var last = ""
+        let reached = try eventually(timeout: timeout, interval: 0.05) {
+            last = try runCommand("playerctl", ["-p", "spool"] + arguments, environment: bus.environment)
+                .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            return accept(last)
+        }
+        if !reached {
+            throw RigError("playerctl \(arguments.joined(separator: " ")) stayed '\(last)'; daemon log:\n\(process.standardError)")
+        }
+        return last
+    }
+
+    deinit {
+        client.close()
+        process.stop(grace: 5)
+    }
+}
+
+let busName = "org.mpris.MediaPlayer2.spool"
+
+@Suite("spool daemon end to end", .serialized)
+struct DaemonEndToEndTests {
+    @Test func playerctlPlaysAnHTTPTrackPausesItAndQuitsTheDaemon() async throws {
+        let fixtures = try Fixtures.shared()
+        let server = try NginxServer(serving: fixtures.directory)
+        let track = fixtures.fixture(.flac)
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+
+        let opened = try daemon.playerctl("open", server.url(for: track.fileName).absoluteString)
+        #expect(opened.status == 0, "\(opened.stderr)")
+        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+
+        // The position advances while playing.
+        let first = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }
+        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > (Double(first) ?? 0) + 0.2 }
+        let title = try daemon.playerctl("metadata", "title").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(title == track.title)
+
+        #expect(try daemon.playerctl("pause").status == 0)
+        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        let pausedAt = try daemon.playerctl("position").stdout
+        let stillPausedAt = try daemon.playerctl("position").stdout
+        #expect(pausedAt == stillPausedAt)
+
+        // Every byte came through Spool's reader: nginx saw range requests for the track.
+        let requests = server.accessLog().filter { $0.path.hasSuffix(track.fileName) }
+        #expect(!requests.isEmpty)
+        #expect(requests.allSatisfy { $0.range != nil && $0.status == 206 }, "\(requests)")
+
+        _ = try await daemon.client.call(
+            destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2",
+            method: "Quit")
+        let status = daemon.process.waitForExit(timeout: 10)
+        #expect(status == 0, "daemon log:\n\(daemon.process.standardError)")
+        #expect(try await daemon.client.nameHasOwner(busName) == false)
+    }
+
+    @Test func playerctlPlaysALocalFile() async throws {
+        let fixtures = try Fixtures.shared()
+        let track = fixtures.fixture(.mp3CBR)
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
+        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
+        #expect(try daemon.playerctl("metadata", "artist").stdout.contains(track.artist))
+    }
+
+    @Test func aSecondDaemonOnTheSameBusExitsWithAClearMessage() async throws {
+        let first = try RunningDaemon()
+        try await first.waitUntilReady()
+        let second = try RunningDaemon(bus: first.bus)
+        let status = second.process.waitForExit(timeout: 10)
+        #expect(status == 1)
+        #expect(second.process.standardError.contains("already owns \(busName)"))
+        #expect(first.process.isRunning)
+        #expect(try await first.client.nameHasOwner(busName))
+    }
+
+    @Test(arguments: [SIGTERM, SIGINT])
+    func aSignalStopsTheDaemonCleanlyAndReleasesTheName(signal: Int32) async throws {
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        daemon.process.send(signal)
+        #expect(daemon.process.waitForExit(timeout: 10) == 0, "daemon log:\n\(daemon.process.standardError)")
+        #expect(try await daemon.client.nameHasOwner(busName) == false)
+    }
+
+    @Test func anIdlePlayerAnswersGetAllAndRefusesABadURI() async throws {
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        let reply = try await daemon.client.call(
+            destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties",
+            method: "GetAll", arguments: [.string("org.mpris.MediaPlayer2.Player")])
+        let text = "\(reply)"
+        #expect(text.contains("Stopped"))
+        #expect(text.contains("/org/mpris/MediaPlayer2/TrackList/NoTrack"))
+        await #expect(throws: DBusError.self) {
+            _ = try await daemon.client.call(
+                destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2.Player",
+                method: "OpenUri", arguments: [.string("gopher://example")])
+        }
+        #expect(daemon.process.isRunning)
+        #expect(try daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Stopped")
+    }
+}
