@@ -58,6 +58,8 @@ public struct TrackTags: Sendable, Equatable {
     public var comment: String?
     /// Nominal bitrate in bits per second.
     public var bitrate: Int?
+    /// Embedded cover art, written once to disk (named by content hash).
+    public var artURL: URL?
 
     /// Creates an empty tag set.
     public init() {}
@@ -78,6 +80,7 @@ public struct TrackTags: Sendable, Equatable {
         result.date = other.date ?? date
         result.comment = other.comment ?? comment
         result.bitrate = other.bitrate ?? bitrate
+        result.artURL = other.artURL ?? artURL
         return result
     }
 }
@@ -119,6 +122,15 @@ public protocol PlaybackEngine: AnyObject, Sendable {
     func setEventHandler(_ handler: @escaping @Sendable (EngineEvent) -> Void)
     /// Replaces whatever is loaded with `track`, starting at `position`, playing or paused.
     func load(_ track: EngineTrack, at position: Duration, playing: Bool)
+    /// Prepares the track that follows the loaded one (nil: none), so that it
+    /// starts without a gap when the current one ends. ``EngineEvent/trackStarted(_:)``
+    /// says when its audio actually starts; no ``EngineEvent/endOfTrack(_:)`` is
+    /// sent for the track it follows.
+    func setNext(_ track: EngineTrack?)
+    /// Sets the playback rate (pitch preserved), clamped to ``supportedRates``.
+    func setRate(_ rate: Double)
+    /// The rates this engine plays at.
+    var supportedRates: ClosedRange<Double> { get }
     /// Starts or resumes audio.
     func play()
     /// Pauses audio, keeping the position.

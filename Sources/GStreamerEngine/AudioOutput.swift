@@ -17,6 +17,10 @@ enum AudioOutput {
         }
         if let pulse = probe("pulsesink") {
             setProperty(pulse, "client-name", "Spool")
+            // How mixers and desktops name, iconify and route the stream.
+            setProperty(
+                pulse, "stream-properties",
+                structure: "props,media.role=music,media.name=Spool,application.name=Spool,application.icon_name=spool")
             log.info("audio output: PulseAudio/PipeWire")
             return pulse
         }

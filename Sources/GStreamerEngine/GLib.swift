@@ -54,6 +54,26 @@ func setProperty<T>(_ object: UnsafeMutablePointer<T>, _ name: String, double va
     g_value_unset(&gvalue)
 }
 
+/// Sets a GstStructure-valued property from its string form
+/// (e.g. pulsesink's `stream-properties`).
+func setProperty<T>(_ object: UnsafeMutablePointer<T>, _ name: String, structure text: String) {
+    guard let structure = gst_structure_from_string(text, nil) else { return }
+    var gvalue = GValue()
+    g_value_init(&gvalue, gst_structure_get_type())
+    g_value_take_boxed(&gvalue, structure)
+    g_object_set_property(asGObject(object), name, &gvalue)
+    g_value_unset(&gvalue)
+}
+
+/// Reads a string property; nil when unset.
+func stringProperty<T>(_ object: UnsafeMutablePointer<T>, _ name: String) -> String? {
+    var gvalue = GValue()
+    g_value_init(&gvalue, GType_.string)
+    defer { g_value_unset(&gvalue) }
+    g_object_get_property(asGObject(object), name, &gvalue)
+    return g_value_get_string(&gvalue).map { String(cString: $0) }
+}
+
 /// Takes a GLib-allocated string, returning it as a Swift string and freeing it.
 func takeGString(_ pointer: UnsafeMutablePointer<gchar>?) -> String? {
     guard let pointer else { return nil }

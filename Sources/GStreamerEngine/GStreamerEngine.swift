@@ -6,12 +6,13 @@ import Synchronization
 internal import CGStreamer
 
 /// The playback engine on GStreamer: a `playbin` whose source for every track
-/// is an `appsrc` (URI `appsrc://spool/N`) fed by Spool's media source, so every
+/// is an `appsrc` (URI `appsrc://spool/N-G`) fed by Spool's media source, so every
 /// byte the decoder reads goes through Spool's reader and cache.
 ///
 /// Threads: commands run in order on one control queue (state changes may wait
 /// for streaming threads); a bus thread turns GStreamer messages into events;
-/// events reach the handler in order on an event queue.
+/// events reach the handler in order on an event queue. playbin's
+/// about-to-finish arrives on a streaming thread and only sets the next URI.
 public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     // @unchecked: the element pointers are set once in init and GStreamer's
     // element API used here (state, seek, query, properties) is thread-safe;
@@ -19,6 +20,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Makes the byte source for a track's URL.
     public typealias SourceFactory = @Sendable (URL) throws(MediaSourceError) -> ByteSource
+
+    /// The rates offered: scaletempo keeps the pitch and sounds clean in this span.
+    public static let rates: ClosedRange<Double> = 0.5...2.0
 
     private struct Current {
         var track: EngineTrack
@@ -30,18 +34,32 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var duration: Duration?
     }
 
+    /// A following track whose source is open (or opening), for the gapless hand-over.
+    private struct Prepared {
+        var track: EngineTrack
+        var uri: String
+        var feeder: AppSrcFeeder?
+    }
+
     private struct Shared {
         var handler: (@Sendable (EngineEvent) -> Void)?
         var feeders: [String: AppSrcFeeder] = [:]
         var current: Current?
-        var loadGeneration: UInt64 = 0
+        var next: Prepared?
+        /// The next track's URI was given to playbin; its audio has not started yet.
+        var handedOver = false
+        var generation: UInt64 = 0
         var wantPlaying = false
         var busRunning = true
+        var rate = 1.0
+        var volume = 1.0
+        var volumeTarget = 1.0
     }
 
     private let playbin: UnsafeMutablePointer<GstElement>
     private let bus: UnsafeMutablePointer<GstBus>
     private let makeSource: SourceFactory
+    private let coverArt: CoverArtStore?
     private let control = DispatchQueue(label: "spool.engine.control")
     private let eventQueue = DispatchQueue(label: "spool.engine.events")
     private let shared = Mutex(Shared())
@@ -49,8 +67,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     private let log = Logger(label: "engine")
 
     /// Creates the pipeline. `audioSink` is a gst-launch description (nil: the
-    /// desktop's sound server, falling back to a real-time null sink).
-    public init(audioSink: String?, makeSource: @escaping SourceFactory) throws(EngineError) {
+    /// desktop's sound server, falling back to a real-time null sink);
+    /// `artDirectory` receives embedded cover art (nil: art is not extracted).
+    public init(audioSink: String?, artDirectory: URL? = nil, makeSource: @escaping SourceFactory) throws(EngineError) {
         GStreamer.initialize()
         guard let playbin = gst_element_factory_make("playbin", "spool-player") else {
             throw EngineError("GStreamer's playbin is missing (install gstreamer1.0-plugins-base)")
@@ -58,6 +77,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         gst_object_ref_sink(UnsafeMutableRawPointer(playbin))
         self.playbin = playbin
         self.makeSource = makeSource
+        coverArt = artDirectory.map(CoverArtStore.init(directory:))
         bus = gst_element_get_bus(playbin)
         setProperty(playbin, "flags", "audio+soft-volume")
         do {
@@ -69,17 +89,29 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             gst_object_unref(UnsafeMutableRawPointer(playbin))
             throw error
         }
-        // playbin keeps this reference until it is disposed; the engine outlives it.
+        // Rate changes keep the pitch: scaletempo stretches by the segment's rate.
+        if let scaletempo = gst_element_factory_make("scaletempo", nil) {
+            setProperty(playbin, "audio-filter", object: scaletempo)
+        } else {
+            log.warning("scaletempo is missing: rates other than 1.0 will change the pitch")
+        }
+        // playbin holds these unretained pointers until it is disposed, in shutdown().
+        let context = Unmanaged.passUnretained(self).toOpaque()
         g_signal_connect_data(
-            asGObject(playbin), "source-setup",
-            unsafeBitCast(GStreamerEngine.onSourceSetup, to: GCallback.self),
-            Unmanaged.passUnretained(self).toOpaque(), nil, GConnectFlags(rawValue: 0))
+            asGObject(playbin), "source-setup", unsafeBitCast(GStreamerEngine.onSourceSetup, to: GCallback.self),
+            context, nil, GConnectFlags(rawValue: 0))
+        g_signal_connect_data(
+            asGObject(playbin), "about-to-finish", unsafeBitCast(GStreamerEngine.onAboutToFinish, to: GCallback.self),
+            context, nil, GConnectFlags(rawValue: 0))
         let busThread = Thread { [self] in self.runBus() }
         busThread.name = "spool.engine.bus"
         busThread.start()
     }
 
     // MARK: PlaybackEngine
+
+    /// The rates this engine plays at.
+    public var supportedRates: ClosedRange<Double> { Self.rates }
 
     /// Sets the receiver of engine events.
     public func setEventHandler(_ handler: @escaping @Sendable (EngineEvent) -> Void) {
@@ -91,21 +123,57 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         control.async { [self] in
             teardown()
             let generation = shared.withLock { state -> UInt64 in
-                state.loadGeneration &+= 1
+                state.generation &+= 1
                 state.wantPlaying = playing
-                return state.loadGeneration
-            }
-            let source: ByteSource
-            do throws(MediaSourceError) {
-                source = try makeSource(track.url)
-            } catch {
-                emit(.failed(track.id, EngineError(error.description)))
-                return
+                return state.generation
             }
             log.info("loading \(track.id): \(loggable(track.url))")
-            source.open { [weak self] result in
-                guard let engine = self else { return source.close() }
-                engine.control.async { engine.opened(track, source, result, generation, position) }
+            open(track) { [self] result in
+                guard shared.withLock({ $0.generation == generation }) else {
+                    if case .success(let feeder) = result { feeder.detach() }
+                    return
+                }
+                switch result {
+                case .failure(let error):
+                    log.warning("\(track.id): \(error)")
+                    emit(.failed(track.id, EngineError(error.description)))
+                case .success(let feeder):
+                    start(track, feeder: feeder, generation: generation, at: position)
+                }
+            }
+        }
+    }
+
+    /// Opens the following track's source ahead of time for a gapless hand-over.
+    public func setNext(_ track: EngineTrack?) {
+        control.async { [self] in
+            let (old, generation) = shared.withLock { state -> (Prepared?, UInt64) in
+                if state.next?.track == track { return (nil, state.generation) }
+                if state.handedOver { return (nil, state.generation) }  // playbin already has it
+                defer { state.next = nil }
+                if let old = state.next { state.feeders[old.uri] = nil }
+                return (state.next, state.generation)
+            }
+            old?.feeder?.detach()
+            guard let track, shared.withLock({ $0.next == nil && !$0.handedOver }) else { return }
+            let uri = "appsrc://spool/\(track.id.rawValue)-\(generation)-next"
+            shared.withLock { $0.next = Prepared(track: track, uri: uri) }
+            open(track) { [self] result in
+                let accepted = shared.withLock { state -> Bool in
+                    guard state.generation == generation, state.next?.uri == uri, case .success(let feeder) = result
+                    else { return false }
+                    state.next?.feeder = feeder
+                    state.feeders[uri] = feeder
+                    return true
+                }
+                if !accepted {
+                    if case .success(let feeder) = result { feeder.detach() }
+                    if case .failure(let error) = result {
+                        // The current track plays on; the player will try this one again when it comes.
+                        log.warning("next \(track.id) cannot be prepared: \(error)")
+                        shared.withLock { if $0.next?.uri == uri { $0.next = nil } }
+                    }
+                }
             }
         }
     }
@@ -132,16 +200,16 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         }
     }
 
-    /// Unloads the track.
+    /// Unloads the track (and the prepared next one).
     public func stop() {
         control.async { [self] in
-            shared.withLock { $0.loadGeneration &+= 1 }  // drops a load still opening
+            shared.withLock { $0.generation &+= 1 }  // drops a load still opening
             teardown()
             emit(.stateChanged(.idle))
         }
     }
 
-    /// Seeks the loaded track accurately to `position`.
+    /// Seeks the loaded track accurately to `position`, at the current rate.
     public func seek(to position: Duration) {
         control.async { [self] in
             let ready = shared.withLock { state -> Bool in
@@ -157,9 +225,30 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         }
     }
 
-    /// Sets playbin's volume (software volume, 0.0–1.0).
+    /// Changes the rate with a seek to the current position; the pitch is kept.
+    public func setRate(_ rate: Double) {
+        let clamped = min(Self.rates.upperBound, max(Self.rates.lowerBound, rate))
+        control.async { [self] in
+            let ready = shared.withLock { state -> Bool in
+                guard state.rate != clamped else { return false }
+                state.rate = clamped
+                guard state.current?.prerolled == true else { return false }
+                state.current?.seeking = true
+                return true
+            }
+            if ready, let position = position() { performSeek(to: position) }
+        }
+    }
+
+    /// Moves the volume to `volume` (0.0–1.0) over a few milliseconds, so the change makes no click.
     public func setVolume(_ volume: Double) {
-        setProperty(playbin, "volume", double: min(1, max(0, volume)))
+        let target = min(1, max(0, volume))
+        let start = shared.withLock { state -> Bool in
+            let idle = state.volume == state.volumeTarget
+            state.volumeTarget = target
+            return idle
+        }
+        if start { rampVolume() }
     }
 
     /// The position of the loaded track, from the pipeline.
@@ -187,62 +276,89 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     // MARK: Control queue
 
-    private func opened(
-        _ track: EngineTrack, _ source: ByteSource, _ result: Result<ResourceInfo, MediaSourceError>,
-        _ generation: UInt64, _ position: Duration
+    /// Creates and opens a track's source; `done` runs on the control queue. A
+    /// source that fails to open is closed here; an opened one belongs to its feeder.
+    private func open(
+        _ track: EngineTrack, _ done: @escaping @Sendable (Result<AppSrcFeeder, MediaSourceError>) -> Void
     ) {
-        guard shared.withLock({ $0.loadGeneration == generation }) else {
-            source.close()  // superseded by a later load or a stop
+        let source: ByteSource
+        do throws(MediaSourceError) {
+            source = try makeSource(track.url)
+        } catch {
+            done(.failure(error))
             return
         }
-        let info: ResourceInfo
-        switch result {
-        case .failure(let error):
-            source.close()
-            log.warning("\(track.id): \(error)")
-            emit(.failed(track.id, EngineError(error.description)))
-            return
-        case .success(let opened):
-            info = opened
+        source.open { [weak self] result in
+            guard let self else { return source.close() }
+            self.control.async {
+                switch result {
+                case .failure(let error):
+                    source.close()
+                    done(.failure(error))
+                case .success(let info):
+                    done(.success(AppSrcFeeder(source: source, info: info, label: "\(track.id)")))
+                }
+            }
         }
+    }
+
+    private func start(_ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration) {
         let uri = "appsrc://spool/\(track.id.rawValue)-\(generation)"
-        let feeder = AppSrcFeeder(source: source, info: info, label: "\(track.id)")
         let playing = shared.withLock { state -> Bool in
             state.feeders[uri] = feeder
-            state.current = Current(
-                track: track, uri: uri, feeder: feeder,
-                startPosition: position > .zero ? position : nil)
-            return state.wantPlaying
+            // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
+            let start: Duration? = position > .zero || state.rate != 1 ? position : nil
+            state.current = Current(track: track, uri: uri, feeder: feeder, startPosition: start)
+            return state.wantPlaying && start == nil
         }
         setProperty(playbin, "uri", uri)
-        let target = playing && position == .zero ? GST_STATE_PLAYING : GST_STATE_PAUSED
-        if gst_element_set_state(playbin, target) == GST_STATE_CHANGE_FAILURE {
+        if gst_element_set_state(playbin, playing ? GST_STATE_PLAYING : GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
             log.warning("\(track.id): the pipeline refused to start")
         }
     }
 
     private func teardown() {
-        let old = shared.withLock { state -> Current? in
+        let (old, next) = shared.withLock { state -> (Current?, Prepared?) in
             defer {
                 state.current = nil
+                state.next = nil
+                state.handedOver = false
                 state.feeders.removeAll()
             }
-            return state.current
+            return (state.current, state.next)
         }
-        guard let old else { return }
-        old.feeder?.detach()  // before the state change, so no streaming thread waits on the network
-        gst_element_set_state(playbin, GST_STATE_NULL)
+        // Detach before the state change, so no streaming thread waits on the network.
+        old?.feeder?.detach()
+        next?.feeder?.detach()
+        if old != nil || next != nil { gst_element_set_state(playbin, GST_STATE_NULL) }
     }
 
     private func performSeek(to position: Duration) {
+        let rate = shared.withLock { $0.rate }
         let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
-        if gst_element_seek_simple(playbin, GST_FORMAT_TIME, flags, gint64(nanoseconds(position))) == 0 {
-            log.warning("seek to \(position) refused")
+        let accepted = gst_element_seek(
+            playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(nanoseconds(position)),
+            GST_SEEK_TYPE_NONE, -1)
+        if accepted == 0 {
+            log.warning("seek to \(position) at rate \(rate) refused")
             shared.withLock { $0.current?.seeking = false }
         }
     }
 
-    // MARK: Source setup (the thread changing playbin's state)
+    private func rampVolume() {
+        control.asyncAfter(deadline: .now() + .milliseconds(4)) { [self] in
+            let (value, more) = shared.withLock { state -> (Double, Bool) in
+                let step = 0.05
+                let difference = state.volumeTarget - state.volume
+                state.volume = abs(difference) <= step ? state.volumeTarget : state.volume + (difference > 0 ? step : -step)
+                return (state.volume, state.volume != state.volumeTarget)
+            }
+            setProperty(playbin, "volume", double: value)
+            if more { rampVolume() }
+        }
+    }
+
+    // MARK: Streaming-thread callbacks
 
     private static let onSourceSetup:
         @convention(c) (UnsafeMutablePointer<GstElement>?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
@@ -261,6 +377,23 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         feeder.attach(to: UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstAppSrc.self))
     }
 
+    private static let onAboutToFinish: @convention(c) (UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
+        _, context in
+        guard let context else { return }
+        Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().aboutToFinish()
+    }
+
+    /// On a streaming thread, about a second before the end: hand playbin the
+    /// prepared next track, if its source is open. Nothing else happens here.
+    private func aboutToFinish() {
+        let uri = shared.withLock { state -> String? in
+            guard let next = state.next, next.feeder != nil, !state.handedOver else { return nil }
+            state.handedOver = true
+            return next.uri
+        }
+        if let uri { setProperty(playbin, "uri", uri) }
+    }
+
     // MARK: Bus thread
 
     private func runBus() {
@@ -269,9 +402,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             GST_MESSAGE_TAG, GST_MESSAGE_STREAM_START, GST_MESSAGE_DURATION_CHANGED, GST_MESSAGE_ASYNC_DONE,
         ].reduce(0) { $0 | $1.rawValue }
         while shared.withLock({ $0.busRunning }) {
-            guard
-                let message = gst_bus_timed_pop_filtered(
-                    bus, 100_000_000, GstMessageType(rawValue: wanted))
+            guard let message = gst_bus_timed_pop_filtered(bus, 100_000_000, GstMessageType(rawValue: wanted))
             else { continue }
             handle(message)
             gst_message_unref(message)
@@ -281,6 +412,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     private func handle(_ message: UnsafeMutablePointer<GstMessage>) {
         let fromPlaybin = UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(playbin)
+        if message.pointee.type == GST_MESSAGE_STREAM_START {
+            streamStarted()
+            return
+        }
         guard let current = shared.withLock({ $0.current }) else { return }
         let id = current.track.id
         switch message.pointee.type {
@@ -319,17 +454,55 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             var list: UnsafeMutablePointer<GstTagList>?
             gst_message_parse_tag(message, &list)
             if let list {
-                let tags = TagReader.read(list)
+                var tags = TagReader.read(list)
+                tags.artURL = coverArt?.store(from: list)
                 gst_tag_list_unref(list)
-                if !tags.isEmpty { emit(.tags(id, tags)) }
+                // Tags of the next track arrive while the current one still plays: hold them for it.
+                let owner = shared.withLock { state -> TrackID in
+                    state.handedOver ? (state.next?.track.id ?? id) : id
+                }
+                if !tags.isEmpty { emit(.tags(owner, tags)) }
             }
-        case GST_MESSAGE_STREAM_START:
-            emit(.trackStarted(id))
         case GST_MESSAGE_DURATION_CHANGED:
             reportDuration(of: current)
         case GST_MESSAGE_ASYNC_DONE where fromPlaybin:
             asyncDone(current)
         default:
+            break
+        }
+    }
+
+    /// A new stream's audio started: the first track, or the next one after a gapless hand-over.
+    private func streamStarted() {
+        let playing = stringProperty(playbin, "current-uri")
+        enum Start { case first(TrackID), handedOver(TrackID, AppSrcFeeder?, needsRate: Bool), none }
+        let start = shared.withLock { state -> Start in
+            if let next = state.next, next.uri == playing, state.handedOver {
+                let old = state.current
+                if let old { state.feeders[old.uri] = nil }
+                state.current = Current(track: next.track, uri: next.uri, feeder: next.feeder, prerolled: true)
+                state.next = nil
+                state.handedOver = false
+                return .handedOver(next.track.id, old?.feeder, needsRate: state.rate != 1)
+            }
+            if let current = state.current, current.uri == playing { return .first(current.track.id) }
+            return .none
+        }
+        switch start {
+        case .first(let id):
+            emit(.trackStarted(id))
+        case .handedOver(let id, let oldFeeder, let needsRate):
+            log.info("\(id) started (gapless)")
+            oldFeeder?.detach()  // the old track's bytes are all read by now
+            emit(.trackStarted(id))
+            if needsRate {
+                // A new stream starts at rate 1.0; carry the listener's rate over.
+                control.async { [self] in
+                    shared.withLock { $0.current?.seeking = true }
+                    performSeek(to: position() ?? .zero)
+                }
+            }
+        case .none:
             break
         }
     }

@@ -156,18 +156,21 @@ public final class MPRISService: Sendable {
             properties: [
                 DBusProperty("PlaybackStatus", signature: "s") { read("PlaybackStatus") },
                 DBusProperty(
-                    "Rate", signature: "d", access: .readWrite, get: { .double(1.0) },
-                    set: { _ in }),  // only 1.0 is offered (MinimumRate = MaximumRate = 1.0)
+                    "Rate", signature: "d", access: .readWrite, get: { read("Rate") },
+                    set: { value in
+                        guard let rate = value.doubleValue else { throw DBusError.invalidArgs("Rate is a double") }
+                        Task { await player.setRate(rate) }
+                    }),
                 DBusProperty("Metadata", signature: "a{sv}") { read("Metadata") },
                 DBusProperty(
                     "Volume", signature: "d", access: .readWrite, get: { read("Volume") },
                     set: { value in
-                        guard case .double(let volume) = value else { throw DBusError.invalidArgs("Volume is a double") }
+                        guard let volume = value.doubleValue else { throw DBusError.invalidArgs("Volume is a double") }
                         Task { await player.setVolume(volume) }
                     }),
                 DBusProperty("Position", signature: "x") { .int64(Int64(player.position().microseconds)) },
-                DBusProperty("MinimumRate", signature: "d") { .double(1.0) },
-                DBusProperty("MaximumRate", signature: "d") { .double(1.0) },
+                DBusProperty("MinimumRate", signature: "d") { read("MinimumRate") },
+                DBusProperty("MaximumRate", signature: "d") { read("MaximumRate") },
                 DBusProperty("CanGoNext", signature: "b") { read("CanGoNext") },
                 DBusProperty("CanGoPrevious", signature: "b") { read("CanGoPrevious") },
                 DBusProperty("CanPlay", signature: "b") { read("CanPlay") },
@@ -194,6 +197,9 @@ public final class MPRISService: Sendable {
             "PlaybackStatus": .string(snapshot.status.rawValue),
             "Metadata": metadata(snapshot.nowPlaying),
             "Volume": .double(snapshot.volume),
+            "Rate": .double(snapshot.rate),
+            "MinimumRate": .double(snapshot.minimumRate),
+            "MaximumRate": .double(snapshot.maximumRate),
             "CanGoNext": .boolean(snapshot.canGoNext),
             "CanGoPrevious": .boolean(snapshot.canGoPrevious),
             "CanPlay": .boolean(snapshot.hasTracks),
@@ -223,6 +229,8 @@ public final class MPRISService: Sendable {
         if let comment = tags.comment { entries.append(("xesam:comment", strings([comment]))) }
         if let date = tags.date { entries.append(("xesam:contentCreated", .string(date))) }
         if let length = track.duration { entries.append(("mpris:length", .int64(Int64(length.microseconds)))) }
+        if let art = tags.artURL { entries.append(("mpris:artUrl", .string(art.absoluteString))) }
+        if let bitrate = tags.bitrate { entries.append(("xesam:audioBitrate", .int32(Int32(clamping: bitrate)))) }
         return .stringVariantDict(entries)
     }
 

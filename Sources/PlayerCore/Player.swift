@@ -45,6 +45,12 @@ public struct PlayerSnapshot: Sendable, Equatable {
     public var nowPlaying: NowPlaying?
     /// Output volume, 0.0–1.0.
     public var volume: Double = 1.0
+    /// Playback rate (1.0 is normal speed).
+    public var rate: Double = 1.0
+    /// The slowest rate offered.
+    public var minimumRate: Double = 1.0
+    /// The fastest rate offered.
+    public var maximumRate: Double = 1.0
     /// Whether the queue holds anything.
     public var hasTracks = false
     /// Whether Next has somewhere to go.
@@ -76,10 +82,14 @@ public actor Player {
     private var observers: [@Sendable (PlayerUpdate) -> Void] = []
     private var nextID: UInt64 = 1
     private var engineLoaded = false
+    /// Tags that arrived for the prepared next track before its audio started.
+    private var pendingTags: [TrackID: TrackTags] = [:]
 
     /// Creates a player driving `engine`, and starts listening to its events.
     public init(engine: PlaybackEngine) {
         self.engine = engine
+        snapshot.minimumRate = engine.supportedRates.lowerBound
+        snapshot.maximumRate = engine.supportedRates.upperBound
         let (events, sink) = AsyncStream.makeStream(of: EngineEvent.self)
         engine.setEventHandler { sink.yield($0) }
         Task { [weak self] in
@@ -113,6 +123,15 @@ public actor Player {
         queue = [entry]
         currentIndex = 0
         start(entry, playing: true)
+    }
+
+    /// Appends tracks to the queue; the first of them follows the current track gaplessly.
+    public func add(_ urls: [URL]) {
+        guard !urls.isEmpty else { return }
+        queue.append(contentsOf: urls.map(makeEntry))
+        if currentIndex == nil { currentIndex = 0 }
+        update { _ in }
+        if engineLoaded { prepareNext() }
     }
 
     /// Starts or resumes playback; from the beginning of the current track when stopped.
@@ -170,6 +189,18 @@ public actor Player {
         engine.seek(to: max(.zero, position))
     }
 
+    /// Sets the rate, clamped to the engine's range; 0 pauses, as MPRIS asks.
+    public func setRate(_ rate: Double) {
+        guard !rate.isNaN else { return }
+        if rate <= 0 {
+            pause()
+            return
+        }
+        let clamped = min(snapshot.maximumRate, max(snapshot.minimumRate, rate))
+        engine.setRate(clamped)
+        update { $0.rate = clamped }
+    }
+
     /// Sets the volume, clamped to 0.0–1.0.
     public func setVolume(_ volume: Double) {
         let clamped = min(1, max(0, volume.isNaN ? 0 : volume))
@@ -194,15 +225,34 @@ public actor Player {
     private func start(_ entry: QueueEntry, playing: Bool) {
         engine.load(EngineTrack(id: entry.id, url: entry.url), at: .zero, playing: playing)
         engineLoaded = true
+        pendingTags = [:]
         update {
             $0.nowPlaying = NowPlaying(entry: entry, tags: TrackTags(), duration: nil)
             $0.status = playing ? .playing : .paused
         }
+        prepareNext()
+    }
+
+    /// Tells the engine which track follows, for a gapless hand-over.
+    private func prepareNext() {
+        let following = currentIndex.flatMap { $0 + 1 < queue.count ? queue[$0 + 1] : nil }
+        engine.setNext(following.map { EngineTrack(id: $0.id, url: $0.url) })
     }
 
     private func handle(_ event: EngineEvent) {
         let current = snapshot.nowPlaying?.entry.id
         switch event {
+        case .trackStarted(let id) where id != current:
+            // The engine handed over to the prepared next track without a gap.
+            guard let index = currentIndex, index + 1 < queue.count, queue[index + 1].id == id else { return }
+            currentIndex = index + 1
+            let tags = pendingTags.removeValue(forKey: id) ?? TrackTags()
+            update { $0.nowPlaying = NowPlaying(entry: self.queue[index + 1], tags: tags, duration: nil) }
+            prepareNext()
+        case .tags(let id, let tags) where id != current:
+            if let index = currentIndex, index + 1 < queue.count, queue[index + 1].id == id {
+                pendingTags[id] = (pendingTags[id] ?? TrackTags()).merging(tags)
+            }
         case .tags(let id, let tags) where id == current:
             update { state in
                 if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = known.merging(tags) }

@@ -36,7 +36,7 @@ final class Daemon: Sendable {
         }
         let fetcher = Fetcher(userAgent: "Spool/\(SpoolVersion.string)")
         self.fetcher = fetcher
-        let engine = try GStreamerEngine(audioSink: options.audioSink) { url throws(MediaSourceError) in
+        let engine = try GStreamerEngine(audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art")) { url throws(MediaSourceError) in
             switch url.scheme?.lowercased() {
             case "file": return FileByteSource(path: url.path)
             case "http", "https": return HTTPByteSource(url: url, fetcher: fetcher)
@@ -49,6 +49,14 @@ final class Daemon: Sendable {
             connection: connection, player: player, supportedMimeTypes: GStreamer.supportedMimeTypes(),
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
+    }
+
+    /// `$XDG_CACHE_HOME/spool` (default `~/.cache/spool`): everything here can be deleted.
+    static func cacheDirectory() -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
+        return base.appendingPathComponent("spool")
     }
 
     /// Exports MPRIS, claims the bus name and returns; the process lives on in dispatchMain.

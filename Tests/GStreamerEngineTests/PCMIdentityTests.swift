@@ -54,14 +54,15 @@ func decodeThroughEngine(
     return recorder.all
 }
 
-/// Decodes `file` with the same playbin and sink, but GStreamer's own `filesrc`
-/// reading the file (`file://` URI), into raw PCM. Same pipeline, same caps
-/// negotiation: any difference comes from how the bytes were read.
+/// Decodes `file` with the same playbin, filter and sink as the engine, but
+/// GStreamer's own `filesrc` reading the file (`file://` URI), into raw PCM. Same
+/// pipeline, same caps negotiation: any difference comes from how the bytes were read.
 func decodeWithFilesrc(_ file: URL, into output: URL) throws {
     let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)"
     let result = try runCommand(
         "gst-launch-1.0",
-        ["-q", "playbin", "flags=audio+soft-volume", "uri=\(file.absoluteString)", "audio-sink=\(sink)"])
+        ["-q", "playbin", "flags=audio+soft-volume", "audio-filter=scaletempo", "uri=\(file.absoluteString)",
+         "audio-sink=\(sink)"])
     #expect(result.status == 0, "gst-launch failed: \(result.stderr)")
 }
 

@@ -9,6 +9,8 @@ final class FakeEngine: PlaybackEngine {
         case play, pause, stop, shutdown
         case seek(Duration)
         case volume(Double)
+        case next(TrackID?)
+        case rate(Double)
     }
 
     private let state = Mutex<(handler: (@Sendable (EngineEvent) -> Void)?, commands: [Command], position: Duration?)>(
@@ -30,6 +32,9 @@ final class FakeEngine: PlaybackEngine {
     func load(_ track: EngineTrack, at position: Duration, playing: Bool) {
         record(.load(track.id, track.url, position, playing: playing))
     }
+    func setNext(_ track: EngineTrack?) { record(.next(track?.id)) }
+    func setRate(_ rate: Double) { record(.rate(rate)) }
+    var supportedRates: ClosedRange<Double> { 0.5...2.0 }
     func play() { record(.play) }
     func pause() { record(.pause) }
     func stop() { record(.stop) }

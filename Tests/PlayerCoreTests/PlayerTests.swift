@@ -51,7 +51,7 @@ struct PlayerTests {
         #expect(await player.state.status == .paused)
         await player.play()
         #expect(await player.state.status == .playing)
-        #expect(engine.commands.dropFirst() == [.pause, .play])
+        #expect(engine.commands.dropFirst(2) == [.pause, .play])  // after load and next(nil)
     }
 
     @Test func stopThenPlayStartsTheTrackFromZero() async {
@@ -177,5 +177,46 @@ struct PlayerTests {
         await player.play()  // already playing: no change
         await player.setVolume(1.0)  // unchanged
         #expect(recorder.snapshots.count == count)
+    }
+
+    @Test func theNextTrackIsPreparedAndTakesOverWhenItsAudioStarts() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open(url)
+        await player.add([second])
+        let state = await player.state
+        #expect(state.canGoNext)
+        guard case .next(let prepared?)? = engine.commands.last else {
+            Issue.record("the next track was not prepared: \(engine.commands)")
+            return
+        }
+        var tags = TrackTags()
+        tags.title = "Second"
+        engine.send(.tags(prepared, tags))  // arrives before its audio starts
+        engine.send(.trackStarted(prepared))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.entry.id == prepared })
+        let now = await player.state
+        #expect(now.nowPlaying?.entry.url == second)
+        #expect(now.nowPlaying?.tags.title == "Second")
+        #expect(now.status == .playing)
+        #expect(engine.commands.last == .next(nil))  // nothing follows the last track
+        #expect(!engine.commands.dropFirst().contains { if case .load = $0 { true } else { false } })
+    }
+
+    @Test func rateIsClampedAndZeroPauses() async {
+        let engine = FakeEngine()
+        let player = Player(engine: engine)
+        await player.open(url)
+        await player.setRate(5)
+        #expect(await player.state.rate == 2.0)
+        await player.setRate(0.1)
+        #expect(await player.state.rate == 0.5)
+        await player.setRate(0)
+        #expect(await player.state.status == .paused)
+        #expect(await player.state.rate == 0.5)
+        #expect(await player.state.minimumRate == 0.5)
+        #expect(await player.state.maximumRate == 2.0)
     }
 }
