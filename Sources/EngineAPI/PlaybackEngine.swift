@@ -106,6 +106,9 @@ public enum EngineEvent: Sendable, Equatable {
     case tags(TrackID, TrackTags)
     /// The track's duration became known or changed.
     case duration(TrackID, Duration)
+    /// Whether the track can seek: false for a stream whose origin ignores Range
+    /// or whose length is unknown.
+    case seekable(TrackID, Bool)
     /// A seek completed; playback continues from `position`.
     case seeked(TrackID, position: Duration)
     /// The track played to its end.

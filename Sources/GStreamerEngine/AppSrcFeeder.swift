@@ -44,6 +44,9 @@ final class AppSrcFeeder: Sendable {
         lock = Mutex(LockedState())
     }
 
+    /// Whether GStreamer may read at any offset: the length is known and the origin honours ranges.
+    var randomAccess: Bool { info.randomAccess && info.length != nil }
+
     /// Configures `appsrc` and starts answering its callbacks.
     func attach(to appsrc: UnsafeMutablePointer<GstAppSrc>) {
         gst_object_ref(UnsafeMutableRawPointer(appsrc))
@@ -51,8 +54,7 @@ final class AppSrcFeeder: Sendable {
         if let length = info.length {
             gst_app_src_set_size(appsrc, gint64(length))
         }
-        gst_app_src_set_stream_type(
-            appsrc, info.length == nil ? GST_APP_STREAM_TYPE_STREAM : GST_APP_STREAM_TYPE_RANDOM_ACCESS)
+        gst_app_src_set_stream_type(appsrc, randomAccess ? GST_APP_STREAM_TYPE_RANDOM_ACCESS : GST_APP_STREAM_TYPE_STREAM)
         var callbacks = GstAppSrcCallbacks()
         callbacks.need_data = AppSrcFeeder.onNeedData
         callbacks.seek_data = AppSrcFeeder.onSeekData

@@ -138,6 +138,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     log.warning("\(track.id): \(error)")
                     emit(.failed(track.id, EngineError(error.description)))
                 case .success(let feeder):
+                    emit(.seekable(track.id, feeder.randomAccess))
                     start(track, feeder: feeder, generation: generation, at: position)
                 }
             }
@@ -475,7 +476,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// A new stream's audio started: the first track, or the next one after a gapless hand-over.
     private func streamStarted() {
         let playing = stringProperty(playbin, "current-uri")
-        enum Start { case first(TrackID), handedOver(TrackID, AppSrcFeeder?, needsRate: Bool), none }
+        enum Start { case first(TrackID), handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, seekable: Bool), none }
         let start = shared.withLock { state -> Start in
             if let next = state.next, next.uri == playing, state.handedOver {
                 let old = state.current
@@ -483,7 +484,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.current = Current(track: next.track, uri: next.uri, feeder: next.feeder, prerolled: true)
                 state.next = nil
                 state.handedOver = false
-                return .handedOver(next.track.id, old?.feeder, needsRate: state.rate != 1)
+                return .handedOver(
+                    next.track.id, old?.feeder, needsRate: state.rate != 1,
+                    seekable: next.feeder?.randomAccess ?? false)
             }
             if let current = state.current, current.uri == playing { return .first(current.track.id) }
             return .none
@@ -491,9 +494,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         switch start {
         case .first(let id):
             emit(.trackStarted(id))
-        case .handedOver(let id, let oldFeeder, let needsRate):
+        case .handedOver(let id, let oldFeeder, let needsRate, let seekable):
             log.info("\(id) started (gapless)")
             oldFeeder?.detach()  // the old track's bytes are all read by now
+            emit(.seekable(id, seekable))
             emit(.trackStarted(id))
             if needsRate {
                 // A new stream starts at rate 1.0; carry the listener's rate over.

@@ -204,7 +204,7 @@ public final class MPRISService: Sendable {
             "CanGoPrevious": .boolean(snapshot.canGoPrevious),
             "CanPlay": .boolean(snapshot.hasTracks),
             "CanPause": .boolean(loaded),
-            "CanSeek": .boolean(loaded && snapshot.nowPlaying?.duration != nil),
+            "CanSeek": .boolean(loaded && snapshot.nowPlaying?.seekable == true && snapshot.nowPlaying?.duration != nil),
         ]
     }
 

@@ -28,6 +28,8 @@ public struct NowPlaying: Sendable, Equatable {
     public var tags: TrackTags
     /// Length, once the engine knows it.
     public var duration: Duration?
+    /// Whether the track can seek (known length and an origin that honours ranges).
+    public var seekable = false
 
     /// A title to show: the tag, else the file name.
     public var displayTitle: String {
@@ -84,6 +86,8 @@ public actor Player {
     private var engineLoaded = false
     /// Tags that arrived for the prepared next track before its audio started.
     private var pendingTags: [TrackID: TrackTags] = [:]
+    /// Seekability reported for the prepared next track before its audio started.
+    private var pendingSeekable: [TrackID: Bool] = [:]
 
     /// Creates a player driving `engine`, and starts listening to its events.
     public init(engine: PlaybackEngine) {
@@ -185,7 +189,7 @@ public actor Player {
 
     /// Seeks to `position` within the current track.
     public func seek(to position: Duration) {
-        guard engineLoaded, snapshot.nowPlaying != nil else { return }
+        guard engineLoaded, snapshot.nowPlaying?.seekable == true else { return }
         engine.seek(to: max(.zero, position))
     }
 
@@ -226,6 +230,7 @@ public actor Player {
         engine.load(EngineTrack(id: entry.id, url: entry.url), at: .zero, playing: playing)
         engineLoaded = true
         pendingTags = [:]
+        pendingSeekable = [:]
         update {
             $0.nowPlaying = NowPlaying(entry: entry, tags: TrackTags(), duration: nil)
             $0.status = playing ? .playing : .paused
@@ -247,7 +252,10 @@ public actor Player {
             guard let index = currentIndex, index + 1 < queue.count, queue[index + 1].id == id else { return }
             currentIndex = index + 1
             let tags = pendingTags.removeValue(forKey: id) ?? TrackTags()
-            update { $0.nowPlaying = NowPlaying(entry: self.queue[index + 1], tags: tags, duration: nil) }
+            let seekable = pendingSeekable.removeValue(forKey: id) ?? false
+            update {
+                $0.nowPlaying = NowPlaying(entry: self.queue[index + 1], tags: tags, duration: nil, seekable: seekable)
+            }
             prepareNext()
         case .tags(let id, let tags) where id != current:
             if let index = currentIndex, index + 1 < queue.count, queue[index + 1].id == id {
@@ -257,6 +265,10 @@ public actor Player {
             update { state in
                 if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = known.merging(tags) }
             }
+        case .seekable(let id, let seekable) where id == current:
+            update { $0.nowPlaying?.seekable = seekable }
+        case .seekable(let id, let seekable):
+            pendingSeekable[id] = seekable
         case .duration(let id, let duration) where id == current:
             update { $0.nowPlaying?.duration = duration }
         case .seeked(let id, let position) where id == current:

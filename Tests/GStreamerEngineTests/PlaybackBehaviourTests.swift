@@ -153,6 +153,40 @@ struct PlaybackBehaviourTests {
         #expect(abs((near - .milliseconds(3300)) / .milliseconds(1)) <= 50, "\(format) landed at \(near)")
     }
 
+    @Test func aNextTrackThatCannotOpenDoesNotStopTheCurrentOne() throws {
+        let fixture = try Fixtures.shared().fixture(.flac)
+        let dir = try TemporaryDirectory()
+        let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"))
+        defer { engine.shutdown() }
+        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
+        engine.setNext(EngineTrack(id: TrackID(2), url: dir.file("missing.flac")))
+        #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(1)), "\(recorder.all)")
+        try decodeWithFilesrc(fixture.url, into: dir.file("reference.raw"))
+        let played = try Data(contentsOf: dir.file("out.raw"))
+        #expect(firstDifference(played, try Data(contentsOf: dir.file("reference.raw"))) == nil)
+    }
+
+    @Test func anOriginIgnoringRangeMakesTheTrackUnseekableButPlayable() throws {
+        let fixture = try Fixtures.shared().fixture(.oggVorbis)
+        let origin = try FaultOrigin()
+        origin.serve(OriginResource(try Data(contentsOf: fixture.url)), at: "/t.ogg", faults: OriginFaults(ignoresRange: true))
+        let fetcher = Fetcher(userAgent: "Spool/test")
+        let dir = try TemporaryDirectory()
+        let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(dir.file("out.raw").path)"
+        let engine = try GStreamerEngine(audioSink: sink) { url throws(MediaSourceError) in
+            HTTPByteSource(url: url, fetcher: fetcher)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(5), url: origin.url(for: "/t.ogg")), at: .zero, playing: true)
+        #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(5)), "\(recorder.all)")
+        #expect(recorder.all.contains(.seekable(TrackID(5), false)))
+        try decodeWithFilesrc(fixture.url, into: dir.file("reference.raw"))
+        let played = try Data(contentsOf: dir.file("out.raw"))
+        #expect(firstDifference(played, try Data(contentsOf: dir.file("reference.raw"))) == nil)
+    }
+
     @Test func aSeekNearTheEndStillReachesEndOfStream() throws {
         let fixture = try Fixtures.shared().fixture(.oggVorbis)
         let dir = try TemporaryDirectory()

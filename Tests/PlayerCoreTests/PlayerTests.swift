@@ -141,6 +141,10 @@ struct PlayerTests {
         await player.observe { recorder.record($0) }
         await player.open(url)
         let id = await player.state.nowPlaying!.entry.id
+        await player.seek(to: .seconds(1))
+        #expect(!engine.commands.contains(.seek(.seconds(1))), "not seekable until the engine says so")
+        engine.send(.seekable(id, true))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.seekable == true })
         await player.seek(to: .seconds(2))
         #expect(engine.commands.last == .seek(.seconds(2)))
         engine.send(.seeked(id, position: .seconds(2)))
