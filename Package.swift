@@ -48,6 +48,11 @@ let package = Package(
                 "PlayerCore", "DBusKit", "MPRIS",
             ]),
 
+        // MARK: Benchmarks (swift run -c release NAME)
+        .executableTarget(
+            name: "EngineBench", dependencies: ["EngineAPI", "GStreamerEngine", "MediaSource"],
+            path: "bench/EngineBench"),
+
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
         .target(name: "TestSupport", path: "Tests/TestSupport"),

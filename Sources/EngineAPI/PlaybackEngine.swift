@@ -102,6 +102,8 @@ public enum EngineEvent: Sendable, Equatable {
     case stateChanged(EngineState)
     /// Audio of this track started (its first sample reached the pipeline).
     case trackStarted(TrackID)
+    /// The prepared next track was handed to the pipeline; it starts when the current one ends.
+    case nextQueued(TrackID)
     /// New or more complete tags for a track.
     case tags(TrackID, TrackTags)
     /// The track's duration became known or changed.

@@ -213,16 +213,31 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Seeks the loaded track accurately to `position`, at the current rate.
     public func seek(to position: Duration) {
         control.async { [self] in
-            let ready = shared.withLock { state -> Bool in
-                guard state.current != nil else { return false }
-                if state.current?.prerolled == false {
+            enum Plan { case seek, later, reload(EngineTrack, EngineTrack?, playing: Bool), nothing }
+            let plan = shared.withLock { state -> Plan in
+                guard let current = state.current else { return .nothing }
+                if state.handedOver {
+                    // playbin cannot seek back once it holds the next URI: reload the
+                    // track at the target (from cache) and queue the next one again.
+                    return .reload(current.track, state.next?.track, playing: state.wantPlaying)
+                }
+                if !current.prerolled {
                     state.current?.startPosition = position  // applied once prerolled
-                    return false
+                    return .later
                 }
                 state.current?.seeking = true
-                return true
+                return .seek
             }
-            if ready { performSeek(to: position) }
+            switch plan {
+            case .seek:
+                performSeek(to: position)
+            case .reload(let track, let next, let playing):
+                log.debug("\(track.id): seek after the hand-over; reloading at \(position)")
+                load(track, at: position, playing: playing)
+                setNext(next)
+            case .later, .nothing:
+                break
+            }
         }
     }
 
@@ -387,12 +402,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// On a streaming thread, about a second before the end: hand playbin the
     /// prepared next track, if its source is open. Nothing else happens here.
     private func aboutToFinish() {
-        let uri = shared.withLock { state -> String? in
+        let next = shared.withLock { state -> Prepared? in
             guard let next = state.next, next.feeder != nil, !state.handedOver else { return nil }
             state.handedOver = true
-            return next.uri
+            return next
         }
-        if let uri { setProperty(playbin, "uri", uri) }
+        guard let next else { return }
+        setProperty(playbin, "uri", next.uri)
+        emit(.nextQueued(next.track.id))
     }
 
     // MARK: Bus thread

@@ -23,8 +23,8 @@ public final class MPRISService: Sendable {
 
     private struct Published {
         var snapshot = PlayerSnapshot()
-        /// Player properties as last signalled, to send only what changed.
-        var signalled = MPRISService.playerProperties(PlayerSnapshot())
+        /// Player properties as last signalled (or first seen), to send only what changed.
+        var signalled: [String: DBusValue]?
         var flushScheduled = false
     }
 
@@ -241,6 +241,11 @@ public final class MPRISService: Sendable {
         case .changed(let snapshot):
             let schedule = published.withLock { state -> Bool in
                 state.snapshot = snapshot
+                // The first snapshot is what GetAll answers from the start: nothing changed yet.
+                if state.signalled == nil {
+                    state.signalled = Self.playerProperties(snapshot)
+                    return false
+                }
                 defer { state.flushScheduled = true }
                 return !state.flushScheduled
             }
@@ -261,7 +266,7 @@ public final class MPRISService: Sendable {
         let changed = published.withLock { state -> [(String, DBusValue)] in
             state.flushScheduled = false
             let current = Self.playerProperties(state.snapshot)
-            let changed = current.filter { state.signalled[$0.key] != $0.value }
+            let changed = current.filter { state.signalled?[$0.key] != $0.value }
                 .sorted { $0.key < $1.key }
                 .map { ($0.key, $0.value) }
             state.signalled = current

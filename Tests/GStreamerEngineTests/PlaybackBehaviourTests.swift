@@ -153,6 +153,29 @@ struct PlaybackBehaviourTests {
         #expect(abs((near - .milliseconds(3300)) / .milliseconds(1)) <= 50, "\(format) landed at \(near)")
     }
 
+    @Test func aSeekAfterTheNextTrackWasQueuedStillWorks() throws {
+        let fixtures = try Fixtures.shared()
+        // A sink that keeps real time, so the seek lands while the first track still plays.
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+            FileByteSource(path: url.path)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
+        engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
+        #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
+        engine.seek(to: .milliseconds(2500))
+        let seeked = recorder.waitFor { if case .seeked(TrackID(1), _) = $0 { true } else { false } }
+        guard case .seeked(_, let position)? = seeked else {
+            Issue.record("the seek in the first track did not complete: \(recorder.all)")
+            return
+        }
+        #expect(abs((position - .milliseconds(2500)) / .milliseconds(1)) <= 50)
+        #expect(recorder.waitFor { $0 == .trackStarted(TrackID(2)) } != nil, "\(recorder.all)")
+        #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(2)), "\(recorder.all)")
+    }
+
     @Test func aNextTrackThatCannotOpenDoesNotStopTheCurrentOne() throws {
         let fixture = try Fixtures.shared().fixture(.flac)
         let dir = try TemporaryDirectory()

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# CPU seconds per minute of audio and peak resident memory while playing, side
+# by side in one run: spool daemon, gst-play-1.0 and mpv (when installed) on the
+# same file, each into a null output that keeps real time.
+#   bench/playback-cost.sh [seconds-of-audio]   (default 30; needs a release build)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-30}
+work=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+swift build -c release --product spool >/dev/null
+spool=$PWD/.build/release/spool
+
+# A tone of the asked length, as FLAC and MP3.
+buffers=$((seconds * 44100 / 1024))
+gst-launch-1.0 -q audiotestsrc num-buffers=$buffers freq=440 ! audioconvert ! flacenc ! filesink location="$work/a.flac"
+gst-launch-1.0 -q audiotestsrc num-buffers=$buffers freq=440 ! audioconvert ! lamemp3enc ! xingmux ! filesink location="$work/a.mp3"
+
+# Runs a command and prints "cpu_seconds max_rss_kib" of it and its children.
+measure() {
+  /usr/bin/python3 -c '
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss}")' "$@"
+}
+
+# spool: a private bus, the daemon under `measure`, playback started over D-Bus,
+# Quit once the track has ended.
+play_with_spool() {
+  local file=$1
+  dbus-daemon --session --fork --nopidfile --address="unix:dir=$work" --print-address=3 3>"$work/bus"
+  export DBUS_SESSION_BUS_ADDRESS=$(head -n1 "$work/bus")
+  measure "$spool" daemon --audio-sink "fakesink sync=true" >"$work/spool.cost" &
+  local runner=$!
+  until dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 \
+      org.freedesktop.DBus.Peer.Ping >/dev/null 2>&1; do sleep 0.05; done
+  dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 \
+    org.mpris.MediaPlayer2.Player.OpenUri "string:file://$file" >/dev/null
+  until [ "$(playerctl -p spool status 2>/dev/null)" = Stopped ]; do sleep 0.2; done
+  dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 org.mpris.MediaPlayer2.Quit >/dev/null
+  wait $runner
+  pkill -f "address=unix:dir=$work" || true
+  cat "$work/spool.cost"
+}
+
+row() {
+  local name=$1 cost=$2
+  read -r cpu rss <<<"$cost"
+  awk -v n="$name" -v c="$cpu" -v r="$rss" -v s="$seconds" \
+    'BEGIN { printf "| %s | %.2f s | %.1f MiB |\n", n, c * 60 / s, r / 1024 }'
+}
+
+for format in flac mp3; do
+  file="$work/a.$format"
+  echo
+  echo "$format, $seconds s of audio:"
+  echo "| player | CPU per minute of audio | peak RSS |"
+  echo "|---|---|---|"
+  row "spool daemon" "$(play_with_spool "$file")"
+  row "gst-play-1.0" "$(measure gst-play-1.0 -q --no-interactive --audiosink='fakesink sync=true' "$file")"
+  if command -v mpv >/dev/null; then
+    row "mpv --no-video --ao=null" "$(measure mpv --no-video --ao=null --no-config --really-quiet "$file")"
+  else
+    echo "| mpv | not installed | |"
+  fi
+done
