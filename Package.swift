@@ -39,13 +39,14 @@ let package = Package(
             name: "GStreamerEngine",
             dependencies: ["CGStreamer", "EngineAPI", "MediaSource", "SpoolLog"]),
         .target(name: "PlayerCore", dependencies: ["EngineAPI", "SpoolLog"]),
+        .target(name: "StateStore", dependencies: ["CSQLite", "PlayerCore", "SpoolLog"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "SpoolLog"]),
         .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "SpoolLog"]),
         .executableTarget(
             name: "spool",
             dependencies: [
                 "SpoolLog", "Fetcher", "MediaSource", "EngineAPI", "GStreamerEngine",
-                "PlayerCore", "DBusKit", "MPRIS",
+                "PlayerCore", "StateStore", "DBusKit", "MPRIS",
             ]),
 
         // MARK: Benchmarks (swift run -c release NAME)
@@ -64,6 +65,7 @@ let package = Package(
             name: "GStreamerEngineTests",
             dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "CGStreamer", "TestSupport"]),
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
+        .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
     ],

@@ -54,6 +54,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var rate = 1.0
         var volume = 1.0
         var volumeTarget = 1.0
+        /// The newest load asked for; older ones still queued are skipped (rapid Next).
+        var latestLoad: UInt64 = 0
+        /// The newest seek target not yet applied; a burst of seeks applies only the last.
+        var pendingSeek: Duration?
     }
 
     private let playbin: UnsafeMutablePointer<GstElement>
@@ -120,7 +124,13 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Opens the track's source, then plays it (or prerolls it paused) from `position`.
     public func load(_ track: EngineTrack, at position: Duration, playing: Bool) {
+        let ticket = shared.withLock { state -> UInt64 in
+            state.latestLoad &+= 1
+            state.pendingSeek = nil
+            return state.latestLoad
+        }
         control.async { [self] in
+            guard shared.withLock({ $0.latestLoad == ticket }) else { return }  // superseded
             teardown()
             let generation = shared.withLock { state -> UInt64 in
                 state.generation &+= 1
@@ -210,9 +220,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         }
     }
 
-    /// Seeks the loaded track accurately to `position`, at the current rate.
-    public func seek(to position: Duration) {
+    /// Seeks the loaded track accurately to `target`, at the current rate.
+    public func seek(to target: Duration) {
+        shared.withLock { $0.pendingSeek = target }
         control.async { [self] in
+            guard let position = shared.withLock({ state -> Duration? in
+                defer { state.pendingSeek = nil }
+                return state.pendingSeek
+            }) else { return }  // a later seek in the burst took it
             enum Plan { case seek, later, reload(EngineTrack, EngineTrack?, playing: Bool), nothing }
             let plan = shared.withLock { state -> Plan in
                 guard let current = state.current else { return .nothing }

@@ -1,23 +1,16 @@
 import EngineAPI
 import Foundation
 import SpoolLog
+import Synchronization
 
 /// MPRIS's three playback states, which are also the player's.
 public enum PlaybackStatus: String, Sendable, Equatable {
     /// Audio is playing.
     case playing = "Playing"
-    /// A track is loaded and paused.
+    /// A track is current and paused (or restored from the last session, not yet loaded).
     case paused = "Paused"
     /// Nothing is playing; Play starts the current track from its beginning.
     case stopped = "Stopped"
-}
-
-/// One entry of the play queue.
-public struct QueueEntry: Sendable, Equatable {
-    /// Unique for the life of the daemon, never reused.
-    public let id: TrackID
-    /// What to play.
-    public let url: URL
 }
 
 /// The track the player is on, with what is known of it so far.
@@ -31,9 +24,10 @@ public struct NowPlaying: Sendable, Equatable {
     /// Whether the track can seek (known length and an origin that honours ranges).
     public var seekable = false
 
-    /// A title to show: the tag, else the file name.
+    /// A title to show: the tag, else the playlist's title, else the file name.
     public var displayTitle: String {
         if let title = tags.title, !title.isEmpty { return title }
+        if let title = entry.title, !title.isEmpty { return title }
         let name = entry.url.lastPathComponent
         return name.isEmpty ? entry.url.absoluteString : name.removingPercentEncoding ?? name
     }
@@ -45,6 +39,8 @@ public struct PlayerSnapshot: Sendable, Equatable {
     public var status: PlaybackStatus = .stopped
     /// The current track, if any.
     public var nowPlaying: NowPlaying?
+    /// The queue in list order.
+    public var queue: [QueueEntry] = []
     /// Output volume, 0.0–1.0.
     public var volume: Double = 1.0
     /// Playback rate (1.0 is normal speed).
@@ -53,12 +49,18 @@ public struct PlayerSnapshot: Sendable, Equatable {
     public var minimumRate: Double = 1.0
     /// The fastest rate offered.
     public var maximumRate: Double = 1.0
+    /// Loop mode.
+    public var loop: LoopMode = .none
+    /// Shuffle on or off.
+    public var shuffle = false
     /// Whether the queue holds anything.
-    public var hasTracks = false
+    public var hasTracks: Bool { !queue.isEmpty }
     /// Whether Next has somewhere to go.
     public var canGoNext = false
     /// Whether Previous has somewhere to go.
     public var canGoPrevious = false
+    /// The last playback error, for clients to show; cleared when a track plays.
+    public var lastError: String?
 
     /// Creates the idle snapshot.
     public init() {}
@@ -68,30 +70,61 @@ public struct PlayerSnapshot: Sendable, Equatable {
 public enum PlayerUpdate: Sendable, Equatable {
     /// The snapshot changed.
     case changed(PlayerSnapshot)
-    /// The position jumped (seek); playback continues from `position`.
+    /// The position jumped (seek, loop restart, resumed start); playback continues from `position`.
     case seeked(Duration)
 }
 
-/// The one owner of player state: the queue, the current track, status and
-/// volume. Commands come from the MPRIS layer and the CLI; engine events come
-/// back in order through one stream. Observers are told of every change.
+/// The one owner of player state: the queue, the current track, status, rate,
+/// volume, loop and shuffle, and what is remembered of them. Commands come from
+/// the MPRIS layer and the CLI; engine events come back in order through one
+/// stream. Observers are told of every change.
 public actor Player {
+    /// Previous restarts the current track instead of going back when played longer than this.
+    public static let previousRestartThreshold: Duration = .seconds(3)
+
     private let engine: PlaybackEngine
+    private let memory: PlaybackMemory
+    private let policy: ResumePolicy
+    private let keyForURL: @Sendable (URL) -> String
+    private let retryDelay: Duration
     private let log = Logger(label: "player")
-    private var queue: [QueueEntry] = []
-    private var currentIndex: Int?
+    private var queue = PlayQueue()
     private var snapshot = PlayerSnapshot()
     private var observers: [@Sendable (PlayerUpdate) -> Void] = []
-    private var nextID: UInt64 = 1
-    private var engineLoaded = false
-    /// Tags that arrived for the prepared next track before its audio started.
+    /// The entry the engine has loaded (nil: the engine is idle).
+    private var loadedID: TrackID?
+    /// The entry prepared in the engine for the gapless hand-over.
+    private var preparedID: TrackID?
+    /// The current entry was queued again behind itself (loop Track).
+    private var loopRestartQueued = false
+    /// Where the restored session's track starts on the first Play.
+    private var restoredStart: Duration? {
+        didSet { positionOverride.withLock { $0 = restoredStart } }
+    }
+    /// The position to report instead of the engine's: a restored track not yet
+    /// loaded, or a track loading at a resume position until its seek lands.
+    /// Readable from any thread because MPRIS answers Position without waiting.
+    private let positionOverride = Mutex<Duration?>(nil)
+    /// Tags and seekability reported for the prepared next track before its audio started.
     private var pendingTags: [TrackID: TrackTags] = [:]
-    /// Seekability reported for the prepared next track before its audio started.
     private var pendingSeekable: [TrackID: Bool] = [:]
+    private var retried: TrackID?
+    private var failuresInRow = 0
+    private var saver: Task<Void, Never>?
 
-    /// Creates a player driving `engine`, and starts listening to its events.
-    public init(engine: PlaybackEngine) {
+    /// Creates a player driving `engine`, remembering positions and the session in
+    /// `memory`; `keyForURL` gives the stable key positions are saved under;
+    /// a failed track is retried once after `retryDelay`.
+    public init(
+        engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
+        retryDelay: Duration = .milliseconds(500),
+        keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString }
+    ) {
         self.engine = engine
+        self.retryDelay = retryDelay
+        self.memory = memory
+        self.policy = policy
+        self.keyForURL = keyForURL
         snapshot.minimumRate = engine.supportedRates.lowerBound
         snapshot.maximumRate = engine.supportedRates.upperBound
         let (events, sink) = AsyncStream.makeStream(of: EngineEvent.self)
@@ -114,42 +147,134 @@ public actor Player {
     /// The current snapshot.
     public var state: PlayerSnapshot { snapshot }
 
-    /// The position in the current track (zero when stopped). Cheap; any thread.
+    /// The position in the current track: the restored one before the first Play,
+    /// else the engine's (zero when nothing is loaded). Cheap; any thread.
     public nonisolated func position() -> Duration {
-        engine.position() ?? .zero
+        positionOverride.withLock { $0 } ?? engine.position() ?? .zero
     }
 
-    // MARK: Commands
+    // MARK: Session
+
+    /// Restores the saved session, paused and not yet loaded: Play continues it.
+    public func restoreSession() {
+        guard let saved = memory.session(), saved.version == 1, !saved.entries.isEmpty else { return }
+        queue = .restored(
+            saved.entries.map { ($0.url, $0.title) }, current: saved.currentIndex, loop: saved.loop,
+            shuffle: saved.shuffle)
+        restoredStart = saved.position > .zero ? saved.position : nil
+        let rate = min(snapshot.maximumRate, max(snapshot.minimumRate, saved.rate))
+        engine.setRate(rate)
+        engine.setVolume(saved.volume)
+        update {
+            $0.rate = rate
+            $0.volume = saved.volume
+            $0.status = self.queue.current == nil ? .stopped : .paused
+            $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) }
+        }
+        log.info("restored a session of \(saved.entries.count) tracks at \(saved.position)")
+    }
+
+    // MARK: Queue commands
+
+    /// Replaces the queue with `items` and plays the first.
+    public func open(_ items: [(url: URL, title: String?)]) {
+        guard !items.isEmpty else { return }
+        rememberCurrent()
+        queue.clear()
+        queue.add(items)
+        restoredStart = nil
+        startCurrent(playing: true)
+    }
 
     /// Replaces the queue with `url` and plays it.
-    public func open(_ url: URL) {
-        let entry = makeEntry(url)
-        queue = [entry]
-        currentIndex = 0
-        start(entry, playing: true)
+    public func open(_ url: URL) { open([(url, nil)]) }
+
+    /// Adds tracks after entry `after` (default: at the end). Nothing starts playing.
+    @discardableResult
+    public func add(_ items: [(url: URL, title: String?)], after: TrackID? = nil) -> [TrackID] {
+        let wasEmpty = queue.current == nil
+        let ids = queue.add(items, after: after)
+        if wasEmpty, let current = queue.current {
+            update {
+                $0.nowPlaying = NowPlaying(entry: current, tags: TrackTags(), duration: nil)
+            }
+        }
+        queueChanged()
+        return ids
     }
 
-    /// Appends tracks to the queue; the first of them follows the current track gaplessly.
-    public func add(_ urls: [URL]) {
-        guard !urls.isEmpty else { return }
-        queue.append(contentsOf: urls.map(makeEntry))
-        if currentIndex == nil { currentIndex = 0 }
-        update { _ in }
-        if engineLoaded { prepareNext() }
+    /// Appends URLs to the queue.
+    public func add(_ urls: [URL]) { add(urls.map { ($0, nil) }) }
+
+    /// Removes an entry; removing the current one moves on to the next (keeping play/pause).
+    public func remove(_ id: TrackID) {
+        let wasCurrent = id == queue.currentID
+        queue.remove(id)
+        if wasCurrent {
+            if queue.current != nil, snapshot.status != .stopped {
+                startCurrent(playing: snapshot.status == .playing)
+            } else {
+                unload(status: .stopped)
+                update { $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) } }
+            }
+        }
+        queueChanged()
     }
+
+    /// Moves an entry to list position `position`.
+    public func move(_ id: TrackID, to position: Int) {
+        queue.move(id, to: position)
+        queueChanged()
+    }
+
+    /// Empties the queue and stops.
+    public func clear() {
+        rememberCurrent()
+        queue.clear()
+        unload(status: .stopped)
+        update { $0.nowPlaying = nil }
+        queueChanged()
+    }
+
+    /// Makes `id` current and plays it.
+    public func jump(to id: TrackID) {
+        guard queue.entry(id) != nil else { return }
+        rememberCurrent()
+        queue.jump(to: id)
+        startCurrent(playing: true)
+    }
+
+    /// Sets the loop mode.
+    public func setLoop(_ mode: LoopMode) {
+        queue.loop = mode
+        update { $0.loop = mode }
+        queueChanged()
+    }
+
+    /// Turns shuffle on or off.
+    public func setShuffle(_ on: Bool) {
+        queue.setShuffle(on)
+        update { $0.shuffle = on }
+        queueChanged()
+    }
+
+    // MARK: Transport commands
 
     /// Starts or resumes playback; from the beginning of the current track when stopped.
     public func play() {
-        guard let index = currentIndex ?? (queue.isEmpty ? nil : 0) else { return }
+        guard let current = queue.current ?? queue.entries.first else { return }
+        if queue.current == nil { queue.jump(to: current.id) }
         switch snapshot.status {
         case .playing:
             return
-        case .paused where engineLoaded:
+        case .paused where loadedID != nil:
             engine.play()
             update { $0.status = .playing }
-        default:
-            currentIndex = index
-            start(queue[index], playing: true)
+            startSaving()
+        case .paused:
+            startCurrent(playing: true, at: restoredStart)  // a restored session
+        case .stopped:
+            startCurrent(playing: true, at: .zero)
         }
     }
 
@@ -158,6 +283,8 @@ public actor Player {
         guard snapshot.status == .playing else { return }
         engine.pause()
         update { $0.status = .paused }
+        stopSaving()
+        rememberCurrent()
     }
 
     /// Pauses when playing, plays otherwise.
@@ -168,28 +295,44 @@ public actor Player {
     /// Stops playback; the current track stays current and plays from 0 on Play.
     public func stop() {
         guard snapshot.status != .stopped else { return }
-        engine.stop()
-        engineLoaded = false
-        update { $0.status = .stopped }
+        rememberCurrent()
+        unload(status: .stopped)
     }
 
-    /// Moves to the next track, if any.
+    /// Moves to the next track in play order; at the end of the queue (no loop) playback stops.
     public func next() {
-        guard let index = currentIndex, index + 1 < queue.count else { return }
-        currentIndex = index + 1
-        start(queue[index + 1], playing: snapshot.status != .stopped)
+        rememberCurrent()
+        guard queue.advance(automatic: false) != nil else {
+            unload(status: .stopped)
+            return
+        }
+        startCurrent(playing: snapshot.status != .stopped)
     }
 
-    /// Moves to the previous track, if any.
+    /// Restarts the current track when past the first 3 s, else moves to the previous one.
     public func previous() {
-        guard let index = currentIndex, index > 0 else { return }
-        currentIndex = index - 1
-        start(queue[index - 1], playing: snapshot.status != .stopped)
+        if loadedID != nil, (engine.position() ?? .zero) > Self.previousRestartThreshold,
+            snapshot.nowPlaying?.seekable == true
+        {
+            engine.seek(to: .zero)
+            return
+        }
+        rememberCurrent()
+        guard queue.retreat() != nil else {
+            if loadedID != nil { engine.seek(to: .zero) }
+            return
+        }
+        startCurrent(playing: snapshot.status != .stopped)
     }
 
-    /// Seeks to `position` within the current track.
+    /// Seeks to `position` within the current track (clamped at 0); a burst of seeks
+    /// is coalesced by the engine, so only the last target is applied.
     public func seek(to position: Duration) {
-        guard engineLoaded, snapshot.nowPlaying?.seekable == true else { return }
+        if loadedID == nil, snapshot.status == .paused, queue.current != nil {
+            restoredStart = max(.zero, position)  // a restored, not yet loaded track
+            return
+        }
+        guard loadedID != nil, snapshot.nowPlaying?.seekable == true else { return }
         engine.seek(to: max(.zero, position))
     }
 
@@ -203,6 +346,7 @@ public actor Player {
         let clamped = min(snapshot.maximumRate, max(snapshot.minimumRate, rate))
         engine.setRate(clamped)
         update { $0.rate = clamped }
+        saveSession()
     }
 
     /// Sets the volume, clamped to 0.0–1.0.
@@ -212,59 +356,94 @@ public actor Player {
         update { $0.volume = clamped }
     }
 
-    /// Stops playback and the engine, for shutdown.
+    /// Saves everything and stops the engine, for shutdown (quit, SIGTERM, system sleep).
     public func shutdown() {
+        rememberCurrent()
+        stopSaving()
         engine.shutdown()
-        engineLoaded = false
-        update { $0.status = .stopped }
+        loadedID = nil
     }
 
-    // MARK: Internals
-
-    private func makeEntry(_ url: URL) -> QueueEntry {
-        defer { nextID += 1 }
-        return QueueEntry(id: TrackID(nextID), url: url)
+    /// Saves the position and the session now (system sleep, periodic saves).
+    public func saveNow() {
+        rememberCurrent()
     }
 
-    private func start(_ entry: QueueEntry, playing: Bool) {
-        engine.load(EngineTrack(id: entry.id, url: entry.url), at: .zero, playing: playing)
-        engineLoaded = true
+    // MARK: Loading
+
+    /// Loads the current entry into the engine at `explicit`, else at its resume position.
+    private func startCurrent(playing: Bool, at explicit: Duration? = nil) {
+        guard let entry = queue.current else { return }
+        let saved = memory.position(forKey: keyForURL(entry.url))
+        let start = explicit ?? saved.flatMap(policy.startPosition(for:)) ?? .zero
+        restoredStart = nil
+        positionOverride.withLock { $0 = start > .zero ? start : nil }
+        loopRestartQueued = false
         pendingTags = [:]
         pendingSeekable = [:]
+        engine.load(EngineTrack(id: entry.id, url: entry.url), at: start, playing: playing)
+        loadedID = entry.id
         update {
             $0.nowPlaying = NowPlaying(entry: entry, tags: TrackTags(), duration: nil)
             $0.status = playing ? .playing : .paused
         }
+        if playing { startSaving() } else { stopSaving() }
         prepareNext()
+        saveSession()
     }
 
-    /// Tells the engine which track follows, for a gapless hand-over.
-    private func prepareNext() {
-        let following = currentIndex.flatMap { $0 + 1 < queue.count ? queue[$0 + 1] : nil }
-        engine.setNext(following.map { EngineTrack(id: $0.id, url: $0.url) })
+    private func unload(status: PlaybackStatus) {
+        stopSaving()
+        positionOverride.withLock { $0 = nil }
+        if loadedID != nil { engine.stop() }
+        loadedID = nil
+        preparedID = nil
+        loopRestartQueued = false
+        update { $0.status = status }
+        saveSession()
     }
+
+    /// Tells the engine which entry follows, for a gapless hand-over (the current
+    /// one again under loop Track).
+    private func prepareNext() {
+        guard loadedID != nil else { return }
+        let following = queue.upcoming(automatic: true)
+        guard following != preparedID else { return }
+        preparedID = following
+        engine.setNext(following.flatMap(queue.entry).map { EngineTrack(id: $0.id, url: $0.url) })
+    }
+
+    private func queueChanged() {
+        update { _ in }
+        prepareNext()
+        saveSession()
+    }
+
+    // MARK: Engine events
 
     private func handle(_ event: EngineEvent) {
-        let current = snapshot.nowPlaying?.entry.id
+        let current = loadedID
         switch event {
-        case .trackStarted(let id) where id != current:
-            // The engine handed over to the prepared next track without a gap.
-            guard let index = currentIndex, index + 1 < queue.count, queue[index + 1].id == id else { return }
-            currentIndex = index + 1
-            let tags = pendingTags.removeValue(forKey: id) ?? TrackTags()
-            let seekable = pendingSeekable.removeValue(forKey: id) ?? false
-            update {
-                $0.nowPlaying = NowPlaying(entry: self.queue[index + 1], tags: tags, duration: nil, seekable: seekable)
+        case .nextQueued(let id) where id == current:
+            loopRestartQueued = true
+        case .trackStarted(let id) where id == current:
+            failuresInRow = 0
+            if loopRestartQueued {
+                loopRestartQueued = false
+                preparedID = nil
+                forgetPosition(of: id)
+                notify(.seeked(.zero))
+                prepareNext()
             }
-            prepareNext()
-        case .tags(let id, let tags) where id != current:
-            if let index = currentIndex, index + 1 < queue.count, queue[index + 1].id == id {
-                pendingTags[id] = (pendingTags[id] ?? TrackTags()).merging(tags)
-            }
+            if snapshot.lastError != nil { update { $0.lastError = nil } }
+        case .trackStarted(let id):
+            handOver(to: id)
         case .tags(let id, let tags) where id == current:
             update { state in
                 if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = known.merging(tags) }
             }
+        case .tags(let id, let tags) where id == preparedID:
+            pendingTags[id] = (pendingTags[id] ?? TrackTags()).merging(tags)
         case .seekable(let id, let seekable) where id == current:
             update { $0.nowPlaying?.seekable = seekable }
         case .seekable(let id, let seekable):
@@ -272,31 +451,138 @@ public actor Player {
         case .duration(let id, let duration) where id == current:
             update { $0.nowPlaying?.duration = duration }
         case .seeked(let id, let position) where id == current:
+            positionOverride.withLock { $0 = nil }
             notify(.seeked(position))
+            rememberCurrent()
         case .endOfTrack(let id) where id == current:
-            if let index = currentIndex, index + 1 < queue.count {
-                currentIndex = index + 1
-                start(queue[index + 1], playing: true)
-            } else {
-                engine.stop()
-                engineLoaded = false
-                update { $0.status = .stopped }
-            }
+            trackEnded(id)
         case .failed(let id, let error) where id == nil || id == current:
-            log.error("playback failed: \(error)")
-            engineLoaded = false
-            update { $0.status = .stopped }
+            trackFailed(id ?? current, error)
         default:
             break
         }
     }
 
+    /// The engine started the prepared entry without a gap.
+    private func handOver(to id: TrackID) {
+        guard id == preparedID, let entry = queue.entry(id) else { return }
+        if let finished = loadedID { forgetPosition(of: finished) }
+        _ = queue.jump(to: id)
+        loadedID = id
+        preparedID = nil
+        failuresInRow = 0
+        let tags = (pendingTags.removeValue(forKey: id) ?? TrackTags())
+        let seekable = pendingSeekable.removeValue(forKey: id) ?? false
+        update {
+            $0.nowPlaying = NowPlaying(entry: entry, tags: tags, duration: nil, seekable: seekable)
+            $0.lastError = nil
+        }
+        prepareNext()
+        saveSession()
+    }
+
+    private func trackEnded(_ id: TrackID) {
+        forgetPosition(of: id)
+        guard queue.advance(automatic: true) != nil else {
+            unload(status: .stopped)
+            return
+        }
+        let restart = queue.currentID == id
+        startCurrent(playing: true, at: .zero)
+        if restart { notify(.seeked(.zero)) }  // loop Track without a hand-over
+    }
+
+    private func trackFailed(_ id: TrackID?, _ error: EngineError) {
+        log.error("playback failed: \(error)")
+        guard let id, let entry = queue.entry(id) else {
+            unload(status: .stopped)
+            return
+        }
+        update { $0.lastError = "\(entry.url.lastPathComponent): \(error.message)" }
+        let position = position()
+        loadedID = nil
+        positionOverride.withLock { $0 = nil }
+        if retried != id {
+            // One quick retry for transient faults.
+            retried = id
+            let delay = retryDelay
+            Task { [weak self] in
+                try? await Task.sleep(for: delay)
+                await self?.retry(id, at: position)
+            }
+            return
+        }
+        retried = nil
+        failuresInRow += 1
+        if failuresInRow >= 3 || queue.advance(automatic: false) == nil {
+            log.error("stopping after \(failuresInRow) failed tracks")
+            failuresInRow = 0
+            unload(status: .stopped)
+            return
+        }
+        startCurrent(playing: true)
+    }
+
+    private func retry(_ id: TrackID, at position: Duration?) {
+        guard queue.currentID == id, loadedID == nil, snapshot.status == .playing else { return }
+        startCurrent(playing: true, at: position)
+    }
+
+    // MARK: Memory
+
+    private func forgetPosition(of id: TrackID) {
+        guard let entry = queue.entry(id) else { return }
+        memory.forgetPosition(forKey: keyForURL(entry.url))
+    }
+
+    /// Saves the current track's position (when it is loaded and worth it) and the session.
+    private func rememberCurrent() {
+        if let id = loadedID, let entry = queue.entry(id) {
+            let position = position()
+            memory.save(
+                SavedPosition(
+                    key: keyForURL(entry.url), position: position, duration: snapshot.nowPlaying?.duration,
+                    rate: snapshot.rate, finished: false))
+        }
+        saveSession()
+    }
+
+    private func saveSession() {
+        let position = position()
+        memory.save(
+            SavedSession(
+                entries: queue.entries.map { .init(url: $0.url, title: $0.title) }, currentIndex: queue.currentIndex,
+                position: position, loop: queue.loop, shuffle: queue.shuffle, rate: snapshot.rate,
+                volume: snapshot.volume))
+    }
+
+    private func startSaving() {
+        guard saver == nil else { return }
+        let interval = policy.saveInterval
+        saver = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard !Task.isCancelled else { return }
+                await self?.rememberCurrent()
+            }
+        }
+    }
+
+    private func stopSaving() {
+        saver?.cancel()
+        saver = nil
+    }
+
+    // MARK: Observers
+
     private func update(_ change: (inout PlayerSnapshot) -> Void) {
         var next = snapshot
         change(&next)
-        next.hasTracks = !queue.isEmpty
-        next.canGoNext = currentIndex.map { $0 + 1 < queue.count } ?? false
-        next.canGoPrevious = currentIndex.map { $0 > 0 } ?? false
+        next.queue = queue.entries
+        next.loop = queue.loop
+        next.shuffle = queue.shuffle
+        next.canGoNext = queue.canGoNext
+        next.canGoPrevious = queue.canGoPrevious
         guard next != snapshot else { return }
         snapshot = next
         notify(.changed(next))

@@ -7,6 +7,7 @@ import MPRIS
 import MediaSource
 import PlayerCore
 import SpoolLog
+import StateStore
 import Synchronization
 
 /// Settings of `spool daemon`.
@@ -43,7 +44,14 @@ final class Daemon: Sendable {
             default: throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
             }
         }
-        player = Player(engine: engine)
+        let memory: PlaybackMemory
+        do {
+            memory = try SQLiteStateStore(directory: Daemon.stateDirectory())
+        } catch {
+            Logger(label: "daemon").warning("positions and the session will not be remembered: \(error)")
+            memory = TransientMemory()
+        }
+        player = Player(engine: engine, memory: memory)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         service = MPRISService(
             connection: connection, player: player, supportedMimeTypes: GStreamer.supportedMimeTypes(),
@@ -59,8 +67,17 @@ final class Daemon: Sendable {
         return base.appendingPathComponent("spool")
     }
 
+    /// `$XDG_STATE_HOME/spool` (default `~/.local/state/spool`): positions and the session.
+    static func stateDirectory() -> URL {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
+        return base.appendingPathComponent("spool")
+    }
+
     /// Exports MPRIS, claims the bus name and returns; the process lives on in dispatchMain.
     func start() async throws {
+        await player.restoreSession()
         await service.start()
         guard try connection.requestName(MPRISService.busName) else {
             connection.close()

@@ -23,14 +23,17 @@ final class RunningDaemon {
     let process: ChildProcess
     let client: DBusConnection
 
-    init(bus: PrivateBus? = nil, extraArguments: [String] = []) throws {
+    /// Starts a daemon; `home` holds its XDG cache, state and config folders
+    /// (a fresh one by default; pass the same folder to restart "the same" daemon).
+    init(bus: PrivateBus? = nil, home: URL? = nil, extraArguments: [String] = []) throws {
         self.bus = try bus ?? PrivateBus()
         logs = try TemporaryDirectory(prefix: "spool-daemon")
+        let home = home ?? logs.url
         var environment = self.bus.environment
         environment["SPOOL_LOG"] = "debug"
-        environment["XDG_CACHE_HOME"] = logs.file("cache").path
-        environment["XDG_STATE_HOME"] = logs.file("state").path
-        environment["XDG_CONFIG_HOME"] = logs.file("config").path
+        environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
+        environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
+        environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
         process = try ChildProcess(
             try spoolExecutable(), ["daemon", "--audio-sink", "fakesink sync=true"] + extraArguments,
             environment: environment, logDirectory: logs.url, selfStopAfter: 300)

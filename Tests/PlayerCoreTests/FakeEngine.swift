@@ -18,6 +18,11 @@ final class FakeEngine: PlaybackEngine {
 
     var commands: [Command] { state.withLock { $0.commands } }
 
+    /// The loads so far: (track, position, playing).
+    var loads: [(TrackID, Duration, Bool)] {
+        commands.compactMap { if case .load(let id, _, let at, let playing) = $0 { (id, at, playing) } else { nil } }
+    }
+
     /// Sends an event to the player as the real engine would.
     func send(_ event: EngineEvent) {
         state.withLock { $0.handler }?(event)

@@ -55,6 +55,8 @@ public final class ChildProcess: @unchecked Sendable {
     public let stderrURL: URL
     /// The command line, for failure messages.
     public let commandLine: String
+    /// Whether the program runs under `timeout`.
+    private let wrapped: Bool
 
     /// Starts `executable` with `arguments`.
     /// - Parameters:
@@ -74,6 +76,7 @@ public final class ChildProcess: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: stdoutURL.path, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrURL.path, contents: nil)
         commandLine = ([resolved] + arguments).joined(separator: " ")
+        wrapped = selfStopAfter != nil
 
         if let seconds = selfStopAfter {
             process.executableURL = URL(fileURLWithPath: try executablePath("timeout"))
@@ -111,9 +114,23 @@ public final class ChildProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
-    /// Sends `signal` to the child.
+    /// Sends `signal` to the child. When the child runs under `timeout`, a SIGKILL
+    /// (which `timeout` cannot forward) goes to the program itself, so a test can
+    /// really kill -9 it.
     public func send(_ signal: Int32) {
-        if process.isRunning { kill(process.processIdentifier, signal) }
+        guard process.isRunning else { return }
+        if signal == SIGKILL, wrapped, let program = programPID {
+            kill(program, SIGKILL)
+        }
+        kill(process.processIdentifier, signal)
+    }
+
+    /// The program's own process id: the child of `timeout` when wrapped.
+    public var programPID: Int32? {
+        guard wrapped else { return pid }
+        let path = "/proc/\(pid)/task/\(pid)/children"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return text.split(separator: " ").first.flatMap { Int32($0) }
     }
 
     /// Stops the child: SIGTERM, then SIGKILL if it has not exited within `grace` seconds.

@@ -1,0 +1,225 @@
+import EngineAPI
+import Foundation
+
+/// What happens at the end of a track or of the queue (MPRIS LoopStatus).
+public enum LoopMode: String, Sendable, Equatable, Codable, CaseIterable {
+    /// Play the queue once, then stop.
+    case none = "None"
+    /// Repeat the current track.
+    case track = "Track"
+    /// Start the queue again after its last track.
+    case playlist = "Playlist"
+}
+
+/// One entry of the play queue.
+public struct QueueEntry: Sendable, Equatable, Codable {
+    /// Unique for the life of the daemon, never reused (even for the same URL).
+    public let id: TrackID
+    /// What to play.
+    public let url: URL
+    /// A title known before playing (from a playlist's EXTINF or Title line).
+    public var title: String?
+
+    /// Creates an entry.
+    public init(id: TrackID, url: URL, title: String? = nil) {
+        self.id = id
+        self.url = url
+        self.title = title
+    }
+}
+
+extension TrackID: Codable {
+    /// Decodes the raw number.
+    public init(from decoder: Decoder) throws {
+        self.init(try decoder.singleValueContainer().decode(UInt64.self))
+    }
+
+    /// Encodes the raw number.
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(rawValue)
+    }
+}
+
+/// The play queue as a value: entries in list order, the current one, and the
+/// play order (list order, or a shuffled permutation that plays every entry
+/// once before repeating). Pure and synchronous so the rules are tested directly.
+public struct PlayQueue: Sendable, Equatable {
+    /// Entries in list order.
+    public private(set) var entries: [QueueEntry] = []
+    /// The current entry's id, if any.
+    public private(set) var currentID: TrackID?
+    /// What happens at the end of a track or the queue.
+    public var loop: LoopMode = .none
+    /// The shuffled play order (ids), when shuffle is on; the current entry is in it.
+    private var shuffledOrder: [TrackID]?
+    private var nextRawID: UInt64 = 1
+
+    /// An empty queue.
+    public init() {}
+
+    /// Whether shuffle is on.
+    public var shuffle: Bool { shuffledOrder != nil }
+
+    /// The current entry.
+    public var current: QueueEntry? { currentID.flatMap(entry) }
+
+    /// The index of the current entry in list order.
+    public var currentIndex: Int? { currentID.flatMap(index) }
+
+    /// The entry with this id.
+    public func entry(_ id: TrackID) -> QueueEntry? { entries.first { $0.id == id } }
+
+    /// The list index of the entry with this id.
+    public func index(of id: TrackID) -> Int? { entries.firstIndex { $0.id == id } }
+
+    /// Entry ids in play order.
+    public var playOrder: [TrackID] { shuffledOrder ?? entries.map(\.id) }
+
+    // MARK: Editing
+
+    /// Appends entries (optionally after entry `after`); returns their new ids.
+    /// The first added entry becomes current when the queue had none.
+    @discardableResult
+    public mutating func add(_ items: [(url: URL, title: String?)], after: TrackID? = nil) -> [TrackID] {
+        let new = items.map { item -> QueueEntry in
+            defer { nextRawID += 1 }
+            return QueueEntry(id: TrackID(nextRawID), url: item.url, title: item.title)
+        }
+        let position = after.flatMap(index).map { $0 + 1 } ?? entries.count
+        entries.insert(contentsOf: new, at: position)
+        if var order = shuffledOrder {
+            // New entries go at random places among those still to play.
+            let start = currentID.flatMap { order.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
+            for entry in new { order.insert(entry.id, at: Int.random(in: start...order.count)) }
+            shuffledOrder = order
+        }
+        if currentID == nil { currentID = new.first?.id }
+        return new.map(\.id)
+    }
+
+    /// Removes an entry. Removing the current one makes the next in play order
+    /// current (or none); returns whether the current entry changed.
+    @discardableResult
+    public mutating func remove(_ id: TrackID) -> Bool {
+        guard let index = index(of: id) else { return false }
+        var changedCurrent = false
+        if id == currentID {
+            currentID = following(id, wrap: false)
+            changedCurrent = true
+        }
+        entries.remove(at: index)
+        shuffledOrder?.removeAll { $0 == id }
+        if entries.isEmpty { currentID = nil }
+        return changedCurrent
+    }
+
+    /// Moves an entry to list position `to` (clamped).
+    public mutating func move(_ id: TrackID, to position: Int) {
+        guard let from = index(of: id) else { return }
+        let entry = entries.remove(at: from)
+        entries.insert(entry, at: max(0, min(position, entries.count)))
+    }
+
+    /// Empties the queue.
+    public mutating func clear() {
+        entries.removeAll()
+        currentID = nil
+        if shuffledOrder != nil { shuffledOrder = [] }
+    }
+
+    /// Makes `id` current; false when there is no such entry.
+    @discardableResult
+    public mutating func jump(to id: TrackID) -> Bool {
+        guard entry(id) != nil else { return false }
+        currentID = id
+        return true
+    }
+
+    /// Turns shuffle on (a fresh order starting with the current entry) or off
+    /// (list order continues from the current entry).
+    public mutating func setShuffle(_ on: Bool) {
+        guard on != shuffle else { return }
+        if on {
+            let rest = entries.map(\.id).filter { $0 != currentID }.shuffled()
+            shuffledOrder = (currentID.map { [$0] } ?? []) + rest
+        } else {
+            shuffledOrder = nil
+        }
+    }
+
+    // MARK: Moving
+
+    /// The entry after the current one in play order, following the loop mode:
+    /// `automatic` is a track ending by itself (Track loop repeats it), otherwise
+    /// the listener asked for Next (which always moves on).
+    public func upcoming(automatic: Bool) -> TrackID? {
+        guard let currentID else { return nil }
+        if automatic && loop == .track { return currentID }
+        if let next = following(currentID, wrap: false) { return next }
+        guard loop == .playlist else { return nil }
+        return playOrder.first
+    }
+
+    /// Moves to the entry after the current one; returns it, or nil at the end of the queue.
+    public mutating func advance(automatic: Bool) -> TrackID? {
+        guard let currentID else { return nil }
+        if automatic && loop == .track { return currentID }
+        if let next = following(currentID, wrap: false) {
+            self.currentID = next
+            return next
+        }
+        guard loop == .playlist, !entries.isEmpty else { return nil }
+        if shuffle {
+            // A new round: every entry once more, not starting with the one just played.
+            var order = entries.map(\.id).shuffled()
+            if order.count > 1, order.first == currentID { order.swapAt(0, order.count - 1) }
+            shuffledOrder = order
+        }
+        self.currentID = playOrder.first
+        return self.currentID
+    }
+
+    /// Moves to the entry before the current one in play order; nil at the start.
+    public mutating func retreat() -> TrackID? {
+        guard let currentID, let position = playOrder.firstIndex(of: currentID) else { return nil }
+        if position > 0 {
+            self.currentID = playOrder[position - 1]
+        } else if loop == .playlist, let last = playOrder.last {
+            self.currentID = last
+        } else {
+            return nil
+        }
+        return self.currentID
+    }
+
+    /// Whether Next has somewhere to go.
+    public var canGoNext: Bool { upcoming(automatic: false) != nil }
+
+    /// Whether Previous has somewhere to go.
+    public var canGoPrevious: Bool {
+        guard let currentID, let position = playOrder.firstIndex(of: currentID) else { return false }
+        return position > 0 || (loop == .playlist && !entries.isEmpty)
+    }
+
+    private func following(_ id: TrackID, wrap: Bool) -> TrackID? {
+        let order = playOrder
+        guard let position = order.firstIndex(of: id) else { return nil }
+        if position + 1 < order.count { return order[position + 1] }
+        return wrap ? order.first : nil
+    }
+
+    // MARK: Persistence
+
+    /// Rebuilds a queue from saved entries (ids renumbered from 1), with `current` the list index.
+    public static func restored(
+        _ items: [(url: URL, title: String?)], current: Int?, loop: LoopMode, shuffle: Bool
+    ) -> PlayQueue {
+        var queue = PlayQueue()
+        queue.add(items)
+        if let current, current < queue.entries.count { queue.currentID = queue.entries[current].id }
+        queue.loop = loop
+        queue.setShuffle(shuffle)
+        return queue
+    }
+}
