@@ -53,6 +53,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
+        .testTarget(name: "FetcherTests", dependencies: ["Fetcher", "TestSupport"]),
         .testTarget(
             name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "TestSupport"]),
         .testTarget(

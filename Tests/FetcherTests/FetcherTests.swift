@@ -35,10 +35,6 @@ final class TransferRecorder: Sendable {
     }
 }
 
-func patternedBody(_ count: Int) -> Data {
-    Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
-}
-
 @Suite("Fetcher against the fault-injecting origin", .serialized)
 struct FetcherTests {
     let fetcher = Fetcher(userAgent: "Spool/test")
