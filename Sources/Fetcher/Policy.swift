@@ -95,10 +95,10 @@ enum ResponsePolicy {
             if case .ifNoneMatch = plan.condition { return .notModified }
             return .fail(.httpStatus(304))
         case 416:
-            let total = head.header("Content-Range").flatMap(parseUnsatisfiedRange) ?? plan.knownLength
-            guard let total else { return .fail(.httpStatus(416)) }
-            if plan.start >= total { return .endOfResource(total: total) }
-            return .fail(.resourceChanged("416 for byte \(plan.start) of \(total)"))
+            let served = head.header("Content-Range").flatMap(parseUnsatisfiedRange)
+            guard let total = plan.knownLength ?? served else { return .fail(.httpStatus(416)) }
+            if plan.start >= total, served == nil || served == total { return .endOfResource(total: total) }
+            return .fail(.resourceChanged("416 for byte \(plan.start), length \(served.map(String.init) ?? "?") not \(total)"))
         case 401, 403, 410:
             return .reresolve(status: status)
         case _ where isRetryable(status: status):
