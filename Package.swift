@@ -48,6 +48,9 @@ let package = Package(
                 "PlayerCore", "DBusKit", "MPRIS",
             ]),
 
+        // MARK: Benchmarks (`swift run -c release FetcherBench`)
+        .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
+
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
