@@ -28,8 +28,12 @@ final class Attempt {
     var delivered: Int64 = 0
     /// Bytes of an error response swallowed so the connection can be reused.
     var discarded = 0
+    /// Where this response's body ends in the resource, as its head declared, when known.
+    var declaredEnd: Int64?
     /// The write callback stopped the body at the end asked.
     var reachedEnd = false
+    /// The write callback stopped a body running past its declared end (before the end asked).
+    var overran = false
 
     init(easy: EasyHandle, plan: AttemptPlan) {
         self.easy = easy
@@ -221,8 +225,9 @@ final class Transfer {
     private func deliver(_ bytes: UnsafeRawBufferPointer, of attempt: Attempt) -> Bool {
         let chunkStart = attempt.offset
         attempt.offset += Int64(bytes.count)
+        let limit = min(end ?? .max, attempt.declaredEnd ?? .max)
         let from = max(chunkStart, next)
-        let to = min(attempt.offset, end ?? .max)
+        let to = min(attempt.offset, limit)
         if from < to {
             let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(from - chunkStart)..<Int(to - chunkStart)])
             emit(.data(Data(slice), offset: from))
@@ -234,8 +239,8 @@ final class Transfer {
         }
         // Past the end (a server ignoring Range, or sending more than declared): stop here.
         // Exactly at the end the response finishes by itself and its connection is kept.
-        if let end, attempt.offset > end {
-            attempt.reachedEnd = true
+        if attempt.offset > limit {
+            if limit == end { attempt.reachedEnd = true } else { attempt.overran = true }
             return false
         }
         return true
@@ -252,13 +257,15 @@ final class Transfer {
             etag: fields.header("ETag"), lastModified: fields.header("Last-Modified"),
             contentType: fields.header("Content-Type"))
         switch verdict {
-        case .accept(let bodyStart, let total, _):
+        case .accept(let bodyStart, let total, let declaredEnd):
             attempt.offset = bodyStart
+            attempt.declaredEnd = declaredEnd
             learn(total: total, version: head.validator)
             head.totalLength = self.total
             if !reported { emit(.response(head)) }
-        case .changed(let total, _):
+        case .changed(let total, let declaredEnd):
             attempt.offset = 0
+            attempt.declaredEnd = declaredEnd
             next = 0
             self.total = nil
             end = request.end
@@ -298,6 +305,8 @@ final class Transfer {
         guard case .running(let attempt) = phase else { return }
         stopAttempt(attempt)
         if attempt.reachedEnd { return finish() }
+        // A body that ran past its declared end was cut there: continue like after a short body.
+        let code = attempt.overran ? CurlCode.ok : code
         // A body-less response (304, 416, an empty body) or an error page cut short.
         if attempt.verdict == nil, code == CurlCode.ok || attempt.easy.status >= 400 {
             judgeHead(of: attempt)
