@@ -23,11 +23,7 @@ struct FetcherTests {
     @Test func aMissingResourceFailsWithoutRetrying() throws {
         let origin = try FaultOrigin()
         let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/missing.mp3")))
-        #expect(recorder.waitForEnd())
-        guard case .failed(.httpStatus(404))? = recorder.end else {
-            Issue.record("expected a 404 failure, got \(recorder.all)")
-            return
-        }
+        expectFailure(recorder) { $0 == .httpStatus(404) }
         #expect(recorder.body == nil)
         #expect(recorder.statuses.isEmpty)
         #expect(try origin.requests(atLeast: 1).count == 1)
@@ -126,10 +122,7 @@ struct FetcherTests {
         #expect(first.waitFor { $0.isData })
         let second = fetcher.record(RangeRequest(url: origin.url(for: "/a"), start: 90_000, resource: "track-1"))
         expectDelivered(second, body[90_000...], from: 90_000)
-        guard case .failed(.superseded)? = first.end else {
-            Issue.record("the first transfer should be superseded: \(String(describing: first.end))")
-            return
-        }
+        expectFailure(first) { $0 == .superseded }
     }
 }
 

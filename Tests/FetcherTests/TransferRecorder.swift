@@ -161,3 +161,16 @@ func expectDelivered(
     #expect(body.start == start, sourceLocation: sourceLocation)
     #expect(firstDifference(body.bytes, expected) == nil, "\(describeDifference(body.bytes, expected))", sourceLocation: sourceLocation)
 }
+
+/// Checks that the transfer ended (keeping the contract) with an error `matches` accepts.
+func expectFailure(
+    _ recorder: TransferRecorder, sourceLocation: SourceLocation = #_sourceLocation,
+    _ matches: (FetchError) -> Bool
+) {
+    #expect(recorder.waitForEnd(), "no end event", sourceLocation: sourceLocation)
+    #expect(recorder.contractViolation == nil, "\(recorder.contractViolation ?? "")", sourceLocation: sourceLocation)
+    guard case .failed(let error)? = recorder.end, matches(error) else {
+        Issue.record("unexpected end: \(recorder.all)", sourceLocation: sourceLocation)
+        return
+    }
+}
