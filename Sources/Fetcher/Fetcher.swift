@@ -167,7 +167,7 @@ struct FetcherLoop {
         switch command {
         case .start(let id, let request, let resolver, let events):
             if let key = request.resource,
-                let (oldID, old) = transfers.first(where: { $0.value.request.resource == key })
+                let (oldID, old) = transfers.first(where: { $0.value.request.resource == key && !$0.value.isFinished })
             {
                 transfers.removeValue(forKey: oldID)
                 old.abort(.superseded)
