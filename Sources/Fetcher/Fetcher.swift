@@ -17,6 +17,18 @@ import Synchronization
 ///
 /// Events of a transfer are delivered on the fetcher's thread, in order; handlers
 /// must return quickly (store the bytes, wake a waiter) and never block.
+///
+/// How a cache-backed caller uses it:
+/// - Key each request with ``RangeRequest/resource`` (the cache key): at most one transfer
+///   per resource then runs; a new request supersedes the old one.
+/// - Ask for a hole with `start`/`end`, `knownLength` and `.ifRange(storedValidator)` once a
+///   first response gave a ``ResponseHead/validator``. On ``TransferEvent/changed(_:)`` empty
+///   the entry, store the new validator and length, and keep the data that follows (from 0).
+///   On ``FetchError/resourceChanged(_:)`` empty the entry and ask again without a condition.
+/// - Revalidate a complete entry with `.ifNoneMatch(validator)` from byte 0 (with a small
+///   `end`): ``TransferEvent/notModified(_:)`` keeps it, `changed` replaces it.
+/// - Pick ``FetchPriority`` by need and raise it with ``setPriority(_:_:)`` when a reader
+///   starts waiting on the transfer.
 public final class Fetcher: Sendable {
     private let worker: FetcherWorker
 
