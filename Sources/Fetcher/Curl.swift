@@ -107,6 +107,8 @@ final class EasyHandle {
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
         set(CURLOPT_PIPEWAIT, 1)
+        // Larger reads than the 16 KiB default: fewer callbacks and copies at high rates (the curl CLI uses 100 KiB).
+        set(CURLOPT_BUFFERSIZE, 128 * 1024)
         set(CURLOPT_USERAGENT, configuration.userAgent)
         set(CURLOPT_RANGE, range)
         for header in ["Accept-Encoding: identity"] + headers {
