@@ -114,7 +114,8 @@ public struct RangeRequest: Sendable, Equatable {
 public struct ResponseHead: Sendable, Equatable {
     /// The final HTTP status, after redirects.
     public var status: Int
-    /// The first byte of the body within the resource: the Content-Range start for 206, 0 for 200.
+    /// Where the delivered data starts within the resource: the start asked (a 200 from a server
+    /// ignoring Range is skipped up to it), or 0 for a change.
     public var bodyStart: Int64
     /// The resource's total length, from Content-Range (206, 416) or Content-Length (200), when known.
     public var totalLength: Int64?
