@@ -53,12 +53,14 @@ let package = Package(
         .executableTarget(
             name: "EngineBench", dependencies: ["EngineAPI", "GStreamerEngine", "MediaSource"],
             path: "bench/EngineBench"),
+        .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
+        .testTarget(name: "FetcherTests", dependencies: ["Fetcher", "TestSupport"]),
         .testTarget(
             name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "TestSupport"]),
         .testTarget(

@@ -14,7 +14,7 @@ runtime=(
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
 )
-testing=(gstreamer1.0-tools playerctl nginx-light desktop-file-utils lame)
+testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light desktop-file-utils lame curl)
 
 wanted=("${runtime[@]}")
 [ "${1:-run}" = test ] && wanted+=("${testing[@]}")

@@ -1,23 +1,41 @@
 import Foundation
 import SpoolLog
 import Synchronization
-internal import CCurl
-internal import CCurlShim
 
-/// Runs HTTP range transfers with libcurl. One thread owns the multi handle and
-/// every easy handle; other threads hand it commands through a queue and wake it
-/// with `curl_multi_wakeup`, so starting or cancelling a transfer takes effect
-/// within a poll wake-up (well under a millisecond), whatever the server is doing.
+/// Spool's resilient HTTP range fetcher. One thread owns libcurl's multi handle and every
+/// easy handle; other threads hand it commands through a queue and wake it with
+/// `curl_multi_wakeup`, so starting or cancelling a transfer takes effect within a poll
+/// wake-up (well under a millisecond), whatever the server is doing. Connections stay in
+/// the multi handle's cache, so a range hop to the same origin needs no new handshake.
+///
+/// A transfer retries on its own: 408/425/429/5xx and connection errors back off
+/// exponentially (honouring `Retry-After`), cut or short bodies and stalls continue at the
+/// first byte not yet delivered, 401/403/410 ask the re-resolve hook for a new URL, 404 and
+/// other 4xx fail. Every 206 is checked against what was asked; a changed resource is
+/// reported as ``TransferEvent/changed(_:)`` and never spliced. Lower priorities pause while
+/// a higher one receives.
 ///
 /// Events of a transfer are delivered on the fetcher's thread, in order; handlers
 /// must return quickly (store the bytes, wake a waiter) and never block.
+///
+/// How a cache-backed caller uses it:
+/// - Key each request with ``RangeRequest/resource`` (the cache key): at most one transfer
+///   per resource then runs; a new request supersedes the old one.
+/// - Ask for a hole with `start`/`end`, `knownLength` and `.ifRange(storedValidator)` once a
+///   first response gave a ``ResponseHead/validator``. On ``TransferEvent/changed(_:)`` empty
+///   the entry, store the new validator and length, and keep the data that follows (from 0).
+///   On ``FetchError/resourceChanged(_:)`` empty the entry and ask again without a condition.
+/// - Revalidate a complete entry with `.ifNoneMatch(validator)` from byte 0 (with a small
+///   `end`): ``TransferEvent/notModified(_:)`` keeps it, `changed` replaces it.
+/// - Pick ``FetchPriority`` by need and raise it with ``setPriority(_:_:)`` when a reader
+///   starts waiting on the transfer.
 public final class Fetcher: Sendable {
     private let worker: FetcherWorker
 
-    /// Creates a fetcher and starts its thread. `userAgent` names Spool and its version.
-    public init(userAgent: String) {
+    /// Creates a fetcher with `configuration` and starts its thread.
+    public init(configuration: FetcherConfiguration) {
         CurlGlobal.initialize()
-        worker = FetcherWorker(userAgent: userAgent)
+        worker = FetcherWorker(configuration: configuration)
         // The thread holds only the worker, so releasing the fetcher stops it.
         let worker = self.worker
         let thread = Thread { worker.run() }
@@ -25,18 +43,32 @@ public final class Fetcher: Sendable {
         thread.start()
     }
 
-    /// Starts fetching `request`; `events` receives the transfer's events, tagged
-    /// with its id, on the fetcher's thread.
-    @discardableResult
-    public func start(
-        _ request: RangeRequest, events: @escaping @Sendable (TransferID, TransferEvent) -> Void
-    ) -> TransferID {
-        worker.start(request, events: events)
+    /// Creates a fetcher with the production settings; `userAgent` names Spool and its version.
+    public convenience init(userAgent: String) {
+        self.init(configuration: FetcherConfiguration(userAgent: userAgent))
     }
 
-    /// Cancels a transfer; no event of it is delivered after the fetcher thread handles this.
-    public func cancel(_ id: TransferID) {
-        worker.post(.cancel(id))
+    /// Starts fetching `request`; `events` receives the transfer's events, tagged with its id,
+    /// on the fetcher's thread. After a 401/403/410, `reresolve` is called (off the fetcher
+    /// thread) with the request's URL and returns the URL to continue with, at the same
+    /// offset; nil gives up. Without it the original URL is tried again.
+    @discardableResult
+    public func start(
+        _ request: RangeRequest, reresolve: URLResolver? = nil,
+        events: @escaping @Sendable (TransferID, TransferEvent) -> Void
+    ) -> TransferID {
+        worker.start(request, resolver: reresolve, events: events)
+    }
+
+    /// Changes a transfer's priority (e.g. read-ahead becomes playback when the reader waits).
+    public func setPriority(_ id: TransferID, _ priority: FetchPriority) {
+        worker.post(.setPriority(id, priority))
+    }
+
+    /// Cancels a transfer; no event of it is delivered after the fetcher thread handles this,
+    /// which is when `completion` runs (on that thread).
+    public func cancel(_ id: TransferID, completion: (@Sendable () -> Void)? = nil) {
+        worker.post(.cancel(id, completion))
     }
 
     /// Cancels every transfer, stops the thread and frees libcurl's handles. Idempotent.
@@ -50,10 +82,13 @@ public final class Fetcher: Sendable {
 /// The state shared between callers and the fetcher thread, and the thread's loop.
 final class FetcherWorker: Sendable {
     enum Command {
-        case start(TransferID, RangeRequest, @Sendable (TransferID, TransferEvent) -> Void)
-        case cancel(TransferID)
+        case start(TransferID, RangeRequest, URLResolver?, @Sendable (TransferID, TransferEvent) -> Void)
+        case cancel(TransferID, (@Sendable () -> Void)?)
+        case setPriority(TransferID, FetchPriority)
+        case resolved(TransferID, URL?)
     }
 
+    // Protected by the mutex.
     private struct Shared {
         var commands: [Command] = []
         var nextID: UInt64 = 1
@@ -63,18 +98,20 @@ final class FetcherWorker: Sendable {
     private let shared = Mutex(Shared())
     private let multi = MultiHandle()
     private let log = Logger(label: "fetcher")
-    private let userAgent: String
+    private let configuration: FetcherConfiguration
     private let stopped = DispatchSemaphore(value: 0)
 
-    init(userAgent: String) {
-        self.userAgent = userAgent
+    init(configuration: FetcherConfiguration) {
+        self.configuration = configuration
     }
 
-    func start(_ request: RangeRequest, events: @escaping @Sendable (TransferID, TransferEvent) -> Void) -> TransferID {
+    func start(
+        _ request: RangeRequest, resolver: URLResolver?, events: @escaping @Sendable (TransferID, TransferEvent) -> Void
+    ) -> TransferID {
         let id = shared.withLock { state -> TransferID in
             let id = TransferID(raw: state.nextID)
             state.nextID += 1
-            state.commands.append(.start(id, request, events))
+            state.commands.append(.start(id, request, resolver, events))
             return id
         }
         multi.wakeUp()
@@ -96,240 +133,105 @@ final class FetcherWorker: Sendable {
         stopped.wait()
     }
 
-    /// The fetcher thread's loop: apply commands, drive transfers, sleep in curl_multi_poll.
+    /// Runs the re-resolve hook on a global queue and posts its answer to the fetcher thread.
+    private func resolve(_ id: TransferID, url: URL, resolver: URLResolver?) {
+        DispatchQueue.global().async { [weak self] in
+            let resolved = resolver.map { $0(url) } ?? url
+            self?.post(.resolved(id, resolved))
+        }
+    }
+
+    /// The fetcher thread's loop: apply commands, drive timers, priorities and libcurl,
+    /// then sleep in curl_multi_poll until the next deadline or a wake-up.
     func run() {
-        var transfers: [TransferID: Transfer] = [:]
+        // Owned by the fetcher thread.
+        var loop = FetcherLoop(
+            environment: TransferEnvironment(
+                multi: multi, share: ShareHandle(), configuration: configuration, log: log,
+                resolve: { [weak self] id, url, resolver in self?.resolve(id, url: url, resolver: resolver) }))
         while true {
             let (commands, stopping) = shared.withLock { state in
                 defer { state.commands.removeAll() }
                 return (state.commands, state.stopping)
             }
             if stopping { break }
-            for command in commands {
-                switch command {
-                case .start(let id, let request, let events):
-                    let transfer = Transfer(id: id, request: request, userAgent: userAgent, events: events)
-                    transfers[id] = transfer
-                    multi.add(transfer.easy)
-                    log.debug("transfer \(id) GET \(loggable(request.url)) bytes=\(request.rangeValue)")
-                case .cancel(let id):
-                    if let transfer = transfers.removeValue(forKey: id) {
-                        multi.remove(transfer.easy)
-                        log.debug("transfer \(id) cancelled")
-                    }
-                }
-            }
-            multi.perform()
-            while let (easy, code) = multi.nextCompleted() {
-                guard let (id, transfer) = transfers.first(where: { $0.value.easy == easy }) else { continue }
-                transfers.removeValue(forKey: id)
-                multi.remove(easy)
-                transfer.complete(code: code)
-            }
-            multi.poll(timeoutMilliseconds: 1000)
+            for command in commands { loop.apply(command) }
+            let timeout = loop.step()
+            multi.poll(timeoutMilliseconds: timeout)
         }
-        for transfer in transfers.values { multi.remove(transfer.easy) }
-        transfers.removeAll()
+        loop.cancelAll()
         multi.close()
         stopped.signal()
     }
 }
 
-/// `curl_global_init`, once per process.
-enum CurlGlobal {
-    private static let done: Bool = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-        signal(SIGPIPE, SIG_IGN)
-        return true
-    }()
+/// The transfers of the fetcher thread and the steps of its loop.
+struct FetcherLoop {
+    let env: TransferEnvironment
+    private var transfers: [TransferID: Transfer] = [:]
 
-    static func initialize() { _ = done }
-}
-
-/// The multi handle. Only the fetcher thread calls anything but `wakeUp`, which
-/// libcurl documents as safe from any thread.
-final class MultiHandle: @unchecked Sendable {
-    private let handle: UnsafeMutableRawPointer
-    private let closed = Atomic<Bool>(false)
-
-    init() {
-        handle = curl_multi_init()!
+    init(environment: TransferEnvironment) {
+        env = environment
     }
 
-    func wakeUp() {
-        if !closed.load(ordering: .acquiring) { curl_multi_wakeup(handle) }
-    }
-
-    func add(_ easy: UnsafeMutableRawPointer) { curl_multi_add_handle(handle, easy) }
-    func remove(_ easy: UnsafeMutableRawPointer) { curl_multi_remove_handle(handle, easy) }
-
-    func perform() {
-        var running: Int32 = 0
-        curl_multi_perform(handle, &running)
-    }
-
-    func nextCompleted() -> (UnsafeMutableRawPointer, CURLcode)? {
-        var remaining: Int32 = 0
-        while let message = curl_multi_info_read(handle, &remaining) {
-            if message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle {
-                return (easy, message.pointee.data.result)
+    mutating func apply(_ command: FetcherWorker.Command) {
+        let now = monotonicSeconds()
+        switch command {
+        case .start(let id, let request, let resolver, let events):
+            if let key = request.resource,
+                let (oldID, old) = transfers.first(where: { $0.value.request.resource == key && !$0.value.isFinished })
+            {
+                transfers.removeValue(forKey: oldID)
+                old.abort(.superseded)
+                env.log.debug("transfer \(oldID) superseded by \(id)")
             }
-        }
-        return nil
-    }
-
-    func poll(timeoutMilliseconds: Int32) {
-        var ready: Int32 = 0
-        curl_multi_poll(handle, nil, 0, timeoutMilliseconds, &ready)
-    }
-
-    func close() {
-        closed.store(true, ordering: .releasing)
-        curl_multi_cleanup(handle)
-    }
-}
-
-/// One easy handle and what it has seen; lives on the fetcher thread only.
-final class Transfer {
-    let id: TransferID
-    let request: RangeRequest
-    let easy: UnsafeMutableRawPointer
-    private let sink: @Sendable (TransferID, TransferEvent) -> Void
-    private var headerList: UnsafeMutablePointer<curl_slist>?
-    private var head: ResponseHead?
-    private var failure: FetchError?
-    private var nextOffset: Int64 = 0
-    private var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
-
-    init(
-        id: TransferID, request: RangeRequest, userAgent: String,
-        events: @escaping @Sendable (TransferID, TransferEvent) -> Void
-    ) {
-        self.id = id
-        self.request = request
-        self.sink = events
-        easy = curl_easy_init()!
-        configure(userAgent: userAgent)
-    }
-
-    private func configure(userAgent: String) {
-        spool_curl_setopt_pointer(easy, CURLOPT_URL, request.url.absoluteString)
-        spool_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        spool_curl_setopt_long(easy, CURLOPT_FOLLOWLOCATION, 1)
-        spool_curl_setopt_long(easy, CURLOPT_MAXREDIRS, 5)
-        spool_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT, 15)
-        // A stall (no byte for 15 s) ends the transfer so the caller can reconnect.
-        spool_curl_setopt_long(easy, CURLOPT_LOW_SPEED_LIMIT, 1)
-        spool_curl_setopt_long(easy, CURLOPT_LOW_SPEED_TIME, 15)
-        spool_curl_setopt_pointer(easy, CURLOPT_USERAGENT, userAgent)
-        spool_curl_setopt_pointer(easy, CURLOPT_RANGE, request.rangeValue)
-        headerList = curl_slist_append(nil, "Accept-Encoding: identity")
-        spool_curl_setopt_pointer(easy, CURLOPT_HTTPHEADER, headerList)
-        errorBuffer.withUnsafeMutableBufferPointer {
-            _ = spool_curl_setopt_pointer(easy, CURLOPT_ERRORBUFFER, $0.baseAddress)
-        }
-        // The transfer outlives its easy handle's callbacks: the fetcher removes
-        // the handle before releasing the transfer, so an unretained pointer is safe.
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        spool_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        spool_curl_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION, Transfer.onBody)
-    }
-
-    /// libcurl's write callback: the first call reads the response head, every call forwards bytes.
-    static let onBody: spool_curl_data_cb = { data, size, count, context in
-        guard let context, let data else { return 0 }
-        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
-        let length = size * count
-        return transfer.receive(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
-    }
-
-    private func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        if head == nil {
-            guard let accepted = readHead() else { return false }
-            head = accepted
-            nextOffset = accepted.bodyStart
-            events(.response(accepted))
-        }
-        guard !bytes.isEmpty else { return true }
-        var chunk = Data(bytes)
-        // Never deliver past what was asked, even if the server sends more.
-        if let end = request.end, nextOffset + Int64(chunk.count) > end {
-            chunk = chunk.prefix(Int(max(0, end - nextOffset)))
-        }
-        if !chunk.isEmpty {
-            events(.data(chunk, offset: nextOffset))
-            nextOffset += Int64(chunk.count)
-        }
-        return true
-    }
-
-    /// Reads and checks the response head; nil (with `failure` set) when the body must not be used.
-    private func readHead() -> ResponseHead? {
-        var status = 0
-        spool_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        var result = ResponseHead(status: status)
-        result.etag = header("ETag")
-        result.lastModified = header("Last-Modified")
-        result.contentType = header("Content-Type")
-        result.contentLength = header("Content-Length").flatMap { Int64($0) }
-        switch status {
-        case 206:
-            guard let value = header("Content-Range"), let range = parseContentRange(value),
-                range.first == request.start, request.end.map({ range.last < $0 }) ?? true
-            else {
-                failure = .badContentRange(header("Content-Range") ?? "<missing>")
-                return nil
+            let transfer = Transfer(id: id, request: request, resolver: resolver, environment: env, events: events)
+            transfers[id] = transfer
+            transfer.begin(now: now)
+        case .cancel(let id, let completion):
+            if let transfer = transfers.removeValue(forKey: id) {
+                transfer.cancel()
+                env.log.debug("transfer \(id) cancelled")
             }
-            result.bodyStart = range.first
-            result.totalLength = range.total
-        case 200:
-            result.bodyStart = 0
-            result.totalLength = result.contentLength
-            // An origin that ignores Range sends the body from 0, wherever we asked
-            // to start: it is delivered at its true offset and the caller decides.
-        default:
-            failure = .httpStatus(status)
-            return nil
-        }
-        return result
-    }
-
-    private func header(_ name: String) -> String? {
-        var found: UnsafeMutablePointer<curl_header>?
-        guard curl_easy_header(easy, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK,
-            let value = found?.pointee.value
-        else { return nil }
-        return String(cString: value)
-    }
-
-    /// Called once libcurl reports the transfer done; emits the final event.
-    func complete(code: CURLcode) {
-        if head == nil, failure == nil {
-            // A body-less response (304, 416, an empty 200) never reached the write callback.
-            var status = 0
-            spool_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-            if code == CURLE_OK, status == 200 || status == 206, let accepted = readHead() {
-                head = accepted
-                events(.response(accepted))
-            } else if code == CURLE_OK {
-                failure = .httpStatus(status)
-            }
-        }
-        if let failure {
-            events(.failed(failure))
-        } else if code != CURLE_OK {
-            let message = errorBuffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-            let text = message.isEmpty ? String(cString: curl_easy_strerror(code)) : message
-            events(.failed(.transport(code: Int(code.rawValue), message: text)))
-        } else {
-            events(.finished)
+            completion?()
+        case .setPriority(let id, let priority):
+            transfers[id]?.setPriority(priority)
+        case .resolved(let id, let url):
+            transfers[id]?.resolved(url, now: now)
         }
     }
 
-    private func events(_ event: TransferEvent) { sink(id, event) }
+    /// Runs timers, libcurl and completions; returns how long the loop may sleep, in ms.
+    mutating func step() -> Int32 {
+        var now = monotonicSeconds()
+        for transfer in transfers.values { transfer.tick(now: now) }
+        applyPriorities(now: now)
+        env.multi.perform()
+        var restarted = false
+        now = monotonicSeconds()
+        while let (easy, code) = env.multi.nextCompleted() {
+            guard let transfer = transfers.values.first(where: { $0.owns(easy) }) else { continue }
+            transfer.complete(code: code, now: now)
+            restarted = restarted || transfer.isReceiving
+        }
+        transfers = transfers.filter { !$0.value.isFinished }
+        applyPriorities(now: now)
+        if restarted { return 0 }  // new attempts need a perform to start connecting
+        let deadline = transfers.values.compactMap(\.deadline).min()
+        guard let deadline else { return 1000 }
+        return Int32(min(1000, max(0, (deadline - now) * 1000 + 1)))
+    }
 
-    deinit {
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(headerList)
+    /// Pauses every receiving transfer below the highest receiving priority; resumes the rest.
+    private func applyPriorities(now: Double) {
+        let top = transfers.values.filter(\.isReceiving).map(\.priority).max()
+        for transfer in transfers.values where transfer.isReceiving {
+            transfer.setPaused(top.map { transfer.priority < $0 } ?? false, now: now)
+        }
+    }
+
+    mutating func cancelAll() {
+        for transfer in transfers.values { transfer.cancel() }
+        transfers.removeAll()
     }
 }

@@ -1,25 +1,112 @@
 import Foundation
 
+/// How urgently a transfer's bytes are needed, lowest first. While a transfer of a
+/// higher priority is receiving, every running transfer of a lower priority is paused
+/// (`curl_easy_pause`, never cancelled) and resumes when no higher one is left.
+public enum FetchPriority: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+    /// Filling holes in a cached resource.
+    case fillHoles = 0
+    /// Preloading an upcoming track.
+    case preload = 1
+    /// Reading ahead of the playing track.
+    case readAhead = 2
+    /// The target of a seek.
+    case seekTarget = 3
+    /// Bytes playback is waiting for right now.
+    case playback = 4
+
+    /// Orders by urgency.
+    public static func < (lhs: FetchPriority, rhs: FetchPriority) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The case name, for logs.
+    public var description: String {
+        switch self {
+        case .fillHoles: "fill-holes"
+        case .preload: "preload"
+        case .readAhead: "read-ahead"
+        case .seekTarget: "seek-target"
+        case .playback: "playback"
+        }
+    }
+}
+
+/// The version of a resource a caller holds: its entity tag and modification date, verbatim
+/// as the server sent them.
+public struct Validator: Sendable, Equatable, CustomStringConvertible {
+    /// The ETag, quotes and any `W/` prefix included.
+    public var etag: String?
+    /// The Last-Modified date.
+    public var lastModified: String?
+
+    /// Creates a validator; nil when neither value is given.
+    public init?(etag: String?, lastModified: String?) {
+        guard etag != nil || lastModified != nil else { return nil }
+        self.etag = etag
+        self.lastModified = lastModified
+    }
+
+    /// Whether the ETag is strong (a weak `W/` tag cannot guard a byte range).
+    public var hasStrongETag: Bool { etag.map { !$0.hasPrefix("W/") } ?? false }
+
+    /// The `If-Range` value: the strong ETag, else the date; nil when there is neither
+    /// (a weak ETag alone cannot be used, RFC 9110 §13.1.5).
+    public var ifRangeValue: String? { hasStrongETag ? etag : lastModified }
+
+    /// Whether `other` names the same version as far as `If-Range` can tell.
+    func sameVersion(as other: Validator?) -> Bool {
+        guard let other else { return false }
+        if hasStrongETag { return etag == other.etag }
+        return lastModified != nil && lastModified == other.lastModified
+    }
+
+    /// `etag`, else `lastModified`, for logs.
+    public var description: String { etag ?? lastModified ?? "-" }
+}
+
+/// A condition sent with a request.
+public enum RequestCondition: Sendable, Equatable {
+    /// `If-Range`: "send the range if the resource is still this version, else all of it".
+    /// A 206 means unchanged; a 200 of another version is reported as ``TransferEvent/changed(_:)``
+    /// and its body delivered from offset 0.
+    case ifRange(Validator)
+    /// `If-None-Match` (and `If-Modified-Since`): a revalidation. A 304 is reported as
+    /// ``TransferEvent/notModified(_:)``; a 200 or 206 as ``TransferEvent/changed(_:)`` with the
+    /// new body from offset 0. Ask from byte 0 (and set `end` to bound what a change costs).
+    case ifNoneMatch(Validator)
+}
+
 /// A request for the bytes of one resource from `start` on, up to `end` (exclusive) when set.
 public struct RangeRequest: Sendable, Equatable {
-    /// Where the resource lives. Redirects are followed; the caller keeps its own key.
+    /// Where the resource lives. Redirects are followed (at most 5); the caller keeps its own key.
     public var url: URL
     /// First byte wanted.
     public var start: Int64
     /// One past the last byte wanted; nil asks for everything to the end.
     public var end: Int64?
+    /// The resource's total length when the caller knows it: every 206 must agree, and a 416
+    /// at or past it is the end of the resource.
+    public var knownLength: Int64?
+    /// The version the caller holds, as `If-Range` or as a revalidation.
+    public var condition: RequestCondition?
+    /// How urgent the bytes are; change it later with ``Fetcher/setPriority(_:_:)``.
+    public var priority: FetchPriority
+    /// The caller's identity for the resource (e.g. its cache key). At most one transfer per
+    /// identity runs: starting another supersedes the running one, which ends with
+    /// ``FetchError/superseded``. Nil: no such rule.
+    public var resource: String?
 
     /// Creates a request for `[start, end)` of `url`.
-    public init(url: URL, start: Int64 = 0, end: Int64? = nil) {
+    public init(
+        url: URL, start: Int64 = 0, end: Int64? = nil, knownLength: Int64? = nil,
+        condition: RequestCondition? = nil, priority: FetchPriority = .playback, resource: String? = nil
+    ) {
         self.url = url
         self.start = start
         self.end = end
-    }
-
-    /// The value of the HTTP `Range` header, without the `bytes=` unit (curl's CURLOPT_RANGE form).
-    var rangeValue: String {
-        if let end { return "\(start)-\(end - 1)" }
-        return "\(start)-"
+        self.knownLength = knownLength
+        self.condition = condition
+        self.priority = priority
+        self.resource = resource
     }
 }
 
@@ -27,9 +114,10 @@ public struct RangeRequest: Sendable, Equatable {
 public struct ResponseHead: Sendable, Equatable {
     /// The final HTTP status, after redirects.
     public var status: Int
-    /// The first byte of the body within the resource: the Content-Range start for 206, 0 for 200.
+    /// Where the delivered data starts within the resource: the start asked (a 200 from a server
+    /// ignoring Range is skipped up to it), or 0 for a change.
     public var bodyStart: Int64
-    /// The resource's total length, from Content-Range (206) or Content-Length (200), when known.
+    /// The resource's total length, from Content-Range (206, 416) or Content-Length (200), when known.
     public var totalLength: Int64?
     /// The body's declared length, when the server sent Content-Length.
     public var contentLength: Int64?
@@ -41,6 +129,8 @@ public struct ResponseHead: Sendable, Equatable {
     public var contentType: String?
     /// Whether the server answered a range request with a partial response.
     public var honoursRange: Bool { status == 206 }
+    /// The version this response describes, for later `If-Range` or revalidation requests.
+    public var validator: Validator? { Validator(etag: etag, lastModified: lastModified) }
 
     /// Creates a response head; every field but the status is optional.
     public init(
@@ -59,33 +149,71 @@ public struct ResponseHead: Sendable, Equatable {
 
 /// Why a transfer ended without delivering what was asked.
 public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The server answered with a status that carries no usable body.
+    /// The server answered with a status that carries no usable body (404, other 4xx, or a
+    /// retryable status once retries ran out).
     case httpStatus(Int)
-    /// A 206 whose Content-Range does not match what was asked.
+    /// A 206 that does not match what was asked (start, end, `multipart/byteranges`).
     case badContentRange(String)
-    /// libcurl reported a transport error (connection, TLS, timeout, stall).
+    /// The resource is no longer the version whose bytes were delivered or held (a 206 with
+    /// another total, a 416 below the known end). Bytes held of it are stale.
+    case resourceChanged(String)
+    /// libcurl reported a transport error (connection, TLS, timeout) that retries did not cure.
     case transport(code: Int, message: String)
+    /// The re-resolve hook gave no URL after a 401/403/410.
+    case unresolvable(status: Int)
+    /// Another transfer for the same ``RangeRequest/resource`` started.
+    case superseded
 
     /// A one-line explanation for logs and users.
     public var description: String {
         switch self {
         case .httpStatus(let status): "HTTP status \(status)"
         case .badContentRange(let value): "unexpected Content-Range '\(value)'"
+        case .resourceChanged(let why): "the resource changed: \(why)"
         case .transport(let code, let message): "transfer failed (curl \(code)): \(message)"
+        case .unresolvable(let status): "HTTP status \(status) and no new URL to try"
+        case .superseded: "superseded by a newer transfer of the same resource"
         }
     }
 }
 
-/// What a transfer reports, in order: one `response`, any number of `data`,
-/// then exactly one of `finished` or `failed`. A cancelled transfer reports nothing more.
+/// A transient state of a transfer, reported for clients to show (and tests to await).
+public enum TransferStatus: Sendable, Equatable {
+    /// An attempt failed with `reason`; the next one starts in `seconds`.
+    case retrying(in: Double, attempt: Int, reason: FetchError)
+    /// A 401/403/410 answered; the re-resolve hook is asked for a new URL.
+    case reresolving(status: Int)
+    /// No byte arrived for `seconds`; the connection is dropped.
+    case stalled(seconds: Double)
+    /// A new request continues at `offset` (after a cut, a short body, a stall or a new URL).
+    case reconnecting(from: Int64)
+    /// A higher-priority transfer is receiving; this one waits, its connection kept.
+    case paused
+    /// No higher-priority transfer is left; receiving again.
+    case resumed
+}
+
+/// What a transfer reports, in order: first exactly one of `response`, `changed` or
+/// `notModified`; then `data` at exact, contiguous resource offsets, with `status` events
+/// in between; then exactly one of `finished` or `failed`. After a reconnection finds the
+/// resource changed, one more `changed` may come, after which data starts again at 0.
+/// A cancelled transfer reports nothing more.
 public enum TransferEvent: Sendable {
-    /// The response head arrived; body bytes follow.
+    /// The response head arrived; body bytes from the request's start follow.
     case response(ResponseHead)
+    /// The resource is not the version the request's condition (or this transfer's earlier
+    /// response) named: everything held of it is stale. The new body follows from offset 0,
+    /// up to the request's end.
+    case changed(ResponseHead)
+    /// A revalidation found the resource unchanged (304); `finished` follows.
+    case notModified(ResponseHead)
     /// Body bytes, starting at `offset` within the resource.
     case data(Data, offset: Int64)
-    /// The body ended cleanly.
+    /// A transient state: retrying, stalled, reconnecting, paused, resumed.
+    case status(TransferStatus)
+    /// Everything asked was delivered (or the resource ended before).
     case finished
-    /// The transfer failed; bytes delivered before stay valid.
+    /// The transfer failed; bytes delivered before stay valid unless the error is `resourceChanged`.
     case failed(FetchError)
 }
 
@@ -109,4 +237,11 @@ public func parseContentRange(_ value: String) -> (first: Int64, last: Int64, to
     if halves[1] == "*" { return (first, last, nil) }
     guard let total = Int64(halves[1]), total > last else { return nil }
     return (first, last, total)
+}
+
+/// Parses the total of an unsatisfied range, `Content-Range: bytes */total`.
+func parseUnsatisfiedRange(_ value: String) -> Int64? {
+    let trimmed = value.trimmingCharacters(in: .whitespaces)
+    guard trimmed.lowercased().hasPrefix("bytes */") else { return nil }
+    return Int64(trimmed.dropFirst(8))
 }

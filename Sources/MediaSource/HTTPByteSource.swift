@@ -124,7 +124,12 @@ public final class HTTPByteSource: ByteSource {
             // Events of a replaced transfer may still arrive until the fetcher handles its cancel.
             guard !state.closed, state.transfer?.id == id else { return }
             switch event {
-            case .response(let head):
+            case .response(let head), .changed(let head):
+                if case .changed = event {
+                    // The resource changed under a reconnection: what is held is stale; the new body follows from 0.
+                    state.store = ByteRuns()
+                    state.info = nil
+                }
                 if state.info == nil {
                     let info = ResourceInfo(
                         length: head.totalLength, contentType: head.contentType,
@@ -160,6 +165,8 @@ public final class HTTPByteSource: ByteSource {
                     state.waiter = nil
                     callbacks.append(waiter.wake)  // at the end: the reader will see end of stream
                 }
+            case .notModified, .status:
+                break
             case .failed(let error):
                 state.transfer = nil
                 log.warning("\(loggable(url)): \(error)")

@@ -18,3 +18,9 @@ public func describeDifference(_ a: Data, _ b: Data) -> String {
     guard let at = firstDifference(a, b) else { return "identical (\(a.count) bytes)" }
     return "\(a.count) vs \(b.count) bytes, first difference at byte \(at)"
 }
+
+/// `count` bytes of a pattern that does not repeat at short periods, so a byte delivered at
+/// the wrong offset shows up as a difference.
+public func patternedBody(_ count: Int) -> Data {
+    Data((0..<count).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) })
+}

@@ -1,0 +1,154 @@
+import Foundation
+
+/// Tunables of a ``Fetcher``. The defaults are the production values; tests shorten the times.
+public struct FetcherConfiguration: Sendable {
+    /// Sent as `User-Agent`; names Spool and its version (`Spool/1.2.3`).
+    public var userAgent: String
+    /// No byte for this long drops the connection and reconnects from the next byte.
+    public var stallTimeout: Double = 15
+    /// The first retry waits about this long (jittered down to half); each further one doubles it.
+    public var retryBaseDelay: Double = 0.5
+    /// The longest backoff between two attempts.
+    public var retryMaxDelay: Double = 30
+    /// The longest `Retry-After` honoured; longer values wait this long.
+    public var retryAfterLimit: Double = 60
+    /// Failed attempts in a row (no byte arriving in between) before the transfer fails.
+    public var maxAttempts: Int = 8
+    /// Seconds of failing in a row (no byte arriving) before the transfer fails.
+    public var maxRetryDuration: Double = 180
+    /// Re-resolves in a row (after 401/403/410, no byte in between) before the transfer fails.
+    public var maxReresolves: Int = 2
+    /// Redirects followed per request.
+    public var maxRedirects: Int = 5
+
+    /// Production settings with `userAgent`.
+    public init(userAgent: String) {
+        self.userAgent = userAgent
+    }
+}
+
+/// What one attempt asked for: the policy's view of a request on the wire.
+struct AttemptPlan: Equatable {
+    /// The first byte asked (the first byte not yet delivered).
+    var start: Int64
+    /// One past the last byte asked, when bounded.
+    var end: Int64?
+    /// The total length this attempt's answer must agree with, when known.
+    var knownLength: Int64?
+    /// The condition sent.
+    var condition: RequestCondition?
+}
+
+/// The response head as the policy reads it.
+struct HeadFields {
+    var status: Int
+    var header: (String) -> String?
+}
+
+/// What to do with a response head. Pure: decided from the plan and the head only.
+enum HeadVerdict: Equatable {
+    /// Use the body: its first byte is at `bodyStart`; the body ends at `declaredEnd` when known.
+    case accept(bodyStart: Int64, total: Int64?, declaredEnd: Int64?)
+    /// Another version than the condition named; its body starts at 0.
+    case changed(total: Int64?, declaredEnd: Int64?)
+    /// A 304 to a revalidation.
+    case notModified
+    /// A 416 at or past the end: nothing more to fetch.
+    case endOfResource(total: Int64?)
+    /// A transient failure; retry after `retryAfter` seconds when the server said so.
+    case retry(FetchError, retryAfter: Double?)
+    /// The URL may have expired (401/403/410): ask the re-resolve hook.
+    case reresolve(status: Int)
+    /// Give up.
+    case fail(FetchError)
+}
+
+enum ResponsePolicy {
+    /// Statuses retried with backoff.
+    static func isRetryable(status: Int) -> Bool {
+        status == 408 || status == 425 || status == 429 || (500...599).contains(status)
+    }
+
+    /// Judges a response head against what the attempt asked.
+    static func judge(_ head: HeadFields, plan: AttemptPlan) -> HeadVerdict {
+        let status = head.status
+        switch status {
+        case 206:
+            return judgePartial(head, plan: plan)
+        case 200:
+            let total = head.header("Content-Length").flatMap { Int64($0) }
+            let version = Validator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
+            switch plan.condition {
+            case .ifNoneMatch:
+                return .changed(total: total, declaredEnd: total)
+            case .ifRange(let held) where !held.sameVersion(as: version):
+                return .changed(total: total, declaredEnd: total)
+            default:
+                // No condition, or the same version from a server that ignores Range:
+                // the body starts at 0 and is skipped up to the byte asked.
+                if let known = plan.knownLength, let total, known != total {
+                    return .fail(.resourceChanged("200 with length \(total), expected \(known)"))
+                }
+                return .accept(bodyStart: 0, total: total, declaredEnd: total)
+            }
+        case 304:
+            if case .ifNoneMatch = plan.condition { return .notModified }
+            return .fail(.httpStatus(304))
+        case 416:
+            let served = head.header("Content-Range").flatMap(parseUnsatisfiedRange)
+            guard let total = plan.knownLength ?? served else { return .fail(.httpStatus(416)) }
+            if plan.start >= total, served == nil || served == total { return .endOfResource(total: total) }
+            return .fail(.resourceChanged("416 for byte \(plan.start), length \(served.map(String.init) ?? "?") not \(total)"))
+        case 401, 403, 410:
+            return .reresolve(status: status)
+        case _ where isRetryable(status: status):
+            let retryAfter = head.header("Retry-After").flatMap(parseRetryAfter)
+            return .retry(.httpStatus(status), retryAfter: retryAfter)
+        default:
+            return .fail(.httpStatus(status))
+        }
+    }
+
+    private static func judgePartial(_ head: HeadFields, plan: AttemptPlan) -> HeadVerdict {
+        let contentRange = head.header("Content-Range") ?? "<missing>"
+        if head.header("Content-Type")?.lowercased().hasPrefix("multipart/byteranges") == true {
+            return .fail(.badContentRange("multipart/byteranges"))
+        }
+        guard let range = parseContentRange(contentRange) else { return .fail(.badContentRange(contentRange)) }
+        if case .ifNoneMatch = plan.condition {
+            // A revalidation asks from 0; a 206 to it is the new version's first bytes.
+            guard range.first == 0 else { return .fail(.badContentRange(contentRange)) }
+            return .changed(total: range.total, declaredEnd: range.last + 1)
+        }
+        if let known = plan.knownLength, let total = range.total, total != known {
+            return .fail(.resourceChanged("Content-Range '\(contentRange)', expected length \(known)"))
+        }
+        guard range.first == plan.start, plan.end.map({ range.last < $0 }) ?? true else {
+            return .fail(.badContentRange(contentRange))
+        }
+        return .accept(bodyStart: range.first, total: range.total, declaredEnd: range.last + 1)
+    }
+
+    /// `Retry-After` as seconds from now: delta-seconds or an HTTP date.
+    static func parseRetryAfter(_ value: String) -> Double? {
+        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        if let seconds = Int(trimmed) { return Double(max(0, seconds)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.date(from: trimmed).map { max(0, $0.timeIntervalSinceNow) }
+    }
+
+    /// The wait before attempt `attempt + 1` after `attempt` failures in a row: exponential
+    /// from `retryBaseDelay`, capped at `retryMaxDelay`, jittered into `[d/2, d]` by `jitter` in
+    /// `0...1`; a `Retry-After` replaces it, capped at `retryAfterLimit`.
+    static func backoff(
+        attempt: Int, retryAfter: Double?, configuration: FetcherConfiguration, jitter: Double
+    ) -> Double {
+        if let retryAfter { return min(retryAfter, configuration.retryAfterLimit) }
+        let exponent = Double(min(max(attempt - 1, 0), 30))
+        let delay = min(configuration.retryMaxDelay, configuration.retryBaseDelay * pow(2, exponent))
+        return delay / 2 + delay / 2 * min(max(jitter, 0), 1)
+    }
+}

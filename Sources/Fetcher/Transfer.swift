@@ -1,0 +1,398 @@
+import Foundation
+import SpoolLog
+internal import CCurlShim
+
+/// Signature of the re-resolve hook: the request's original URL in, a URL to try next out
+/// (nil: give up).
+public typealias URLResolver = @Sendable (URL) -> URL?
+
+/// What the fetcher thread needs from its owner while a transfer runs.
+struct TransferEnvironment {
+    let multi: MultiHandle
+    let share: ShareHandle
+    let configuration: FetcherConfiguration
+    let log: Logger
+    /// Runs the re-resolve hook off the fetcher thread and posts its answer back.
+    let resolve: (TransferID, URL, URLResolver?) -> Void
+}
+
+/// One request on the wire: its easy handle and what its response has said so far.
+final class Attempt {
+    let easy: EasyHandle
+    let plan: AttemptPlan
+    /// The verdict on the response head, once read.
+    var verdict: HeadVerdict?
+    /// The resource offset of this response's next body byte.
+    var offset: Int64 = 0
+    /// Bytes this attempt delivered to the caller.
+    var delivered: Int64 = 0
+    /// Bytes of an error response swallowed so the connection can be reused.
+    var discarded = 0
+    /// Where this response's body ends in the resource, as its head declared, when known.
+    var declaredEnd: Int64?
+    /// The write callback stopped the body at the end asked.
+    var reachedEnd = false
+    /// The write callback stopped a body running past its declared end (before the end asked).
+    var overran = false
+
+    init(easy: EasyHandle, plan: AttemptPlan) {
+        self.easy = easy
+        self.plan = plan
+    }
+}
+
+/// A transfer and its retries; lives on the fetcher thread only. Owns at most one attempt
+/// (one easy handle in the multi handle) at a time.
+final class Transfer {
+    enum Phase {
+        case running(Attempt)
+        case waiting(until: Double)
+        case resolving(status: Int)
+        case done
+    }
+
+    let id: TransferID
+    let request: RangeRequest
+    private(set) var priority: FetchPriority
+    private let sink: @Sendable (TransferID, TransferEvent) -> Void
+    private let resolver: URLResolver?
+    private let env: TransferEnvironment
+
+    private var url: URL
+    private(set) var phase: Phase = .done
+    private(set) var paused = false
+    /// The first byte not yet delivered.
+    private var next: Int64
+    /// One past the last byte to deliver, when known (the request's end within the total).
+    private var end: Int64?
+    private var total: Int64?
+    /// The condition of the next attempt: the caller's at first, then `If-Range` with the
+    /// version this transfer's first response named.
+    private var condition: RequestCondition?
+    private var reported = false
+    private var failures = 0
+    private var failingSince: Double?
+    private var reresolves = 0
+    private var lastProgress = 0.0
+
+    init(
+        id: TransferID, request: RangeRequest, resolver: URLResolver?, environment: TransferEnvironment,
+        events: @escaping @Sendable (TransferID, TransferEvent) -> Void
+    ) {
+        self.id = id
+        self.request = request
+        self.priority = request.priority
+        self.resolver = resolver
+        self.env = environment
+        self.sink = events
+        url = request.url
+        next = request.start
+        end = request.end
+        total = request.knownLength
+        if let total { end = min(end ?? total, total) }
+        condition = request.condition
+    }
+
+    var isFinished: Bool { if case .done = phase { true } else { false } }
+
+    /// Whether an attempt is on the wire (paused or not).
+    var isReceiving: Bool { if case .running = phase { true } else { false } }
+
+    /// Whether `easy` is the handle of the attempt on the wire.
+    func owns(_ easy: UnsafeMutableRawPointer) -> Bool {
+        if case .running(let attempt) = phase { attempt.easy.raw == easy } else { false }
+    }
+
+    /// When this transfer next needs the fetcher thread: a retry due, or a stall deadline.
+    var deadline: Double? {
+        switch phase {
+        case .running: paused ? nil : lastProgress + env.configuration.stallTimeout
+        case .waiting(let until): until
+        case .resolving, .done: nil
+        }
+    }
+
+    // MARK: driving
+
+    /// Starts the first attempt.
+    func begin(now: Double) { startAttempt(now: now) }
+
+    /// Handles timers: a due retry starts; a transfer silent past the stall timeout reconnects.
+    func tick(now: Double) {
+        switch phase {
+        case .waiting(let until) where until <= now:
+            startAttempt(now: now)
+        case .running(let attempt) where !paused && now - lastProgress >= env.configuration.stallTimeout:
+            emit(.status(.stalled(seconds: now - lastProgress)))
+            stopAttempt(attempt)
+            interrupted(attempt, reason: .transport(code: 28, message: "no data for \(Int(now - lastProgress)) s"), now: now)
+        default:
+            break
+        }
+    }
+
+    /// Pauses or resumes the attempt on the wire.
+    func setPaused(_ paused: Bool, now: Double) {
+        guard case .running(let attempt) = phase, paused != self.paused else { return }
+        self.paused = paused
+        attempt.easy.setPaused(paused)
+        if !paused { lastProgress = now }
+        emit(.status(paused ? .paused : .resumed))
+    }
+
+    /// Changes the priority; the fetcher re-evaluates pauses.
+    func setPriority(_ priority: FetchPriority) { self.priority = priority }
+
+    /// Stops the attempt on the wire; no event follows.
+    func cancel() {
+        if case .running(let attempt) = phase { stopAttempt(attempt) }
+        phase = .done
+    }
+
+    /// Ends the transfer with `error` (used when superseded).
+    func abort(_ error: FetchError) {
+        cancel()
+        emit(.failed(error))
+    }
+
+    /// The re-resolve hook answered.
+    func resolved(_ newURL: URL?, now: Double) {
+        guard case .resolving(let status) = phase else { return }
+        guard let newURL else { return fail(.unresolvable(status: status)) }
+        url = newURL
+        emit(.status(.reconnecting(from: next)))
+        startAttempt(now: now)
+    }
+
+    // MARK: attempts
+
+    private func startAttempt(now: Double) {
+        let plan = AttemptPlan(start: next, end: end, knownLength: total, condition: condition)
+        var headers: [String] = []
+        switch condition {
+        case .ifRange(let validator):
+            if let value = validator.ifRangeValue { headers.append("If-Range: \(value)") }
+        case .ifNoneMatch(let validator):
+            if let etag = validator.etag { headers.append("If-None-Match: \(etag)") }
+            if let date = validator.lastModified { headers.append("If-Modified-Since: \(date)") }
+        case nil:
+            break
+        }
+        // At or past a known end the open range draws the 416 that confirms the end.
+        let range = end.flatMap { $0 > next ? "\(next)-\($0 - 1)" : nil } ?? "\(next)-"
+        let easy = EasyHandle(
+            url: url, range: range, headers: headers, configuration: env.configuration, share: env.share,
+            context: Unmanaged.passUnretained(self).toOpaque(), onBody: Transfer.onBody)
+        let attempt = Attempt(easy: easy, plan: plan)
+        phase = .running(attempt)
+        paused = false
+        lastProgress = now
+        env.multi.add(easy)
+        env.log.debug("transfer \(id) GET \(loggable(url)) bytes=\(range) \(headers.joined(separator: "; "))")
+    }
+
+    private func stopAttempt(_ attempt: Attempt) {
+        env.multi.remove(attempt.easy)
+        phase = .done
+        paused = false
+    }
+
+    /// libcurl's write callback: the first call judges the response head, every call forwards bytes.
+    static let onBody: spool_curl_data_cb = { data, size, count, context in
+        guard let context, let data else { return 0 }
+        let transfer = Unmanaged<Transfer>.fromOpaque(context).takeUnretainedValue()
+        let length = size * count
+        return transfer.receive(UnsafeRawBufferPointer(start: data, count: length)) ? length : 0
+    }
+
+    /// Takes body bytes of the attempt on the wire; false stops the response.
+    private func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard case .running(let attempt) = phase else { return false }
+        lastProgress = monotonicSeconds()
+        if attempt.verdict == nil { judgeHead(of: attempt) }
+        switch attempt.verdict {
+        case .accept?, .changed?:
+            return deliver(bytes, of: attempt)
+        default:
+            // An error page: swallowed (so the connection can be reused) unless it is large.
+            attempt.discarded += bytes.count
+            return attempt.discarded <= 65_536
+        }
+    }
+
+    /// Delivers the part of `bytes` (at `attempt.offset`) that is at or after the next byte
+    /// and before the end; false once the end is reached.
+    private func deliver(_ bytes: UnsafeRawBufferPointer, of attempt: Attempt) -> Bool {
+        let chunkStart = attempt.offset
+        attempt.offset += Int64(bytes.count)
+        let limit = min(end ?? .max, attempt.declaredEnd ?? .max)
+        let from = max(chunkStart, next)
+        let to = min(attempt.offset, limit)
+        if from < to {
+            let slice = UnsafeRawBufferPointer(rebasing: bytes[Int(from - chunkStart)..<Int(to - chunkStart)])
+            emit(.data(Data(slice), offset: from))
+            next = to
+            attempt.delivered += to - from
+            failures = 0
+            failingSince = nil
+            reresolves = 0
+        }
+        // Past the end (a server ignoring Range, or sending more than declared): stop here.
+        // Exactly at the end the response finishes by itself and its connection is kept.
+        if attempt.offset > limit {
+            if limit == end { attempt.reachedEnd = true } else { attempt.overran = true }
+            return false
+        }
+        return true
+    }
+
+    /// Reads and judges the head; reports the first head (or a change) to the caller.
+    private func judgeHead(of attempt: Attempt) {
+        let fields = attempt.easy.head
+        let verdict = ResponsePolicy.judge(fields, plan: attempt.plan)
+        attempt.verdict = verdict
+        var head = ResponseHead(
+            status: fields.status, bodyStart: next, totalLength: nil,
+            contentLength: fields.header("Content-Length").flatMap { Int64($0) },
+            etag: fields.header("ETag"), lastModified: fields.header("Last-Modified"),
+            contentType: fields.header("Content-Type"))
+        switch verdict {
+        case .accept(let bodyStart, let total, let declaredEnd):
+            attempt.offset = bodyStart
+            attempt.declaredEnd = declaredEnd
+            learn(total: total, version: head.validator)
+            head.totalLength = self.total
+            if !reported { emit(.response(head)) }
+        case .changed(let total, let declaredEnd):
+            attempt.offset = 0
+            attempt.declaredEnd = declaredEnd
+            next = 0
+            self.total = nil
+            end = request.end
+            learn(total: total, version: head.validator, replacing: true)
+            head.bodyStart = 0
+            head.totalLength = self.total
+            env.log.info("transfer \(id): \(loggable(url)) changed (now \(head.validator?.description ?? "-"))")
+            emit(.changed(head))
+        case .notModified:
+            emit(.notModified(head))
+        case .endOfResource(let total):
+            learn(total: total, version: head.validator)
+            head.totalLength = self.total
+            if !reported { emit(.response(head)) }
+        case .retry, .reresolve, .fail:
+            break
+        }
+    }
+
+    /// Records the total and the version for later attempts.
+    private func learn(total: Int64?, version: Validator?, replacing: Bool = false) {
+        if let total {
+            self.total = total
+            end = min(end ?? total, total)
+        }
+        var keepsCallersVersion = false
+        if case .ifRange = condition { keepsCallersVersion = !replacing }
+        if !keepsCallersVersion {
+            condition = version.flatMap { $0.ifRangeValue == nil ? nil : .ifRange($0) }
+        }
+    }
+
+    // MARK: outcomes
+
+    /// libcurl finished the attempt with `code`.
+    func complete(code: Int, now: Double) {
+        guard case .running(let attempt) = phase else { return }
+        stopAttempt(attempt)
+        if attempt.reachedEnd { return finish() }
+        // A body that ran past its declared end was cut there: continue like after a short body.
+        let code = attempt.overran ? CurlCode.ok : code
+        // A body-less response (304, 416, an empty body) or an error page cut short.
+        if attempt.verdict == nil, code == CurlCode.ok || attempt.easy.status >= 400 {
+            judgeHead(of: attempt)
+        }
+        let transportError = FetchError.transport(code: code, message: attempt.easy.errorMessage(code: code))
+        switch attempt.verdict {
+        case nil:
+            if CurlCode.retryable.contains(code) {
+                interrupted(attempt, reason: transportError, now: now)
+            } else {
+                fail(transportError)
+            }
+        case .accept?, .changed?:
+            if let end, next >= end { return finish() }
+            if code == CurlCode.ok, end == nil {
+                total = next  // no length was declared: a clean end is the end of the resource
+                return finish()
+            }
+            if code != CurlCode.ok, !CurlCode.retryable.contains(code) { return fail(transportError) }
+            let reason = code == CurlCode.ok
+                ? FetchError.transport(code: 18, message: "body ended at byte \(next) of \(end.map(String.init) ?? "?")")
+                : transportError
+            interrupted(attempt, reason: reason, now: now)
+        case .notModified?, .endOfResource?:
+            finish()
+        case .retry(let error, let retryAfter)?:
+            retryOrFail(error, retryAfter: retryAfter, now: now)
+        case .reresolve(let status)?:
+            reresolve(status: status, now: now)
+        case .fail(let error)?:
+            fail(error)
+        }
+    }
+
+    /// An attempt ended early: reconnect at once if it made progress, else back off.
+    private func interrupted(_ attempt: Attempt, reason: FetchError, now: Double) {
+        if attempt.delivered > 0 {
+            env.log.info("transfer \(id): \(reason); continuing at \(next)")
+            emit(.status(.reconnecting(from: next)))
+            startAttempt(now: now)
+        } else {
+            retryOrFail(reason, retryAfter: nil, now: now)
+        }
+    }
+
+    private func retryOrFail(_ reason: FetchError, retryAfter: Double?, now: Double) {
+        failures += 1
+        let since = failingSince ?? now
+        failingSince = since
+        let configuration = env.configuration
+        guard failures < configuration.maxAttempts, now - since < configuration.maxRetryDuration else {
+            env.log.warning("transfer \(id): giving up after \(failures) attempts: \(reason)")
+            return fail(reason)
+        }
+        let delay = ResponsePolicy.backoff(
+            attempt: failures, retryAfter: retryAfter, configuration: configuration, jitter: .random(in: 0...1))
+        env.log.info("transfer \(id): \(reason); retry \(failures) in \(delay) s")
+        emit(.status(.retrying(in: delay, attempt: failures, reason: reason)))
+        phase = .waiting(until: now + delay)
+    }
+
+    private func reresolve(status: Int, now: Double) {
+        reresolves += 1
+        guard reresolves <= env.configuration.maxReresolves else {
+            return fail(.httpStatus(status))
+        }
+        emit(.status(.reresolving(status: status)))
+        phase = .resolving(status: status)
+        env.resolve(id, request.url, resolver)
+    }
+
+    private func finish() {
+        phase = .done
+        emit(.finished)
+    }
+
+    private func fail(_ error: FetchError) {
+        phase = .done
+        emit(.failed(error))
+    }
+
+    private func emit(_ event: TransferEvent) {
+        switch event {
+        case .response, .changed, .notModified: reported = true
+        default: break
+        }
+        sink(id, event)
+    }
+}

@@ -1,0 +1,134 @@
+import Fetcher
+import Foundation
+import Synchronization
+import Testing
+import TestSupport
+
+@Suite("Fetcher basics: ranges, connections, cancel, priorities", .serialized)
+struct FetcherTests {
+    let fetcher = Fetcher(configuration: .forTests)
+
+    @Test func aRangeRequestDeliversExactlyThoseBytesWithTheTotal() throws {
+        let origin = try FaultOrigin()
+        let body = patternedBody(300_000)
+        origin.serve(OriginResource(body, etag: "\"v1\""), at: "/a.mp3")
+        let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/a.mp3"), start: 1000, end: 5000))
+        expectDelivered(recorder, body[1000..<5000], from: 1000)
+        #expect(recorder.head?.status == 206)
+        #expect(recorder.head?.totalLength == 300_000)
+        #expect(recorder.head?.etag == "\"v1\"")
+        #expect(try origin.requests(atLeast: 1).map(\.range) == ["bytes=1000-4999"])
+    }
+
+    @Test func aMissingResourceFailsWithoutRetrying() throws {
+        let origin = try FaultOrigin()
+        let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/missing.mp3")))
+        expectFailure(recorder) { $0 == .httpStatus(404) }
+        #expect(recorder.body == nil)
+        #expect(recorder.statuses.isEmpty)
+        #expect(try origin.requests(atLeast: 1).count == 1)
+    }
+
+    @Test func rangeHopsReuseOneConnection() throws {
+        let origin = try FaultOrigin()
+        let body = patternedBody(200_000)
+        origin.serve(OriginResource(body, etag: "\"v1\""), at: "/a.mp3")
+        for start in [0, 150_000, 40_000] as [Int64] {
+            let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/a.mp3"), start: start, end: start + 10_000))
+            expectDelivered(recorder, body[Int(start)..<Int(start) + 10_000], from: start)
+        }
+        #expect(origin.acceptedConnections == 1)
+    }
+
+    @Test func aCancelledTransferReportsNothingMoreAndCancelsPromptly() throws {
+        let origin = try FaultOrigin()
+        var faults = OriginFaults()
+        faults.stall = .init(afterBodyBytes: 10_000)
+        origin.serve(OriginResource(patternedBody(100_000), etag: "\"v1\""), at: "/slow.mp3", faults: faults)
+        var configuration = FetcherConfiguration.forTests
+        configuration.stallTimeout = 30  // the stall must not end the transfer first
+        let fetcher = Fetcher(configuration: configuration)
+        let recorder = TransferRecorder()
+        let id = fetcher.start(RangeRequest(url: origin.url(for: "/slow.mp3"))) { _, event in recorder.record(event) }
+        #expect(recorder.waitFor { $0.isData })
+        let cancelled = DispatchSemaphore(value: 0)
+        let asked = Date()
+        fetcher.cancel(id) { cancelled.signal() }
+        #expect(cancelled.wait(timeout: .now() + 5) == .success)
+        // Loose bound, far above the ~0.1 ms measured by the benchmark, so it cannot flake.
+        #expect(Date().timeIntervalSince(asked) < 0.5)
+        let count = recorder.all.count
+        #expect(!recorder.all.contains { $0.isEnd })
+        // The origin sees the connection close.
+        #expect(try origin.requests(atLeast: 1).first?.bodyBytesSent == 10_000)
+        #expect(recorder.all.count == count)
+    }
+
+    @Test func aLowerPriorityTransferPausesWhileAHigherOneRunsAndResumesAfter() throws {
+        let origin = try FaultOrigin()
+        let low = patternedBody(150_000)
+        let high = Data(patternedBody(60_000).reversed())
+        var capped = OriginFaults()
+        capped.bytesPerSecond = 150_000
+        origin.serve(OriginResource(low, etag: "\"low\""), at: "/low", faults: capped)
+        origin.serve(OriginResource(high, etag: "\"high\""), at: "/high", faults: capped)
+        let lowRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/low"), priority: .fillHoles))
+        #expect(lowRecorder.waitFor { $0.isData })
+        let highRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/high"), priority: .playback))
+        expectDelivered(highRecorder, high)
+        expectDelivered(lowRecorder, low)
+        #expect(highRecorder.statuses.isEmpty)
+        #expect(lowRecorder.statuses == [.paused, .resumed])
+        // Nothing of the low transfer arrived while it was paused, and it resumed only after the high one ended.
+        let events = lowRecorder.all
+        let paused = events.firstIndex { $0 == .paused }
+        let resumed = events.firstIndex { $0 == .resumed }
+        if let paused, let resumed {
+            #expect(!events[paused..<resumed].contains { $0.isData })
+            #expect(lowRecorder.time { $0 == .resumed }! >= highRecorder.time(of: \.isEnd)!)
+        }
+        #expect(lowRecorder.time { $0 == .paused }! <= highRecorder.time(of: \.isData)!)
+        // Paused, not cancelled: the low resource was requested once.
+        #expect(try origin.requests(atLeast: 2).filter { $0.path == "/low" }.count == 1)
+    }
+
+    @Test func raisingAPausedTransfersPriorityResumesIt() throws {
+        let origin = try FaultOrigin()
+        var capped = OriginFaults()
+        capped.bytesPerSecond = 100_000
+        origin.serve(OriginResource(patternedBody(60_000)), at: "/low", faults: capped)
+        origin.serve(OriginResource(patternedBody(150_000)), at: "/high", faults: capped)
+        let lowRecorder = TransferRecorder()
+        let lowID = fetcher.start(RangeRequest(url: origin.url(for: "/low"), priority: .preload)) { _, event in
+            lowRecorder.record(event)
+        }
+        let highRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/high"), priority: .readAhead))
+        #expect(lowRecorder.waitFor { $0 == .paused })
+        fetcher.setPriority(lowID, .playback)
+        #expect(lowRecorder.waitFor { $0 == .resumed })
+        #expect(highRecorder.waitFor { $0 == .paused })
+        #expect(lowRecorder.waitForEnd())
+        #expect(highRecorder.waitForEnd())
+        #expect(lowRecorder.finished && highRecorder.finished)
+    }
+
+    @Test func aSecondTransferOfTheSameResourceSupersedesTheFirst() throws {
+        let origin = try FaultOrigin()
+        let body = patternedBody(100_000)
+        var faults = OriginFaults()
+        faults.bytesPerSecond = 100_000
+        origin.serve(OriginResource(body), at: "/a", faults: faults)
+        let first = fetcher.record(RangeRequest(url: origin.url(for: "/a"), resource: "track-1"))
+        #expect(first.waitFor { $0.isData })
+        let second = fetcher.record(RangeRequest(url: origin.url(for: "/a"), start: 90_000, resource: "track-1"))
+        expectDelivered(second, body[90_000...], from: 90_000)
+        expectFailure(first) { $0 == .superseded }
+    }
+}
+
+extension TransferEvent {
+    /// Compares a status event (tests only need that).
+    static func == (event: TransferEvent, status: TransferStatus) -> Bool {
+        if case .status(let value) = event { value == status } else { false }
+    }
+}
