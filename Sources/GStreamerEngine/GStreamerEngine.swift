@@ -31,6 +31,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var prerolled = false
         var startPosition: Duration?
         var seeking = false
+        /// The seek in flight only applies a rate (or starts at 0 at a rate): no Seeked for it.
+        var silentSeek = false
         var duration: Duration?
     }
 
@@ -241,6 +243,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     return .later
                 }
                 state.current?.seeking = true
+                state.current?.silentSeek = false
                 return .seek
             }
             switch plan {
@@ -265,6 +268,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.rate = clamped
                 guard state.current?.prerolled == true else { return false }
                 state.current?.seeking = true
+                state.current?.silentSeek = true
                 return true
             }
             if ready, let position = position() { performSeek(to: position) }
@@ -534,7 +538,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             if needsRate {
                 // A new stream starts at rate 1.0; carry the listener's rate over.
                 control.async { [self] in
-                    shared.withLock { $0.current?.seeking = true }
+                    shared.withLock {
+                        $0.current?.seeking = true
+                        $0.current?.silentSeek = true
+                    }
                     performSeek(to: position() ?? .zero)
                 }
             }
@@ -547,26 +554,29 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     private func asyncDone(_ current: Current) {
         reportDuration(of: current)
         control.async { [self] in
-            enum Next { case seek(Duration), seeked(Bool), nothing }
+            enum Next { case seek(Duration), seeked(playing: Bool, silent: Bool), nothing }
             let next = shared.withLock { state -> Next in
                 guard state.current?.uri == current.uri else { return .nothing }
                 state.current?.prerolled = true
                 if let start = state.current?.startPosition {
                     state.current?.startPosition = nil
                     state.current?.seeking = true
+                    state.current?.silentSeek = start == .zero  // a rate applied at the start
                     return .seek(start)
                 }
                 if state.current?.seeking == true {
+                    let silent = state.current?.silentSeek ?? false
                     state.current?.seeking = false
-                    return .seeked(state.wantPlaying)
+                    state.current?.silentSeek = false
+                    return .seeked(playing: state.wantPlaying, silent: silent)
                 }
                 return .nothing
             }
             switch next {
             case .seek(let start):
                 performSeek(to: start)
-            case .seeked(let playing):
-                if let position = position() { emit(.seeked(current.track.id, position: position)) }
+            case .seeked(let playing, let silent):
+                if !silent, let position = position() { emit(.seeked(current.track.id, position: position)) }
                 if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }
             case .nothing:
                 if shared.withLock({ $0.wantPlaying && $0.current?.uri == current.uri }) {

@@ -18,11 +18,15 @@ public final class MPRISService: Sendable {
     public static let rootInterface = "org.mpris.MediaPlayer2"
     /// The player interface.
     public static let playerInterface = "org.mpris.MediaPlayer2.Player"
+    /// The track list interface.
+    public static let trackListInterface = "org.mpris.MediaPlayer2.TrackList"
     /// The track id MPRIS reserves for "no track".
     public static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
 
     private struct Published {
         var snapshot = PlayerSnapshot()
+        /// The snapshot as of the last signals sent, for the TrackList signals.
+        var signalledSnapshot: PlayerSnapshot?
         /// Player properties as last signalled (or first seen), to send only what changed.
         var signalled: [String: DBusValue]?
         var flushScheduled = false
@@ -30,6 +34,7 @@ public final class MPRISService: Sendable {
 
     private let connection: DBusConnection
     private let player: Player
+    private let resolver: TrackResolver
     private let supportedMimeTypes: [String]
     private let onQuit: @Sendable () -> Void
     private let published = Mutex(Published())
@@ -39,20 +44,22 @@ public final class MPRISService: Sendable {
     /// How long changes are gathered before one PropertiesChanged goes out.
     static let coalescingDelay: DispatchTimeInterval = .milliseconds(5)
 
-    /// Creates the service; call ``start()`` to export it.
+    /// Creates the service; call ``start()`` to export it. `resolver` turns
+    /// OpenUri and AddTrack URIs (playlists, directories) into tracks.
     public init(
-        connection: DBusConnection, player: Player, supportedMimeTypes: [String],
+        connection: DBusConnection, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
         onQuit: @escaping @Sendable () -> Void
     ) {
         self.connection = connection
         self.player = player
+        self.resolver = resolver
         self.supportedMimeTypes = supportedMimeTypes
         self.onQuit = onQuit
     }
 
     /// Exports the MPRIS object and starts following the player.
     public func start() async {
-        connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface()])
+        connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()])
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }
     }
 
@@ -76,7 +83,7 @@ public final class MPRISService: Sendable {
             properties: [
                 DBusProperty("CanQuit", signature: "b") { .boolean(true) },
                 DBusProperty("CanRaise", signature: "b") { .boolean(false) },
-                DBusProperty("HasTrackList", signature: "b") { .boolean(false) },
+                DBusProperty("HasTrackList", signature: "b") { .boolean(true) },
                 DBusProperty("Identity", signature: "s") { .string("Spool") },
                 DBusProperty("DesktopEntry", signature: "s") { .string("spool") },
                 DBusProperty("SupportedUriSchemes", signature: "as") {
@@ -147,14 +154,28 @@ public final class MPRISService: Sendable {
                     await player.seek(to: target)
                     return []
                 },
-                DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { arguments in
+                DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { [resolver] arguments in
                     guard case .string(let text) = arguments.first else { throw DBusError.invalidArgs("OpenUri takes a URI") }
-                    await player.open(try Self.parseURI(text))
+                    await player.open(try await Self.tracks(text, resolver))
                     return []
                 },
             ],
             properties: [
                 DBusProperty("PlaybackStatus", signature: "s") { read("PlaybackStatus") },
+                DBusProperty(
+                    "LoopStatus", signature: "s", access: .readWrite, get: { read("LoopStatus") },
+                    set: { value in
+                        guard let text = value.stringValue, let mode = LoopMode(rawValue: text) else {
+                            throw DBusError.invalidArgs("LoopStatus is one of None, Track, Playlist")
+                        }
+                        Task { await player.setLoop(mode) }
+                    }),
+                DBusProperty(
+                    "Shuffle", signature: "b", access: .readWrite, get: { read("Shuffle") },
+                    set: { value in
+                        guard let on = value.boolValue else { throw DBusError.invalidArgs("Shuffle is a boolean") }
+                        Task { await player.setShuffle(on) }
+                    }),
                 DBusProperty(
                     "Rate", signature: "d", access: .readWrite, get: { read("Rate") },
                     set: { value in
@@ -181,13 +202,106 @@ public final class MPRISService: Sendable {
             signals: [DBusSignal("Seeked", arguments: [(name: "Position", signature: "x")])])
     }
 
-    /// Accepts file, http and https URIs, and absolute local paths.
-    static func parseURI(_ text: String) throws(DBusError) -> URL {
-        if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(),
-            ["file", "http", "https"].contains(scheme)
-        else { throw DBusError.invalidArgs("unsupported URI '\(text.prefix(200))': use file://, http:// or https://") }
-        return url
+    /// The tracks a URI stands for (a track, a playlist, a directory), or an InvalidArgs error.
+    static func tracks(_ text: String, _ resolver: TrackResolver) async throws(DBusError) -> [TrackItem] {
+        do {
+            return try await resolver.resolve(text)
+        } catch {
+            throw DBusError.invalidArgs(error.description)
+        }
+    }
+
+    // MARK: org.mpris.MediaPlayer2.TrackList
+
+    private func trackListInterface() -> DBusInterface {
+        let player = self.player
+        let resolver = self.resolver
+        let snapshot: @Sendable () -> PlayerSnapshot = { [weak self] in
+            self?.published.withLock { $0.snapshot } ?? PlayerSnapshot()
+        }
+        let idFor: @Sendable (String) -> TrackID? = { path in
+            snapshot().queue.first { Self.trackPath($0.id) == path }?.id
+        }
+        return DBusInterface(
+            Self.trackListInterface,
+            methods: [
+                DBusMethod("GetTracksMetadata", in: "ao", out: "aa{sv}", argumentNames: ["TrackIds"], resultNames: ["Metadata"]) { arguments in
+                    let wanted = arguments.first?.arrayValues?.compactMap(\.objectPathValue) ?? []
+                    let state = snapshot()
+                    let values = wanted.compactMap { path -> DBusValue? in
+                        guard let entry = state.queue.first(where: { Self.trackPath($0.id) == path }) else { return nil }
+                        if let now = state.nowPlaying, now.entry.id == entry.id { return Self.metadata(now) }
+                        return Self.metadata(entry)
+                    }
+                    return [.array(elementSignature: "a{sv}", values)]
+                },
+                DBusMethod("AddTrack", in: "sob", argumentNames: ["Uri", "AfterTrack", "SetAsCurrent"]) { arguments in
+                    guard arguments.count == 3, let uri = arguments[0].stringValue, let after = arguments[1].objectPathValue,
+                        let makeCurrent = arguments[2].boolValue
+                    else { throw DBusError.invalidArgs("AddTrack takes a URI, a track id and a boolean") }
+                    let items = try await Self.tracks(uri, resolver)
+                    let anchor = after == Self.noTrack ? nil : idFor(after)
+                    if after != Self.noTrack && anchor == nil { throw DBusError.invalidArgs("no track \(after)") }
+                    // NoTrack means "at the start"; AddTrack never reorders what is there.
+                    let ids = await player.add(items, after: anchor, atStart: after == Self.noTrack)
+                    if makeCurrent, let first = ids.first { await player.jump(to: first) }
+                    return []
+                },
+                DBusMethod("RemoveTrack", in: "o", argumentNames: ["TrackId"]) { arguments in
+                    guard let path = arguments.first?.objectPathValue, let id = idFor(path) else {
+                        throw DBusError.invalidArgs("no such track")
+                    }
+                    await player.remove(id)
+                    return []
+                },
+                DBusMethod("GoTo", in: "o", argumentNames: ["TrackId"]) { arguments in
+                    guard let path = arguments.first?.objectPathValue, let id = idFor(path) else {
+                        throw DBusError.invalidArgs("no such track")
+                    }
+                    await player.jump(to: id)
+                    return []
+                },
+            ],
+            properties: [
+                DBusProperty("Tracks", signature: "ao") {
+                    .array(elementSignature: "o", snapshot().queue.map { .objectPath(Self.trackPath($0.id)) })
+                },
+                DBusProperty("CanEditTracks", signature: "b") { .boolean(true) },
+            ],
+            signals: [
+                DBusSignal("TrackListReplaced", arguments: [(name: "Tracks", signature: "ao"), (name: "CurrentTrack", signature: "o")]),
+                DBusSignal("TrackAdded", arguments: [(name: "Metadata", signature: "a{sv}"), (name: "AfterTrack", signature: "o")]),
+                DBusSignal("TrackRemoved", arguments: [(name: "TrackId", signature: "o")]),
+                DBusSignal("TrackMetadataChanged", arguments: [(name: "TrackId", signature: "o"), (name: "Metadata", signature: "a{sv}")]),
+            ])
+    }
+
+    /// The TrackList signals that take the queue from `old` to `new`.
+    static func trackListSignals(from old: PlayerSnapshot, to new: PlayerSnapshot) -> [(String, [DBusValue])] {
+        let oldIDs = old.queue.map(\.id)
+        let newIDs = new.queue.map(\.id)
+        var signals: [(String, [DBusValue])] = []
+        if oldIDs != newIDs {
+            let kept = Set(oldIDs).intersection(newIDs)
+            let keptInOrder = newIDs.filter(kept.contains) == oldIDs.filter(kept.contains)
+            if kept.isEmpty || !keptInOrder {
+                let current = new.nowPlaying.map { trackPath($0.entry.id) } ?? noTrack
+                signals.append(("TrackListReplaced", [
+                    .array(elementSignature: "o", newIDs.map { .objectPath(trackPath($0)) }), .objectPath(current),
+                ]))
+            } else {
+                for id in oldIDs where !kept.contains(id) {
+                    signals.append(("TrackRemoved", [.objectPath(trackPath(id))]))
+                }
+                for (index, entry) in new.queue.enumerated() where !kept.contains(entry.id) {
+                    let after = index == 0 ? noTrack : trackPath(new.queue[index - 1].id)
+                    signals.append(("TrackAdded", [metadata(entry), .objectPath(after)]))
+                }
+            }
+        } else if let now = new.nowPlaying, now != old.nowPlaying, now.entry.id == old.nowPlaying?.entry.id {
+            signals.append(("TrackMetadataChanged", [.objectPath(trackPath(now.entry.id)), metadata(now)]))
+        }
+        return signals
     }
 
     /// The Player properties that follow the snapshot (all but Position, which is never signalled).
@@ -195,6 +309,8 @@ public final class MPRISService: Sendable {
         let loaded = snapshot.nowPlaying != nil
         return [
             "PlaybackStatus": .string(snapshot.status.rawValue),
+            "LoopStatus": .string(snapshot.loop.rawValue),
+            "Shuffle": .boolean(snapshot.shuffle),
             "Metadata": metadata(snapshot.nowPlaying),
             "Volume": .double(snapshot.volume),
             "Rate": .double(snapshot.rate),
@@ -206,6 +322,11 @@ public final class MPRISService: Sendable {
             "CanPause": .boolean(loaded),
             "CanSeek": .boolean(loaded && snapshot.nowPlaying?.seekable == true && snapshot.nowPlaying?.duration != nil),
         ]
+    }
+
+    /// MPRIS metadata for a queue entry that is not playing (what the queue knows of it).
+    static func metadata(_ entry: QueueEntry) -> DBusValue {
+        metadata(NowPlaying(entry: entry, tags: TrackTags(), duration: nil))
     }
 
     /// MPRIS metadata for a track (only the NoTrack id when there is none).
@@ -244,6 +365,7 @@ public final class MPRISService: Sendable {
                 // The first snapshot is what GetAll answers from the start: nothing changed yet.
                 if state.signalled == nil {
                     state.signalled = Self.playerProperties(snapshot)
+                    state.signalledSnapshot = snapshot
                     return false
                 }
                 defer { state.flushScheduled = true }
@@ -263,14 +385,19 @@ public final class MPRISService: Sendable {
 
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
-        let changed = published.withLock { state -> [(String, DBusValue)] in
+        let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
             state.flushScheduled = false
             let current = Self.playerProperties(state.snapshot)
             let changed = current.filter { state.signalled?[$0.key] != $0.value }
                 .sorted { $0.key < $1.key }
                 .map { ($0.key, $0.value) }
             state.signalled = current
-            return changed
+            let trackList = state.signalledSnapshot.map { Self.trackListSignals(from: $0, to: state.snapshot) } ?? []
+            state.signalledSnapshot = state.snapshot
+            return (changed, trackList)
+        }
+        for (name, arguments) in trackList {
+            connection.emitSignal(path: Self.objectPath, interface: Self.trackListInterface, name: name, arguments: arguments)
         }
         guard !changed.isEmpty else { return }
         log.debug("PropertiesChanged: \(changed.map(\.0).joined(separator: ", "))")

@@ -78,15 +78,17 @@ public struct PlayQueue: Sendable, Equatable {
 
     // MARK: Editing
 
-    /// Appends entries (optionally after entry `after`); returns their new ids.
-    /// The first added entry becomes current when the queue had none.
+    /// Appends entries (or inserts them after entry `after`, or at the start); returns
+    /// their new ids. The first added entry becomes current when the queue had none.
     @discardableResult
-    public mutating func add(_ items: [(url: URL, title: String?)], after: TrackID? = nil) -> [TrackID] {
+    public mutating func add(
+        _ items: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false
+    ) -> [TrackID] {
         let new = items.map { item -> QueueEntry in
             defer { nextRawID += 1 }
             return QueueEntry(id: TrackID(nextRawID), url: item.url, title: item.title)
         }
-        let position = after.flatMap(index).map { $0 + 1 } ?? entries.count
+        let position = atStart ? 0 : after.flatMap(index).map { $0 + 1 } ?? entries.count
         entries.insert(contentsOf: new, at: position)
         if var order = shuffledOrder {
             // New entries go at random places among those still to play.

@@ -24,6 +24,14 @@ public struct NowPlaying: Sendable, Equatable {
     /// Whether the track can seek (known length and an origin that honours ranges).
     public var seekable = false
 
+    /// Creates what is known of a playing entry.
+    public init(entry: QueueEntry, tags: TrackTags, duration: Duration?, seekable: Bool = false) {
+        self.entry = entry
+        self.tags = tags
+        self.duration = duration
+        self.seekable = seekable
+    }
+
     /// A title to show: the tag, else the playlist's title, else the file name.
     public var displayTitle: String {
         if let title = tags.title, !title.isEmpty { return title }
@@ -189,11 +197,12 @@ public actor Player {
     /// Replaces the queue with `url` and plays it.
     public func open(_ url: URL) { open([(url, nil)]) }
 
-    /// Adds tracks after entry `after` (default: at the end). Nothing starts playing.
+    /// Adds tracks after entry `after` (default: at the end; `atStart`: before everything).
+    /// Nothing starts playing.
     @discardableResult
-    public func add(_ items: [(url: URL, title: String?)], after: TrackID? = nil) -> [TrackID] {
+    public func add(_ items: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false) -> [TrackID] {
         let wasEmpty = queue.current == nil
-        let ids = queue.add(items, after: after)
+        let ids = queue.add(items, after: after, atStart: atStart)
         if wasEmpty, let current = queue.current {
             update {
                 $0.nowPlaying = NowPlaying(entry: current, tags: TrackTags(), duration: nil)

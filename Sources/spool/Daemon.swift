@@ -53,8 +53,10 @@ final class Daemon: Sendable {
         }
         player = Player(engine: engine, memory: memory)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
+        let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         service = MPRISService(
-            connection: connection, player: player, supportedMimeTypes: GStreamer.supportedMimeTypes(),
+            connection: connection, player: player, resolver: resolver,
+            supportedMimeTypes: GStreamer.supportedMimeTypes(),
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }

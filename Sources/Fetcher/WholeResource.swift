@@ -1,0 +1,43 @@
+import Foundation
+import Synchronization
+
+extension Fetcher {
+    /// Downloads a small resource whole (a playlist), refusing more than `limit` bytes.
+    public func fetchWhole(_ url: URL, limit: Int = 4 << 20) async throws(FetchError) -> Data {
+        let collected = Mutex<(body: Data, continuation: CheckedContinuation<Result<Data, FetchError>, Never>?)>(
+            (Data(), nil))
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Data, FetchError>, Never>) in
+            collected.withLock { $0.continuation = continuation }
+            start(RangeRequest(url: url, priority: .playback)) { [weak self] transferID, event in
+                var outcome: Result<Data, FetchError>?
+                switch event {
+                case .changed:
+                    collected.withLock { $0.body = Data() }
+                case .data(let bytes, _):
+                    let tooLarge = collected.withLock { state -> Bool in
+                        state.body.append(bytes)
+                        return state.body.count > limit
+                    }
+                    if tooLarge {
+                        self?.cancel(transferID)
+                        outcome = .failure(.transport(code: 63, message: "larger than \(limit) bytes"))
+                    }
+                case .finished:
+                    outcome = .success(collected.withLock { $0.body })
+                case .failed(let error):
+                    outcome = .failure(error)
+                case .response, .notModified, .status:
+                    break
+                }
+                if let outcome {
+                    let waiting = collected.withLock { state in
+                        defer { state.continuation = nil }
+                        return state.continuation
+                    }
+                    waiting?.resume(returning: outcome)
+                }
+            }
+        }
+        return try result.get()
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+
+/// A track to queue, as a source names it.
+public typealias TrackItem = (url: URL, title: String?)
+
+/// Why an input could not be turned into tracks.
+public struct TrackSourceError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// What went wrong, for the user.
+    public let description: String
+    /// Creates an error.
+    public init(_ description: String) { self.description = description }
+}
+
+/// Reads M3U / M3U8 (with EXTINF titles) and PLS playlists. Relative entries
+/// are resolved against the playlist's own URL.
+public enum PlaylistParser {
+    /// Whether `url` names a playlist, by its extension.
+    public static func isPlaylist(_ url: URL) -> Bool {
+        ["m3u", "m3u8", "pls"].contains(url.pathExtension.lowercased())
+    }
+
+    /// Whether `text` looks like a playlist whatever its name.
+    public static func looksLikePlaylist(_ text: String) -> Bool {
+        let start = text.drop { $0.isWhitespace || $0 == "\u{FEFF}" }.prefix(16).lowercased()
+        return start.hasPrefix("#extm3u") || start.hasPrefix("[playlist]")
+    }
+
+    /// The entries of a playlist; empty when it has none.
+    public static func parse(_ text: String, base: URL) -> [TrackItem] {
+        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
+            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            .map { $0.hasPrefix("\u{FEFF}") ? String($0.dropFirst()) : $0 }
+        if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || base.pathExtension.lowercased() == "pls" {
+            return parsePLS(lines, base: base)
+        }
+        return parseM3U(lines, base: base)
+    }
+
+    private static func parseM3U(_ lines: [String], base: URL) -> [TrackItem] {
+        var items: [TrackItem] = []
+        var title: String?
+        for line in lines where !line.isEmpty {
+            if line.hasPrefix("#") {
+                if line.uppercased().hasPrefix("#EXTINF:"), let comma = line.firstIndex(of: ",") {
+                    let name = line[line.index(after: comma)...].trimmingCharacters(in: .whitespaces)
+                    title = name.isEmpty ? nil : name
+                }
+                continue
+            }
+            if let url = resolve(line, base: base) { items.append((url, title)) }
+            title = nil
+        }
+        return items
+    }
+
+    private static func parsePLS(_ lines: [String], base: URL) -> [TrackItem] {
+        var files: [Int: URL] = [:]
+        var titles: [Int: String] = [:]
+        for line in lines {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            let key = line[..<equals].lowercased()
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            if key.hasPrefix("file"), let number = Int(key.dropFirst(4)), let url = resolve(value, base: base) {
+                files[number] = url
+            } else if key.hasPrefix("title"), let number = Int(key.dropFirst(5)) {
+                titles[number] = value
+            }
+        }
+        return files.keys.sorted().map { (files[$0]!, titles[$0]) }
+    }
+
+    /// An entry as a URL: absolute URLs as they are, absolute paths as files,
+    /// anything else relative to the playlist.
+    static func resolve(_ entry: String, base: URL) -> URL? {
+        if entry.hasPrefix("/") { return URL(fileURLWithPath: entry) }
+        if let url = URL(string: entry), let scheme = url.scheme, scheme.count > 1 { return url }
+        let encoded = entry.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entry
+        return URL(string: encoded, relativeTo: base)?.absoluteURL
+    }
+}
+
+/// Turns what a user gives (URLs, paths, playlists local or remote, directories)
+/// into tracks to queue.
+public struct TrackResolver: Sendable {
+    /// File extensions queued from directories.
+    public static let audioExtensions: Set<String> = ["mp3", "flac", "ogg", "oga", "opus", "m4a", "mp4", "aac", "wav"]
+
+    private let fetch: @Sendable (URL) async throws -> Data
+
+    /// Creates a resolver; `fetch` downloads a remote playlist (small, whole).
+    public init(fetch: @escaping @Sendable (URL) async throws -> Data) {
+        self.fetch = fetch
+    }
+
+    /// The tracks `input` stands for, in order.
+    public func resolve(_ input: String) async throws(TrackSourceError) -> [TrackItem] {
+        let url: URL
+        if input.hasPrefix("/") || input.hasPrefix("./") || input.hasPrefix("../") || input.hasPrefix("~") {
+            let expanded = input.hasPrefix("~") ? NSString(string: input).expandingTildeInPath : input
+            url = URL(fileURLWithPath: expanded)
+        } else if let parsed = URL(string: input), let scheme = parsed.scheme?.lowercased(),
+            ["file", "http", "https"].contains(scheme)
+        {
+            url = parsed
+        } else if !input.contains(":") {
+            url = URL(fileURLWithPath: input)  // a relative path
+        } else {
+            throw TrackSourceError("unsupported URI '\(input.prefix(200))': use file://, http://, https:// or a path")
+        }
+        return try await resolve(url)
+    }
+
+    /// The tracks `url` stands for.
+    public func resolve(_ url: URL) async throws(TrackSourceError) -> [TrackItem] {
+        if url.isFileURL {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+                throw TrackSourceError("no such file: \(url.path)")
+            }
+            if isDirectory.boolValue { return try directory(url) }
+            guard PlaylistParser.isPlaylist(url) else { return [(url, nil)] }
+            guard let data = FileManager.default.contents(atPath: url.path) else {
+                throw TrackSourceError("cannot read \(url.path)")
+            }
+            return try playlist(data, base: url)
+        }
+        guard PlaylistParser.isPlaylist(url) else { return [(url, nil)] }
+        let data: Data
+        do {
+            data = try await fetch(url)
+        } catch {
+            throw TrackSourceError("cannot fetch the playlist: \(error)")
+        }
+        return try playlist(data, base: url)
+    }
+
+    private func playlist(_ data: Data, base: URL) throws(TrackSourceError) -> [TrackItem] {
+        let text = String(decoding: data, as: UTF8.self)
+        let items = PlaylistParser.parse(text, base: base)
+        guard !items.isEmpty else { throw TrackSourceError("the playlist \(base.lastPathComponent) has no entries") }
+        return items
+    }
+
+    /// Audio files under a directory, in natural order of their relative paths ("2" before "10").
+    private func directory(_ url: URL) throws(TrackSourceError) -> [TrackItem] {
+        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey])
+        else { throw TrackSourceError("cannot list \(url.path)") }
+        let root = url.standardizedFileURL.path
+        var files: [(relative: String, url: URL)] = []
+        for case let file as URL in walker where Self.audioExtensions.contains(file.pathExtension.lowercased()) {
+            let path = file.standardizedFileURL.path
+            files.append((String(path.dropFirst(root.count)), file))
+        }
+        guard !files.isEmpty else { throw TrackSourceError("no audio files in \(url.path)") }
+        return files.sorted { $0.relative.localizedStandardCompare($1.relative) == .orderedAscending }.map { ($0.url, nil) }
+    }
+}
