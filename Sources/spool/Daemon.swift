@@ -25,6 +25,7 @@ final class Daemon: Sendable {
     private let player: Player
     private let service: MPRISService
     private let stopping = Atomic<Bool>(false)
+    private let sleepWatcher = Mutex<SleepWatcher?>(nil)
 
     /// Connects to the bus and builds the layers; throws a message fit for the user.
     init(options: DaemonOptions) throws {
@@ -86,6 +87,8 @@ final class Daemon: Sendable {
             throw DaemonError("another Spool daemon already owns \(MPRISService.busName) on this bus")
         }
         log.notice("Spool \(SpoolVersion.string) ready as \(MPRISService.busName)")
+        let watcher = await SleepWatcher(player: player)
+        sleepWatcher.withLock { $0 = watcher }
     }
 
     /// Stops playback, releases the bus name and exits the process. Runs once.

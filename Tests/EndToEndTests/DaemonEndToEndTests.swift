@@ -25,7 +25,10 @@ final class RunningDaemon {
 
     /// Starts a daemon; `home` holds its XDG cache, state and config folders
     /// (a fresh one by default; pass the same folder to restart "the same" daemon).
-    init(bus: PrivateBus? = nil, home: URL? = nil, extraArguments: [String] = []) throws {
+    init(
+        bus: PrivateBus? = nil, home: URL? = nil, extraArguments: [String] = [],
+        extraEnvironment: [String: String] = [:]
+    ) throws {
         self.bus = try bus ?? PrivateBus()
         logs = try TemporaryDirectory(prefix: "spool-daemon")
         let home = home ?? logs.url
@@ -34,6 +37,9 @@ final class RunningDaemon {
         environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
         environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
         environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
+        // No real system bus: a test that wants one passes its own.
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-test-system-bus"
+        environment.merge(extraEnvironment) { _, new in new }
         process = try ChildProcess(
             try spoolExecutable(), ["daemon", "--audio-sink", "fakesink sync=true"] + extraArguments,
             environment: environment, logDirectory: logs.url, selfStopAfter: 300)
