@@ -184,7 +184,8 @@ extension Configuration {
             let flag = String(parts[0])
             guard let key = ConfigKeys.all.first(where: { $0.flag == flag }) else {
                 let hint = didYouMean(flag, among: ConfigKeys.all.map(\.flag))
-                throw ConfigError(.unknownOption, at: nil, "unknown option '\(flag)'\(hint); see 'spool --help'")
+                let advice = hint.isEmpty ? "; see 'spool --help'" : hint
+                throw ConfigError(.unknownOption, at: nil, "unknown option '\(flag)'\(advice)")
             }
             if parts.count == 2 {
                 result.append((key, flag, String(parts[1])))

@@ -6,13 +6,18 @@ import GStreamerEngine
 import MPRIS
 import MediaSource
 import PlayerCore
+import SpoolConfig
 import SpoolLog
 import Synchronization
 
-/// Settings of `spool daemon`.
+/// Settings of `spool daemon`: the effective configuration (defaults, file, environment, flags).
 struct DaemonOptions {
+    /// Every effective setting. The daemon uses `audioSink` (main.swift applies `logLevel`);
+    /// the cache, preload, read-ahead, resume and revalidation layers take theirs from here
+    /// as they land (`configuration.cacheBudget`, `.preloadCount`, `.resumeMinimum`, …).
+    var configuration: Configuration
     /// A gst-launch description of the audio sink; nil picks the desktop's sound server.
-    var audioSink: String?
+    var audioSink: String? { configuration.audioSink }
 }
 
 /// Wires the layers together and runs until SIGTERM, SIGINT or MPRIS Quit.
@@ -24,9 +29,12 @@ final class Daemon: Sendable {
     private let player: Player
     private let service: MPRISService
     private let stopping = Atomic<Bool>(false)
+    /// Hook for the layers still to come: hand them their settings from here.
+    private let configuration: Configuration
 
     /// Connects to the bus and builds the layers; throws a message fit for the user.
     init(options: DaemonOptions) throws {
+        configuration = options.configuration
         GStreamer.initialize()
         do {
             connection = try DBusConnection.session()

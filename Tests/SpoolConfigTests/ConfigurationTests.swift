@@ -122,7 +122,7 @@ struct ConfigurationTests {
 
     @Test(arguments: [
         (["--cache-budgit", "1GiB"], ConfigError.Kind.unknownOption,
-         "unknown option '--cache-budgit'; did you mean '--cache-budget'?; see 'spool --help'"),
+         "unknown option '--cache-budgit'; did you mean '--cache-budget'?"),
         (["--volume", "1"], .unknownOption, "unknown option '--volume'; see 'spool --help'"),
         (["--cache-budget"], .missingValue, "--cache-budget: needs a value (SIZE)"),
         (["play"], .unexpectedArgument, "unexpected argument 'play'; see 'spool --help'"),
