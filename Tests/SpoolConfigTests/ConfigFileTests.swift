@@ -4,15 +4,8 @@ import TestSupport
 
 @testable import SpoolConfig
 
-/// The error `body` throws, or nil when it throws none.
-func configError(_ body: () throws -> Void) -> ConfigError? {
-    do {
-        try body()
-        return nil
-    } catch {
-        return error as? ConfigError ?? ConfigError(.syntax, at: "unexpected", "\(error)")
-    }
-}
+/// The configuration error `body` throws, or nil.
+func configError(_ body: () throws -> Void) -> ConfigError? { caught(ConfigError.self, body) }
 
 /// The assignments of `text` as `key → value`.
 func values(_ text: String) throws -> [String: String] {

@@ -3,15 +3,18 @@ import Testing
 
 @testable import SpoolConfig
 
-/// The message of the error `body` throws, or nil when it throws none.
-func valueProblem(_ body: () throws -> Void) -> String? {
+/// The error of type `E` that `body` throws; nil when it throws none, or another kind.
+func caught<E: Error>(_ type: E.Type, _ body: () throws -> Void) -> E? {
     do {
         try body()
         return nil
     } catch {
-        return (error as? ConfigValueError)?.description ?? "unexpected \(error)"
+        return error as? E
     }
 }
+
+/// The message of the value error `body` throws, or nil.
+func valueProblem(_ body: () throws -> Void) -> String? { caught(ConfigValueError.self, body)?.description }
 
 @Suite("Setting values")
 struct ValueTests {
