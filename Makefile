@@ -47,7 +47,8 @@ clean:
 	rm -rf .build
 
 ## make install [PREFIX=/usr/local] [DESTDIR=]: build in release mode, then install-files.
-install: build install-files
+install: build
+	$(MAKE) install-files
 
 ## make install-files [BINARY=.build/release/spool]: copy an already built binary and the
 ## D-Bus activation file, systemd user unit, desktop file and icon; build nothing.
