@@ -1,9 +1,26 @@
 # Spool — the two commands: `make run` and `make test`.
 SWIFT ?= swift
 SWIFT_FLAGS := --explicit-target-dependency-import-check error
-PREFIX ?= /usr/local
 
-.PHONY: run test build build-debug deps deps-test clean
+# Installation: `make install` (builds, then copies), or `make build` as yourself and
+# `sudo make install-files`, so root never writes in .build. DESTDIR stages a package.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINARY ?= .build/release/spool
+BINDIR := $(PREFIX)/bin
+DATADIR := $(PREFIX)/share
+SYSTEMD_USER_DIR := $(PREFIX)/lib/systemd/user
+INSTALL ?= install
+
+# Every installed file, as `make uninstall` removes them.
+INSTALLED := \
+	$(BINDIR)/spool \
+	$(DATADIR)/dbus-1/services/org.mpris.MediaPlayer2.spool.service \
+	$(SYSTEMD_USER_DIR)/spool.service \
+	$(DATADIR)/applications/spool.desktop \
+	$(DATADIR)/icons/hicolor/scalable/apps/spool.svg
+
+.PHONY: run test build build-debug deps deps-test clean install install-files uninstall
 
 ## make run: install what is missing, build in release mode, start the daemon.
 run: deps build
@@ -28,3 +45,24 @@ deps-test:
 
 clean:
 	rm -rf .build
+
+## make install [PREFIX=/usr/local] [DESTDIR=]: build in release mode, then install-files.
+install: build
+	$(MAKE) install-files
+
+## make install-files [BINARY=.build/release/spool]: copy an already built binary and the
+## D-Bus activation file, systemd user unit, desktop file and icon; build nothing.
+install-files:
+	@test -x "$(BINARY)" || { echo "no executable at $(BINARY): run 'make build' first" >&2; exit 1; }
+	$(INSTALL) -D -m 0755 "$(BINARY)" "$(DESTDIR)$(BINDIR)/spool"
+	sed '/^#/!s|@bindir@|$(BINDIR)|g' dbus/org.mpris.MediaPlayer2.spool.service.in \
+		| $(INSTALL) -D -m 0644 /dev/stdin "$(DESTDIR)$(DATADIR)/dbus-1/services/org.mpris.MediaPlayer2.spool.service"
+	sed '/^#/!s|@bindir@|$(BINDIR)|g' systemd/spool.service.in \
+		| $(INSTALL) -D -m 0644 /dev/stdin "$(DESTDIR)$(SYSTEMD_USER_DIR)/spool.service"
+	sed 's|^Exec=spool |Exec=$(BINDIR)/spool |' desktop/spool.desktop \
+		| $(INSTALL) -D -m 0644 /dev/stdin "$(DESTDIR)$(DATADIR)/applications/spool.desktop"
+	$(INSTALL) -D -m 0644 desktop/spool.svg "$(DESTDIR)$(DATADIR)/icons/hicolor/scalable/apps/spool.svg"
+
+## make uninstall [PREFIX=/usr/local] [DESTDIR=]: remove exactly the files install-files wrote.
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))

@@ -5,6 +5,7 @@
 //   spool (executable) → MPRIS → DBusKit
 //                      → PlayerCore → EngineAPI
 //                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
+//   spool (executable) → SpoolConfig (settings from file, environment and flags)
 // Every module may use SpoolLog. C libraries are reached through the C* targets.
 import PackageDescription
 
@@ -32,6 +33,7 @@ let package = Package(
 
         // MARK: Swift modules, lowest layer first
         .target(name: "SpoolLog"),
+        .target(name: "SpoolConfig", dependencies: ["SpoolLog"]),
         .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "SpoolLog"]),
         .target(name: "MediaSource", dependencies: ["Fetcher", "SpoolLog"]),
         .target(name: "EngineAPI"),
@@ -45,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "spool",
             dependencies: [
-                "SpoolLog", "Fetcher", "MediaSource", "EngineAPI", "GStreamerEngine",
+                "SpoolLog", "SpoolConfig", "Fetcher", "MediaSource", "EngineAPI", "GStreamerEngine",
                 "PlayerCore", "StateStore", "DBusKit", "MPRIS",
             ]),
 
@@ -68,8 +70,11 @@ let package = Package(
             dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "CGStreamer", "TestSupport"]),
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
+        .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
+        // `make install-files` into a temporary DESTDIR, and D-Bus activation of the built daemon.
+        .testTarget(name: "InstallTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -6,14 +6,19 @@ import GStreamerEngine
 import MPRIS
 import MediaSource
 import PlayerCore
+import SpoolConfig
 import SpoolLog
 import StateStore
 import Synchronization
 
-/// Settings of `spool daemon`.
+/// Settings of `spool daemon`: the effective configuration (defaults, file, environment, flags).
 struct DaemonOptions {
+    /// Every effective setting. The daemon uses `audioSink` (main.swift applies `logLevel`);
+    /// the cache, preload, read-ahead, resume and revalidation layers take theirs from here
+    /// as they land (`configuration.cacheBudget`, `.preloadCount`, `.resumeMinimum`, …).
+    var configuration: Configuration
     /// A gst-launch description of the audio sink; nil picks the desktop's sound server.
-    var audioSink: String?
+    var audioSink: String? { configuration.audioSink }
 }
 
 /// Wires the layers together and runs until SIGTERM, SIGINT or MPRIS Quit.
@@ -26,9 +31,12 @@ final class Daemon: Sendable {
     private let service: MPRISService
     private let stopping = Atomic<Bool>(false)
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
+    /// Hook for the layers still to come: hand them their settings from here.
+    private let configuration: Configuration
 
     /// Connects to the bus and builds the layers; throws a message fit for the user.
     init(options: DaemonOptions) throws {
+        configuration = options.configuration
         GStreamer.initialize()
         do {
             connection = try DBusConnection.session()
@@ -52,7 +60,11 @@ final class Daemon: Sendable {
             Logger(label: "daemon").warning("positions and the session will not be remembered: \(error)")
             memory = TransientMemory()
         }
-        player = Player(engine: engine, memory: memory)
+        var resume = ResumePolicy()
+        resume.minimum = options.configuration.resumeMinimum
+        resume.endMargin = options.configuration.resumeEndMargin
+        resume.rewind = options.configuration.resumeRewind
+        player = Player(engine: engine, memory: memory, policy: resume)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         service = MPRISService(

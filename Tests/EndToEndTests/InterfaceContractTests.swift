@@ -3,10 +3,6 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The repository's top-level folder, found from this file's path.
-let repositoryRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
 /// The `<interface>` blocks of an introspection document, keyed by name, each as
 /// its trimmed lines (so indentation does not matter but order and content do).
 func interfaceBlocks(_ xml: String) -> [String: [String]] {

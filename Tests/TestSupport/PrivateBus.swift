@@ -14,11 +14,15 @@ public final class PrivateBus: Sendable {
     private let directory: TemporaryDirectory
 
     /// Starts the daemon and waits (milliseconds) until it prints its address.
-    /// - Parameter selfStopAfter: seconds after which the daemon ends whatever happens.
-    public init(selfStopAfter: Int = 600) throws {
+    /// - Parameters:
+    ///   - servicesDirectory: a folder of D-Bus activation files (`*.service`) the bus
+    ///     starts services from when a call names them; nil starts nothing.
+    ///   - selfStopAfter: seconds after which the daemon ends whatever happens.
+    public init(servicesDirectory: String? = nil, selfStopAfter: Int = 600) throws {
         directory = try TemporaryDirectory(prefix: "spool-bus")
         let config = directory.file("session.conf")
-        try Self.configuration(listeningIn: directory.path).write(to: config, atomically: true, encoding: .utf8)
+        try Self.configuration(listeningIn: directory.path, servicesDirectory: servicesDirectory)
+            .write(to: config, atomically: true, encoding: .utf8)
         daemon = try ChildProcess(
             "dbus-daemon", ["--nofork", "--print-address=1", "--config-file=\(config.path)"],
             logDirectory: directory.url, selfStopAfter: selfStopAfter)
@@ -45,15 +49,17 @@ public final class PrivateBus: Sendable {
     deinit { stop() }
 
     /// A minimal session-bus configuration listening on a socket in `directory`,
-    /// with the session bus's limits.
-    static func configuration(listeningIn directory: String) -> String {
-        """
+    /// with the session bus's limits, activating services from `servicesDirectory`.
+    static func configuration(listeningIn directory: String, servicesDirectory: String?) -> String {
+        let services = servicesDirectory.map { "<servicedir>\($0)</servicedir>" } ?? ""
+        return """
         <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
          "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
         <busconfig>
           <type>session</type>
           <keep_umask/>
           <listen>unix:dir=\(directory)</listen>
+          \(services)
           <auth>EXTERNAL</auth>
           <policy context="default">
             <allow send_destination="*" eavesdrop="true"/>

@@ -1,0 +1,75 @@
+import Foundation
+import SpoolConfig
+
+/// The exit statuses of every `spool` command.
+enum ExitStatus {
+    /// The command did what was asked.
+    static let success: Int32 = 0
+    /// The command line or the configuration is wrong; running again will not help.
+    static let usageOrConfiguration: Int32 = 1
+    /// Something failed at run time: no bus, the name taken, no audio pipeline.
+    static let runtimeFailure: Int32 = 2
+}
+
+/// Writes one line to stderr (stdout is for results, and is block-buffered in pipes).
+func complain(_ message: String) {
+    FileHandle.standardError.write(Data("spool: \(message)\n".utf8))
+}
+
+/// The effective configuration for a command given `arguments` (its options);
+/// prints the help and exits 0 for `--help`, prints the one-line problem and
+/// exits 1 for a bad option or configuration, and prints any warnings.
+func configurationOrExit(_ arguments: [String]) -> Configuration {
+    if arguments.contains("--help") || arguments.contains("-h") {
+        print(usage(), terminator: "")
+        exit(ExitStatus.success)
+    }
+    do {
+        let configuration = try Configuration.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        configuration.warnings.forEach(complain)
+        return configuration
+    } catch {
+        complain(error.description)
+        exit(ExitStatus.usageOrConfiguration)
+    }
+}
+
+/// `spool --help`: the commands, then every configuration flag, built from
+/// the list of settings so it cannot fall behind.
+func usage() -> String {
+    var text = """
+        Usage: spool <command> [options]
+
+        Commands:
+          daemon      Run the player daemon on the D-Bus session bus (org.mpris.MediaPlayer2.spool)
+          config      Print the effective configuration and where each value came from
+          version     Print Spool's version
+          help        Show this help
+
+        Options of `spool daemon` and `spool config`, as --option VALUE or --option=VALUE.
+        Each sets the key of the same name in \(ConfigFile.defaultPath(environment: ProcessInfo.processInfo.environment).abbreviatingHome)
+        (`--cache-budget` sets cache.budget) and overrides it and its SPOOL_* variable:
+
+        """
+    for key in ConfigKeys.all {
+        let variables = key.environmentVariables.map { "$\($0)" }.joined(separator: ", ")
+        let fallback = key.defaultText.isEmpty ? "none" : key.defaultText
+        text += "  \(key.flag) \(key.placeholder)   (default: \(fallback); \(variables))\n"
+        text += "      \(key.summary)\n"
+    }
+    text += """
+
+        Exit status: 0 success, 1 usage or configuration error, 2 failure at run time.
+        Play something with any MPRIS client, e.g.  playerctl -p spool open https://example.org/a.mp3
+
+        """
+    return text
+}
+
+extension String {
+    /// The path with the home folder written as `~`.
+    fileprivate var abbreviatingHome: String {
+        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        return hasPrefix(home + "/") ? "~" + dropFirst(home.count) : self
+    }
+}

@@ -1,0 +1,9 @@
+import Foundation
+
+/// `spool config [options]`: prints the effective configuration as a
+/// configuration file, each value followed by where it came from.
+func runConfigCommand(_ arguments: [String]) -> Never {
+    let configuration = configurationOrExit(arguments)
+    print(configuration.listing(), terminator: "")
+    exit(ExitStatus.success)
+}
