@@ -32,6 +32,7 @@ let package = Package(
 
         // MARK: Swift modules, lowest layer first
         .target(name: "SpoolLog"),
+        .target(name: "RangeCache", dependencies: ["CSQLite", "SpoolLog"]),
         .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "SpoolLog"]),
         .target(name: "MediaSource", dependencies: ["Fetcher", "SpoolLog"]),
         .target(name: "EngineAPI"),
