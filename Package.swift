@@ -42,6 +42,10 @@ let package = Package(
         .target(name: "PlayerCore", dependencies: ["EngineAPI", "SpoolLog"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "SpoolLog"]),
         .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "SpoolLog"]),
+        // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
+        .executableTarget(name: "RangeCacheKillChild", dependencies: ["RangeCache"]),
+        // Range cache benchmarks: `swift run -c release CacheBench`.
+        .executableTarget(name: "CacheBench", dependencies: ["RangeCache"], path: "bench/CacheBench"),
         .executableTarget(
             name: "spool",
             dependencies: [
@@ -53,6 +57,8 @@ let package = Package(
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
+        .testTarget(
+            name: "RangeCacheTests", dependencies: ["RangeCache", "RangeCacheKillChild", "TestSupport"]),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
         .testTarget(
             name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "TestSupport"]),

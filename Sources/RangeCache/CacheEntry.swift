@@ -101,7 +101,7 @@ public final class CacheEntry: Sendable {
 
     /// The decoder rejected cached bytes: the entry is emptied, so they are fetched again.
     public func markDecodeError() {
-        cache.logger.warning("cache: decode error reported on \(key.value.isEmpty ? "an entry" : "a cached entry"); dropping its bytes")
+        cache.logger.warning("decode error reported on \(key.value.isEmpty ? "an entry" : "a cached entry"); dropping its bytes")
         try? cache.drop(id)
     }
 
@@ -135,7 +135,7 @@ extension RangeCache {
         } catch .missing where record.committed.isEmpty && record.available.isEmpty {
             // Nothing written yet: the file is made on the first write.
         } catch {
-            logger.warning("cache: data file of an entry in '\(record.namespace)' is damaged (\(error)); dropping its bytes")
+            logger.warning("data file of an entry in '\(record.namespace)' is damaged (\(error)); dropping its bytes")
             state.stats.damagedEntries += 1
             if readOnly {
                 state.records[id]!.committed = RangeSet()
@@ -159,7 +159,7 @@ extension RangeCache {
         do throws(CacheError) {
             try index.reset(id: id, fileName: fileName, metadata: metadata, url: metadata.url?.absoluteString)
         } catch {
-            state.stats.writeFailures += 1
+            indexFailed(&state, error)
             throw error
         }
         unlink(dataDirectory + "/" + record.fileName)
@@ -184,14 +184,14 @@ extension RangeCache {
             guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
             let holdsBytes = !record.available.isEmpty || !record.committed.isEmpty
             if holdsBytes, !record.metadata.validator.isSameVersion(as: metadata.validator) {
-                logger.info("cache: the resource changed; emptying its entry")
+                logger.info("the resource changed; emptying its entry")
                 try reset(&state, id: id, metadata: metadata)
                 return true
             }
             do throws(CacheError) {
                 try index.updateMetadata(id: id, metadata: metadata, url: metadata.url?.absoluteString)
             } catch {
-                state.stats.writeFailures += 1
+                indexFailed(&state, error)
                 throw error
             }
             state.records[id]!.metadata = metadata
@@ -320,7 +320,7 @@ extension RangeCache {
                 record.syncError = failure
                 record.available.subtract(job.ranges)
                 state.dataDirectorySynced = false
-                logger.warning("cache: sync failed: \(failure)")
+                logger.warning("sync failed: \(failure)")
                 return
             }
             var committed = record.committed
@@ -333,7 +333,7 @@ extension RangeCache {
                 record.allocated = allocated
             } catch {
                 // Durable but unclaimed: keep the bytes, retry the claim with the next batch.
-                state.stats.writeFailures += 1
+                indexFailed(&state, error)
                 record.syncError = error
                 record.unsynced.formUnion(job.ranges)
             }
@@ -379,7 +379,7 @@ extension RangeCache {
                 return 0
             }
             guard count == plan.count else {
-                logger.warning("cache: data file of an entry in '\(record.namespace)' shrank under us; dropping its bytes")
+                logger.warning("data file of an entry in '\(record.namespace)' shrank under us; dropping its bytes")
                 state.stats.damagedEntries += 1
                 state.stats.misses += 1
                 if configuration.mode == .readWrite {
@@ -399,7 +399,7 @@ extension RangeCache {
     /// A handle was closed: flush, then release the file; an entry left without bytes is removed.
     func release(_ id: Int64) {
         if configuration.mode == .readWrite, !state.withLock({ $0.closed }) {
-            do { try flush(id) } catch { logger.warning("cache: flush on close failed: \(error)") }
+            do { try flush(id) } catch { logger.warning("flush on close failed: \(error)") }
         }
         state.withLock { state in
             guard var record = state.records[id] else { return }

@@ -5,7 +5,6 @@ struct IndexRow {
     var id: Int64
     var namespace: String
     var key: String
-    var url: String?
     var fileName: String
     var metadata: EntryMetadata
     var created: Int64
@@ -52,8 +51,6 @@ struct Index {
             _ = try database.text("PRAGMA journal_mode=WAL")
             try database.execute("PRAGMA synchronous=NORMAL")
         }
-        let check = try database.text("PRAGMA quick_check") ?? "no answer"
-        guard check == "ok" else { throw CacheError.index("integrity check: \(check)") }
         let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0
         if version == 0, !readOnly {
             try database.transaction { () throws(CacheError) in
@@ -64,6 +61,34 @@ struct Index {
             throw CacheError.index("unknown schema version \(version)")
         }
         return Index(database: database)
+    }
+
+    /// Checks every page of the database (`PRAGMA quick_check`); throws `.index` when damaged.
+    func check() throws(CacheError) {
+        let answer = try database.text("PRAGMA quick_check") ?? "no answer"
+        guard answer == "ok" else { throw CacheError.index("integrity check: \(answer)") }
+    }
+
+    /// Writes rows as they are (ids included), in one transaction: rebuilding an index from memory.
+    func insert(_ rows: [IndexRow]) throws(CacheError) {
+        try database.transaction { () throws(CacheError) in
+            for row in rows {
+                let validator = row.metadata.validator
+                try database.run(
+                    """
+                    INSERT INTO entries(id, namespace, key, url, file, length, etag, etag_weak, last_modified,
+                        content_type, accepts_ranges, created, last_access, allocated, ranges)
+                    VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [
+                        .integer(row.id), .text(row.namespace), .text(row.key), .optional(row.metadata.url?.absoluteString),
+                        .text(row.fileName), .optional(validator.length), .optional(validator.etag),
+                        .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
+                        .optional(row.metadata.contentType), .optional(row.metadata.acceptsRanges.map { $0 ? 1 : 0 }),
+                        .integer(row.created), .integer(row.lastAccess), .integer(row.allocated), .blob(row.ranges.encoded),
+                    ])
+            }
+        }
     }
 
     /// Every row; rows that do not decode are returned by id in `damaged`.
@@ -89,7 +114,7 @@ struct Index {
                     url: row.text(3).flatMap(URL.init(string:)), validator: validator,
                     contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 })
                 rows.append(IndexRow(
-                    id: id, namespace: namespace, key: key, url: row.text(3), fileName: file, metadata: metadata,
+                    id: id, namespace: namespace, key: key, fileName: file, metadata: metadata,
                     created: row.integer(11) ?? 0, lastAccess: row.integer(12) ?? 0,
                     allocated: row.integer(13) ?? 0, ranges: ranges))
             }

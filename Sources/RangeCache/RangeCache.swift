@@ -87,6 +87,60 @@ public final class RangeCache: Sendable {
             if lock >= 0 { Glibc.close(lock) }
             throw error
         }
+        if !readOnly {
+            // Every page is checked off the opening path (it costs ~10 ms per 10,000 entries).
+            syncQueue.async { [weak self] in self?.checkIndex() }
+        }
+    }
+
+    /// The index file.
+    var indexPath: String { directory.appendingPathComponent("index.sqlite").path }
+
+    /// Checks every page of the index through a second connection; a damaged
+    /// index is rebuilt from memory.
+    func checkIndex() {
+        do throws(CacheError) {
+            let reader = try Index.open(path: indexPath, readOnly: true)
+            defer { reader.database.close() }
+            try reader.check()
+        } catch {
+            guard case .index(let why) = error else { return }
+            state.withLock { state in rebuildIndex(&state, because: why) }
+        }
+    }
+
+    /// Replaces a damaged index with a fresh one holding what memory knows:
+    /// every entry's durable ranges, which were synced before they were claimed.
+    func rebuildIndex(_ state: inout CacheState, because why: String) {
+        guard !state.closed, state.index != nil else { return }
+        logger.warning("cache index damaged (\(why)); rebuilding it from memory")
+        state.index?.database.close()
+        state.index = nil
+        state.stats.indexRebuilds += 1
+        let path = indexPath
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+        do throws(CacheError) {
+            Glibc.close(try systemCall("create \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) })
+            let index = try Index.open(path: path, readOnly: false)
+            try index.insert(state.records.values.map { record in
+                IndexRow(
+                    id: record.id, namespace: record.namespace, key: record.key, fileName: record.fileName,
+                    metadata: record.metadata, created: record.created, lastAccess: record.lastAccess,
+                    allocated: record.allocated, ranges: record.committed)
+            })
+            state.index = index
+        } catch {
+            state.stats.writeFailures += 1
+            logger.error("cache index cannot be rebuilt (\(error)); the cache works read-only until restart")
+        }
+    }
+
+    /// Counts an index failure; a damaged database (not a full or read-only disk) is rebuilt.
+    func indexFailed(_ state: inout CacheState, _ error: CacheError) {
+        state.stats.writeFailures += 1
+        if case .index(let why) = error, why.contains("malformed") || why.contains("not a database") {
+            rebuildIndex(&state, because: why)
+        }
     }
 
     deinit { close() }
@@ -156,11 +210,12 @@ public final class RangeCache: Sendable {
         }
         var damaged = loaded.damaged.count
         // Entries whose data file vanished lose their bytes; files no entry names are removed.
-        let files = Set((try? FileManager.default.contentsOfDirectory(atPath: dataDirectory)) ?? [])
+        var files = RangeCache.fileNames(in: dataDirectory)
         var rows: [IndexRow] = []
+        rows.reserveCapacity(loaded.rows.count)
         var dropped = loaded.damaged
         for row in loaded.rows {
-            if !row.ranges.isEmpty, !files.contains(row.fileName) {
+            if files.remove(row.fileName) == nil, !row.ranges.isEmpty {
                 dropped.append(row.id)
             } else {
                 rows.append(row)
@@ -168,12 +223,26 @@ public final class RangeCache: Sendable {
         }
         damaged += dropped.count - loaded.damaged.count
         if !dropped.isEmpty {
-            logger.warning("cache: dropped \(dropped.count) damaged entries (unreadable row or missing data file)")
+            logger.warning("dropped \(dropped.count) damaged entries (unreadable row or missing data file)")
             try? index.delete(ids: dropped)
         }
-        let referenced = Set(rows.map(\.fileName))
-        for file in files where !referenced.contains(file) { unlink(dataDirectory + "/" + file) }
+        // What is left is named by no entry: a crash between creating or removing a file and the index.
+        for file in files { unlink(dataDirectory + "/" + file) }
         return (index, rows, damaged)
+    }
+
+    /// The names of the files in `directory` (readdir: several times faster than FileManager).
+    private static func fileNames(in directory: String) -> Set<String> {
+        guard let stream = opendir(directory) else { return [] }
+        defer { closedir(stream) }
+        var names = Set<String>()
+        while let item = readdir(stream) {
+            let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != ".", name != ".." { names.insert(name) }
+        }
+        return names
     }
 
     // MARK: Keys and entries
@@ -201,11 +270,11 @@ public final class RangeCache: Sendable {
             do throws(CacheError) {
                 id = try index.insert(namespace: namespace, key: key.value, fileName: fileName, now: now)
             } catch {
-                state.stats.writeFailures += 1
+                indexFailed(&state, error)
                 throw error
             }
             var record = Record(row: IndexRow(
-                id: id, namespace: namespace, key: key.value, url: nil, fileName: fileName, metadata: EntryMetadata(),
+                id: id, namespace: namespace, key: key.value, fileName: fileName, metadata: EntryMetadata(),
                 created: now, lastAccess: now, allocated: 0, ranges: RangeSet()))
             record.handles = 1
             state.add(record)
@@ -337,12 +406,12 @@ public final class RangeCache: Sendable {
         do throws(CacheError) {
             try state.remove(chosen, dataDirectory: dataDirectory)
         } catch {
-            state.stats.writeFailures += 1
+            indexFailed(&state, error)
             logger.warning("cache eviction failed: \(error)")
             return 0
         }
         state.stats.evictions += chosen.count
-        if !chosen.isEmpty { logger.debug("cache: evicted \(chosen.count) entries") }
+        if !chosen.isEmpty { logger.debug("evicted \(chosen.count) entries") }
         return chosen.count
     }
 

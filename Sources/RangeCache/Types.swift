@@ -77,4 +77,6 @@ public struct CacheStats: Sendable, Hashable {
     public var evictions: Int = 0
     /// Entries found damaged and dropped or emptied since open.
     public var damagedEntries: Int = 0
+    /// Times a damaged index was replaced by one rebuilt from memory since open.
+    public var indexRebuilds: Int = 0
 }
