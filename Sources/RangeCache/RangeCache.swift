@@ -82,7 +82,9 @@ public final class RangeCache: Sendable {
         do throws(CacheError) {
             let loaded = try RangeCache.openIndex(
                 directory: directory.path, dataDirectory: dataDirectory, readOnly: readOnly, logger: logger)
-            state = Mutex(CacheState(index: loaded.index, rows: loaded.rows, lockDescriptor: lock, damaged: loaded.damaged))
+            var initial = CacheState(index: loaded.index, rows: loaded.rows, lockDescriptor: lock, damaged: loaded.damaged)
+            initial.stats.indexRebuilds = loaded.rebuilt ? 1 : 0
+            state = Mutex(initial)
         } catch {
             if lock >= 0 { Glibc.close(lock) }
             throw error
@@ -180,20 +182,21 @@ public final class RangeCache: Sendable {
     /// Opens the index, rebuilding it when damaged, and drops entries whose data file is gone.
     private static func openIndex(
         directory: String, dataDirectory: String, readOnly: Bool, logger: Logger
-    ) throws(CacheError) -> (index: Index?, rows: [IndexRow], damaged: Int) {
+    ) throws(CacheError) -> (index: Index?, rows: [IndexRow], damaged: Int, rebuilt: Bool) {
         let path = directory + "/index.sqlite"
         if readOnly {
-            guard FileManager.default.fileExists(atPath: path) else { return (nil, [], 0) }
+            guard FileManager.default.fileExists(atPath: path) else { return (nil, [], 0, false) }
             do {
                 let index = try Index.open(path: path, readOnly: true)
-                return (index, try index.load().rows, 0)
+                return (index, try index.load().rows, 0, false)
             } catch {
                 logger.warning("cache index \(path) unreadable (\(error)); showing an empty cache")
-                return (nil, [], 0)
+                return (nil, [], 0, false)
             }
         }
         var index: Index
         var loaded: (rows: [IndexRow], damaged: [Int64])
+        var rebuilt = false
         do throws(CacheError) {
             if !FileManager.default.fileExists(atPath: path) {
                 Glibc.close(try systemCall("create \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) })
@@ -207,6 +210,7 @@ public final class RangeCache: Sendable {
             Glibc.close(try systemCall("create \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) })
             index = try Index.open(path: path, readOnly: false)
             loaded = ([], [])
+            rebuilt = true
         }
         var damaged = loaded.damaged.count
         // Entries whose data file vanished lose their bytes; files no entry names are removed.
@@ -228,7 +232,7 @@ public final class RangeCache: Sendable {
         }
         // What is left is named by no entry: a crash between creating or removing a file and the index.
         for file in files { unlink(dataDirectory + "/" + file) }
-        return (index, rows, damaged)
+        return (index, rows, damaged, rebuilt)
     }
 
     /// The names of the files in `directory` (readdir: several times faster than FileManager).
@@ -260,6 +264,8 @@ public final class RangeCache: Sendable {
             try state.requireOpen()
             if let id = state.ids[CacheState.slot(namespace, key.value)] {
                 state.records[id]!.handles += 1
+                // Check the data file now, so what the handle reports it holds, it can serve.
+                if state.records[id]!.file == nil { _ = try? dataFile(&state, id, create: false) }
                 return id
             }
             guard create else { return nil }
