@@ -338,6 +338,7 @@ extension RangeCache {
                 record.unsynced.formUnion(job.ranges)
             }
             state.records[id] = record
+            state.deletePendingRows()
             _ = evict(&state, extraFree: 0)
         }
     }
@@ -411,7 +412,7 @@ extension RangeCache {
             if record.available.isEmpty, record.committed.isEmpty, !state.isInUse(record), state.index != nil,
                 configuration.mode == .readWrite
             {
-                try? state.remove([id], dataDirectory: dataDirectory)
+                state.remove([id], dataDirectory: dataDirectory)
                 return
             }
             record.file = nil

@@ -57,6 +57,8 @@ struct CacheState {
     var lastTick: Int64 = 0
     var closed = false
     var lockDescriptor: Int32
+    /// Removed entries whose index rows could not be deleted yet (disk full).
+    var pendingDeletes: [Int64] = []
     /// Whether the data directory was fsync'ed since a file was created in it.
     var dataDirectorySynced = false
 
@@ -94,16 +96,29 @@ struct CacheState {
         totalAllocated += record.allocated
     }
 
-    /// Deletes entries from the index, then their files (a crash in between leaves
-    /// only orphan files, which the next open removes).
-    mutating func remove(_ chosen: [Int64], dataDirectory: String) throws(CacheError) {
+    /// Forgets entries: their files first (space comes back even on a full
+    /// disk), then their index rows. A row whose delete fails is retried later;
+    /// until then it names a missing file, which the next open drops.
+    mutating func remove(_ chosen: [Int64], dataDirectory: String) {
         guard !chosen.isEmpty else { return }
-        try index?.delete(ids: chosen)
         for id in chosen {
             guard let record = records.removeValue(forKey: id) else { continue }
             ids[CacheState.slot(record.namespace, record.key)] = nil
             totalAllocated -= record.allocated
             unlink(dataDirectory + "/" + record.fileName)
+        }
+        pendingDeletes += chosen
+        deletePendingRows()
+    }
+
+    /// Deletes the index rows of removed entries, if the index lets us now.
+    mutating func deletePendingRows() {
+        guard !pendingDeletes.isEmpty, let index else { return }
+        do throws(CacheError) {
+            try index.delete(ids: pendingDeletes)
+            pendingDeletes = []
+        } catch {
+            stats.writeFailures += 1
         }
     }
 

@@ -45,13 +45,13 @@ struct Index {
 
     /// Opens (and for writers creates or checks) the index at `path`. Throws
     /// `.index` when the file is damaged or of an unknown version.
-    static func open(path: String, readOnly: Bool) throws(CacheError) -> Index {
-        let database = try Database(path: path, readOnly: readOnly)
+    static func open(path: String, readOnly: Bool, immutable: Bool = false) throws(CacheError) -> Index {
+        let database = try Database(path: path, readOnly: readOnly, immutable: immutable)
         if !readOnly {
             _ = try database.text("PRAGMA journal_mode=WAL")
             try database.execute("PRAGMA synchronous=NORMAL")
         }
-        let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0
+        let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0  // also fails on garbage
         if version == 0, !readOnly {
             try database.transaction { () throws(CacheError) in
                 try database.execute(schema)

@@ -186,8 +186,15 @@ public final class RangeCache: Sendable {
         let path = directory + "/index.sqlite"
         if readOnly {
             guard FileManager.default.fileExists(atPath: path) else { return (nil, [], 0, false) }
-            do {
-                let index = try Index.open(path: path, readOnly: true)
+            do throws(CacheError) {
+                let index: Index
+                do throws(CacheError) {
+                    index = try Index.open(path: path, readOnly: true)
+                } catch {
+                    // A WAL index on a read-only file system cannot get its shared-memory
+                    // file: read it as immutable (nobody can be writing it).
+                    index = try Index.open(path: path, readOnly: true, immutable: true)
+                }
                 return (index, try index.load().rows, 0, false)
             } catch {
                 logger.warning("cache index \(path) unreadable (\(error)); showing an empty cache")
@@ -341,7 +348,7 @@ public final class RangeCache: Sendable {
             try state.requireWritable(configuration)
             let chosen = state.records.values.filter { namespace == nil || $0.namespace == namespace }
             let idle = chosen.filter { !state.isInUse($0) }.map(\.id)
-            try state.remove(idle, dataDirectory: dataDirectory)
+            state.remove(idle, dataDirectory: dataDirectory)
             for record in chosen where state.isInUse(record) {
                 try reset(&state, id: record.id, metadata: EntryMetadata())
             }
@@ -356,7 +363,7 @@ public final class RangeCache: Sendable {
             guard let id = state.ids[CacheState.slot(namespace, key.value)], !state.isInUse(state.records[id]!) else {
                 return false
             }
-            try state.remove([id], dataDirectory: dataDirectory)
+            state.remove([id], dataDirectory: dataDirectory)
             return true
         }
     }
@@ -409,13 +416,7 @@ public final class RangeCache: Sendable {
             overBudget -= record.allocated
             shortfall -= max(record.allocated, 1)
         }
-        do throws(CacheError) {
-            try state.remove(chosen, dataDirectory: dataDirectory)
-        } catch {
-            indexFailed(&state, error)
-            logger.warning("cache eviction failed: \(error)")
-            return 0
-        }
+        state.remove(chosen, dataDirectory: dataDirectory)
         state.stats.evictions += chosen.count
         if !chosen.isEmpty { logger.debug("evicted \(chosen.count) entries") }
         return chosen.count

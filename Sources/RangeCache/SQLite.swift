@@ -1,3 +1,4 @@
+import Foundation
 internal import CSQLite
 
 /// One SQLite connection, used by one thread at a time (the cache's lock).
@@ -7,12 +8,20 @@ final class Database {
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
 
-    /// Opens the database at `path`, read-write (creating it) or read-only.
-    init(path: String, readOnly: Bool) throws(CacheError) {
-        let flags = readOnly
+    /// Opens the database at `path`, read-write (creating it) or read-only;
+    /// `immutable` promises SQLite that no one changes the file (read-only media).
+    init(path: String, readOnly: Bool, immutable: Bool = false) throws(CacheError) {
+        var flags = readOnly
             ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
             : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
-        let code = sqlite3_open_v2(path, &handle, flags, nil)
+        var name = path
+        if immutable {
+            flags |= SQLITE_OPEN_URI
+            let escaped = path.replacingOccurrences(of: "%", with: "%25")
+                .replacingOccurrences(of: "?", with: "%3f").replacingOccurrences(of: "#", with: "%23")
+            name = "file:\(escaped)?immutable=1"
+        }
+        let code = sqlite3_open_v2(name, &handle, flags, nil)
         if code != SQLITE_OK {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "cannot open"
             sqlite3_close_v2(handle)
