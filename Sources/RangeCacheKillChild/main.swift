@@ -58,8 +58,10 @@ do {
         try bump(entry, to: versions[index])
     }
     say("ready")
+    let parent = getppid()
     var piece = [UInt8](repeating: 0, count: maxPiece)
-    while true {
+    // Run until killed, or until the test process that started us is gone.
+    while getppid() == parent {
         for (index, entry) in entries.enumerated() {
             let offset: Int64
             if index == 0 {
@@ -80,6 +82,7 @@ do {
             say("W \(index) \(versions[index]) \(entry.cachedRanges.count)")
         }
     }
+    exit(0)
 } catch {
     FileHandle.standardError.write(Data("RangeCacheKillChild: \(error)\n".utf8))
     exit(1)
