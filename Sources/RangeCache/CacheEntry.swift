@@ -264,7 +264,7 @@ extension RangeCache {
         case .waitThenSync:
             // One batch is being synced and the next is full: wait, so a crash
             // never loses more than these two.
-            syncQueue.sync {}
+            onSyncQueue {}
             let start = state.withLock { state -> Bool in
                 guard var record = state.records[id], record.syncJobs == 0, !record.unsynced.isEmpty else { return false }
                 record.syncJobs += 1
@@ -345,7 +345,7 @@ extension RangeCache {
 
     func flush(_ id: Int64) throws(CacheError) {
         guard configuration.mode == .readWrite else { return }
-        syncQueue.sync { sync(id) }
+        onSyncQueue { sync(id) }
         try state.withLock { (state) throws(CacheError) in
             if let failure = state.records[id]?.syncError {
                 state.records[id]!.syncError = nil

@@ -60,6 +60,17 @@ public final class RangeCache: Sendable {
     let state: Mutex<CacheState>
     /// Runs fdatasync + commit jobs, so writers (the fetcher's thread) never wait for the disk.
     let syncQueue = DispatchQueue(label: "spool.range-cache.sync")
+    /// Marks `syncQueue`, so work already on it never waits for it (a deadlock).
+    private let onSyncQueueKey = DispatchSpecificKey<Bool>()
+
+    /// Runs `body` on the sync queue and waits for it (directly when already there).
+    func onSyncQueue(_ body: () -> Void) {
+        if DispatchQueue.getSpecific(key: onSyncQueueKey) == true {
+            body()
+        } else {
+            syncQueue.sync(execute: body)
+        }
+    }
 
     /// Opens (creating if needed) the cache at `directory`.
     /// - Throws: ``CacheError/inUseByAnotherProcess(directory:pid:)`` when another
@@ -89,6 +100,7 @@ public final class RangeCache: Sendable {
             if lock >= 0 { Glibc.close(lock) }
             throw error
         }
+        syncQueue.setSpecific(key: onSyncQueueKey, value: true)
         if !readOnly {
             // Every page is checked off the opening path (it costs ~10 ms per 10,000 entries).
             syncQueue.async { [weak self] in self?.checkIndex() }
