@@ -157,7 +157,7 @@ extension RangeCache {
         guard let index = state.index, var record = state.records[id] else { return }
         let fileName = RangeCache.newFileName(namespace: record.namespace, key: record.key)
         do throws(CacheError) {
-            try index.reset(id: id, fileName: fileName, metadata: metadata, url: metadata.url?.absoluteString)
+            try index.reset(id: id, fileName: fileName, metadata: metadata)
         } catch {
             indexFailed(&state, error)
             throw error
@@ -189,7 +189,7 @@ extension RangeCache {
                 return true
             }
             do throws(CacheError) {
-                try index.updateMetadata(id: id, metadata: metadata, url: metadata.url?.absoluteString)
+                try index.updateMetadata(id: id, metadata: metadata)
             } catch {
                 indexFailed(&state, error)
                 throw error
@@ -211,10 +211,7 @@ extension RangeCache {
         precondition(offset >= 0, "negative cache offset")
         let (file, generation) = try state.withLock { (state) throws(CacheError) -> (DataFile, Int) in
             try state.requireWritable(configuration)
-            if let failure = state.records[id]?.syncError {
-                state.records[id]!.syncError = nil
-                throw failure
-            }
+            try state.reportSyncError(id)
             do throws(CacheError) {
                 guard let file = try dataFile(&state, id, create: true), file.writable else { throw CacheError.readOnly }
                 return (file, state.records[id]!.generation)
@@ -346,12 +343,7 @@ extension RangeCache {
     func flush(_ id: Int64) throws(CacheError) {
         guard configuration.mode == .readWrite else { return }
         onSyncQueue { sync(id) }
-        try state.withLock { (state) throws(CacheError) in
-            if let failure = state.records[id]?.syncError {
-                state.records[id]!.syncError = nil
-                throw failure
-            }
-        }
+        try state.withLock { (state) throws(CacheError) in try state.reportSyncError(id) }
     }
 
     func read(_ id: Int64, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {

@@ -131,6 +131,14 @@ struct CacheState {
             inUse: isInUse(record))
     }
 
+    /// Throws (once) a sync or index failure of entry `id` that no writer has heard of yet.
+    mutating func reportSyncError(_ id: Int64) throws(CacheError) {
+        if let failure = records[id]?.syncError {
+            records[id]!.syncError = nil
+            throw failure
+        }
+    }
+
     func requireOpen() throws(CacheError) {
         if closed { throw CacheError.closed }
     }

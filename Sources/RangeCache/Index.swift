@@ -63,6 +63,13 @@ struct Index {
         return Index(database: database)
     }
 
+    /// Deletes the index at `path` (with its WAL files) and creates an empty one.
+    static func recreate(path: String) throws(CacheError) -> Index {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+        try RangeCache.createPrivateFile(path)
+        return try open(path: path, readOnly: false)
+    }
+
     /// Checks every page of the database (`PRAGMA quick_check`); throws `.index` when damaged.
     func check() throws(CacheError) {
         let answer = try database.text("PRAGMA quick_check") ?? "no answer"
@@ -73,20 +80,15 @@ struct Index {
     func insert(_ rows: [IndexRow]) throws(CacheError) {
         try database.transaction { () throws(CacheError) in
             for row in rows {
-                let validator = row.metadata.validator
                 try database.run(
                     """
-                    INSERT INTO entries(id, namespace, key, url, file, length, etag, etag_weak, last_modified,
+                    INSERT INTO entries(id, namespace, key, file, url, length, etag, etag_weak, last_modified,
                         content_type, accepts_ranges, created, last_access, allocated, ranges)
                     VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
-                    [
-                        .integer(row.id), .text(row.namespace), .text(row.key), .optional(row.metadata.url?.absoluteString),
-                        .text(row.fileName), .optional(validator.length), .optional(validator.etag),
-                        .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
-                        .optional(row.metadata.contentType), .optional(row.metadata.acceptsRanges.map { $0 ? 1 : 0 }),
-                        .integer(row.created), .integer(row.lastAccess), .integer(row.allocated), .blob(row.ranges.encoded),
-                    ])
+                    [.integer(row.id), .text(row.namespace), .text(row.key), .text(row.fileName)]
+                        + Index.values(row.metadata)
+                        + [.integer(row.created), .integer(row.lastAccess), .integer(row.allocated), .blob(row.ranges.encoded)])
             }
         }
     }
@@ -145,35 +147,33 @@ struct Index {
     }
 
     /// Empties the entry: no ranges, a new data file name, and `metadata`.
-    func reset(id: Int64, fileName: String, metadata: EntryMetadata, url: String?) throws(CacheError) {
-        let validator = metadata.validator
+    func reset(id: Int64, fileName: String, metadata: EntryMetadata) throws(CacheError) {
         try database.run(
             """
             UPDATE entries SET file = ?, ranges = x'', allocated = 0, url = ?, length = ?, etag = ?, etag_weak = ?,
                 last_modified = ?, content_type = ?, accepts_ranges = ? WHERE id = ?
             """,
-            [
-                .text(fileName), .optional(url), .optional(validator.length), .optional(validator.etag),
-                .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
-                .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
-                .integer(id),
-            ])
+            [.text(fileName)] + Index.values(metadata) + [.integer(id)])
     }
 
     /// Records metadata that does not change the entry's version.
-    func updateMetadata(id: Int64, metadata: EntryMetadata, url: String?) throws(CacheError) {
-        let validator = metadata.validator
+    func updateMetadata(id: Int64, metadata: EntryMetadata) throws(CacheError) {
         try database.run(
             """
             UPDATE entries SET url = ?, length = ?, etag = ?, etag_weak = ?, last_modified = ?, content_type = ?,
                 accepts_ranges = ? WHERE id = ?
             """,
-            [
-                .optional(url), .optional(validator.length), .optional(validator.etag),
-                .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
-                .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
-                .integer(id),
-            ])
+            Index.values(metadata) + [.integer(id)])
+    }
+
+    /// The metadata columns in order: url, length, etag, etag_weak, last_modified, content_type, accepts_ranges.
+    private static func values(_ metadata: EntryMetadata) -> [SQLValue] {
+        let validator = metadata.validator
+        return [
+            .optional(metadata.url?.absoluteString), .optional(validator.length), .optional(validator.etag),
+            .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
+            .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
+        ]
     }
 
     /// Deletes entries.

@@ -131,11 +131,8 @@ public final class RangeCache: Sendable {
         state.index?.database.close()
         state.index = nil
         state.stats.indexRebuilds += 1
-        let path = indexPath
-        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
         do throws(CacheError) {
-            Glibc.close(try systemCall("create \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) })
-            let index = try Index.open(path: path, readOnly: false)
+            let index = try Index.recreate(path: indexPath)
             try index.insert(state.records.values.map { record in
                 IndexRow(
                     id: record.id, namespace: record.namespace, key: record.key, fileName: record.fileName,
@@ -172,6 +169,11 @@ public final class RangeCache: Sendable {
             }
             chmod(path, 0o700)
         }
+    }
+
+    /// Creates an empty file readable by its owner only (SQLite gives its -wal and -shm files the same mode).
+    static func createPrivateFile(_ path: String) throws(CacheError) {
+        Glibc.close(try systemCall("create \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) })
     }
 
     /// Takes the writer's lock (flock on `lock`, holding our pid) or throws.
@@ -218,16 +220,14 @@ public final class RangeCache: Sendable {
         var rebuilt = false
         do throws(CacheError) {
             if !FileManager.default.fileExists(atPath: path) {
-                Glibc.close(try systemCall("create \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) })
+                try RangeCache.createPrivateFile(path)
             }
             index = try Index.open(path: path, readOnly: false)
             loaded = try index.load()
         } catch let error {
             guard case .index(let why) = error else { throw error }
             logger.warning("cache index damaged (\(why)); starting an empty cache")
-            for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
-            Glibc.close(try systemCall("create \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) })
-            index = try Index.open(path: path, readOnly: false)
+            index = try Index.recreate(path: path)
             loaded = ([], [])
             rebuilt = true
         }

@@ -1,6 +1,6 @@
 // A writer for the range cache's crash test: it writes two entries forever
 // (one sequentially, one at random offsets) and reports each write on stdout,
-// until the test SIGKILLs it. Usage: RangeCacheKillChild CACHE_DIR SOURCE_FILE SEED
+// until the test SIGKILLs it. Usage: RangeCacheKillChild CACHE_DIR SOURCE_FILE
 //
 // Entry bytes are a function of the source file, the entry and its version
 // (the ETag `"g<version>"`): byte o of entry e at version g is
@@ -10,10 +10,8 @@ import Foundation
 import RangeCache
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4, let source = FileManager.default.contents(atPath: arguments[2]),
-    let seed = UInt64(arguments[3])
-else {
-    FileHandle.standardError.write(Data("usage: RangeCacheKillChild CACHE_DIR SOURCE_FILE SEED\n".utf8))
+guard arguments.count == 3, let source = FileManager.default.contents(atPath: arguments[2]) else {
+    FileHandle.standardError.write(Data("usage: RangeCacheKillChild CACHE_DIR SOURCE_FILE\n".utf8))
     exit(2)
 }
 
@@ -21,18 +19,6 @@ else {
 let length: Int64 = 1 << 20
 /// The largest piece written at once.
 let maxPiece = 96 << 10
-
-/// SplitMix64, so a seed replays the same run.
-struct Generator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
@@ -46,7 +32,7 @@ func bump(_ entry: CacheEntry, to version: Int) throws {
     try entry.setMetadata(EntryMetadata(validator: Validator(etag: "\"g\(version)\"", length: length)))
 }
 
-var random = Generator(state: seed)
+var random = SystemRandomNumberGenerator()
 var configuration = RangeCache.Configuration()
 configuration.minimumFreeBytes = 0
 configuration.minimumFreeFraction = 0

@@ -50,7 +50,7 @@ private func lastReports(_ output: String) -> [Report] {
         var claimedTotal: Int64 = 0
         for round in 0..<50 {
             let writer = try ChildProcess(
-                child, [cacheDirectory.path, sourceURL.path, String(round)], logDirectory: work.url)
+                child, [cacheDirectory.path, sourceURL.path], logDirectory: work.url)
             let writes = Int.random(in: 1...120, using: &random)
             let reached = eventually(timeout: 20, interval: 0.001) {
                 writer.standardOutput.split(separator: "\n").count > writes || !writer.isRunning
@@ -90,7 +90,7 @@ private func lastReports(_ output: String) -> [Report] {
         let sourceURL = work.file("source")
         try randomBytes(1 << 20, seed: 5).write(to: sourceURL)
         let writer = try ChildProcess(
-            try builtExecutable("RangeCacheKillChild"), [cacheDirectory.path, sourceURL.path, "1"],
+            try builtExecutable("RangeCacheKillChild"), [cacheDirectory.path, sourceURL.path],
             logDirectory: work.url)
         defer { writer.stop(grace: 0) }
         #expect(eventually(timeout: 20) { writer.standardOutput.split(separator: "\n").count > 40 })
