@@ -245,11 +245,11 @@ extension RangeCache {
                 syncQueue.asyncAfter(deadline: deadline) { [weak self] in self?.sync(id, timed: true) }
             }
             if record.unsyncedBytes >= configuration.syncBatchBytes {
-                if record.syncJobs > 0 {
-                    action = .waitThenSync
-                } else {
+                if record.syncJobs == 0 {
                     record.syncJobs += 1
                     action = .sync
+                } else if record.unsyncedBytes >= configuration.maximumUnsyncedBytes {
+                    action = .waitThenSync
                 }
             }
             state.records[id] = record
@@ -259,8 +259,8 @@ extension RangeCache {
         case .none: break
         case .sync: syncQueue.async { self.sync(id, counted: true) }
         case .waitThenSync:
-            // One batch is being synced and the next is full: wait, so a crash
-            // never loses more than these two.
+            // A batch is being synced and the next one reached the cap: wait, so
+            // a crash never loses more than these two.
             onSyncQueue {}
             let start = state.withLock { state -> Bool in
                 guard var record = state.records[id], record.syncJobs == 0, !record.unsynced.isEmpty else { return false }
@@ -333,6 +333,11 @@ extension RangeCache {
                 indexFailed(&state, error)
                 record.syncError = error
                 record.unsynced.formUnion(job.ranges)
+            }
+            if counted, record.syncJobs == 0, record.unsyncedBytes >= configuration.syncBatchBytes {
+                // What piled up during this sync is the next batch: chain it.
+                record.syncJobs += 1
+                syncQueue.async { self.sync(id, counted: true) }
             }
             state.records[id] = record
             state.deletePendingRows()

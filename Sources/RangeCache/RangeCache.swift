@@ -36,8 +36,14 @@ public final class RangeCache: Sendable {
         public var minimumFreeFraction: Double = 0.05
         /// Query parameters left out of keys and recorded URLs (signed-URL tokens).
         public var ignoredQueryParameters: [String] = CacheKey.defaultIgnoredParameters
-        /// Bytes written to an entry after which they are synced and committed (default 256 KiB).
+        /// Unsynced bytes of an entry that start a sync + commit (default 256 KiB). While one
+        /// sync runs, writers go on; what piles up meanwhile is the next batch.
         public var syncBatchBytes: Int64 = 256 << 10
+        /// Unsynced bytes of an entry at which a writer waits for the running sync
+        /// (default 4 MiB). A crash loses at most the batch being synced and the
+        /// one being filled: each below this cap plus one write. At network rates
+        /// batches stay near ``syncBatchBytes``; set both equal for the tightest bound.
+        public var maximumUnsyncedBytes: Int64 = 4 << 20
         /// Time after a write by which it is synced and committed (default 2 s).
         public var syncInterval: Duration = .seconds(2)
         /// Read-write (the daemon) or read-only (the CLI).

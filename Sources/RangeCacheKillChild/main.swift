@@ -36,6 +36,7 @@ var random = SystemRandomNumberGenerator()
 var configuration = RangeCache.Configuration()
 configuration.minimumFreeBytes = 0
 configuration.minimumFreeFraction = 0
+configuration.maximumUnsyncedBytes = configuration.syncBatchBytes  // the tightest loss bound, proven by the test
 do {
     let cache = try RangeCache(directory: URL(fileURLWithPath: arguments[1]), configuration: configuration)
     let entries = try ["seq", "rand"].map { try cache.entry(for: CacheKey(stable: $0))! }
