@@ -26,6 +26,8 @@ struct Record {
     var accessDirty = false
     var allocated: Int64
     var handles = 0
+    /// Whether the entry was read from the index when the cache opened (not made since).
+    var loadedAtOpen = false
     /// A sync or index failure not yet reported to a writer.
     var syncError: CacheError?
 
@@ -49,9 +51,9 @@ struct CacheState {
     var index: Index?
     var records: [Int64: Record] = [:]
     /// Entry ids by ``slot(_:_:)``.
-    var ids: [String: Int64] = [:]
+    var ids: [Slot: Int64] = [:]
     /// Pin counts by slot; a slot may be pinned before its entry exists.
-    var pins: [String: Int] = [:]
+    var pins: [Slot: Int] = [:]
     var totalAllocated: Int64 = 0
     var stats = CacheStats()
     var lastTick: Int64 = 0
@@ -69,13 +71,21 @@ struct CacheState {
         records.reserveCapacity(rows.count)
         ids.reserveCapacity(rows.count)
         for row in rows {
-            add(Record(row: row))
+            var record = Record(row: row)
+            record.loadedAtOpen = true
+            add(record)
             lastTick = max(lastTick, row.lastAccess)
         }
     }
 
-    /// The dictionary key of an entry: namespace and key, NUL-separated.
-    static func slot(_ namespace: String, _ key: String) -> String { namespace + "\u{0}" + key }
+    /// The dictionary key of an entry: its namespace and key.
+    struct Slot: Hashable {
+        let namespace: String
+        let key: String
+    }
+
+    /// The slot of `key` in `namespace`.
+    static func slot(_ namespace: String, _ key: String) -> Slot { Slot(namespace: namespace, key: key) }
 
     /// Now in milliseconds since 1970, strictly increasing (access order stays exact).
     mutating func tick() -> Int64 {

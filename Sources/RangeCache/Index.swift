@@ -112,9 +112,9 @@ struct Index {
                 }
                 var validator = Validator(etag: row.text(6), lastModified: row.text(8), length: row.integer(5))
                 validator.etagIsWeak = (row.integer(7) ?? 0) != 0
-                let metadata = EntryMetadata(
-                    url: row.text(3).flatMap(URL.init(string:)), validator: validator,
-                    contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 })
+                var metadata = EntryMetadata(
+                    validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 })
+                metadata.urlText = row.text(3)
                 rows.append(IndexRow(
                     id: id, namespace: namespace, key: key, fileName: file, metadata: metadata,
                     created: row.integer(11) ?? 0, lastAccess: row.integer(12) ?? 0,
@@ -170,7 +170,7 @@ struct Index {
     private static func values(_ metadata: EntryMetadata) -> [SQLValue] {
         let validator = metadata.validator
         return [
-            .optional(metadata.url?.absoluteString), .optional(validator.length), .optional(validator.etag),
+            .optional(metadata.urlText), .optional(validator.length), .optional(validator.etag),
             .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
             .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
         ]

@@ -108,24 +108,47 @@ public final class RangeCache: Sendable {
         }
         syncQueue.setSpecific(key: onSyncQueueKey, value: true)
         if !readOnly {
-            // Every page is checked off the opening path (it costs ~10 ms per 10,000 entries).
-            syncQueue.async { [weak self] in self?.checkIndex() }
+            // Off the opening path: these checks cost ~20 ms per 10,000 entries.
+            syncQueue.async { [weak self] in self?.checkConsistency() }
         }
     }
 
     /// The index file.
     var indexPath: String { directory.appendingPathComponent("index.sqlite").path }
 
-    /// Checks every page of the index through a second connection; a damaged
-    /// index is rebuilt from memory.
-    func checkIndex() {
+    /// The checks that would slow opening down, run on the sync queue right
+    /// after it: every page of the index (through a second connection; a
+    /// damaged index is rebuilt from memory), and the data files (entries whose
+    /// file vanished are dropped; files no entry names are removed). Until it
+    /// has run, opening a handle checks that entry's file anyway.
+    func checkConsistency() {
         do throws(CacheError) {
             let reader = try Index.open(path: indexPath, readOnly: true)
             defer { reader.database.close() }
             try reader.check()
         } catch {
-            guard case .index(let why) = error else { return }
-            state.withLock { state in rebuildIndex(&state, because: why) }
+            if case .index(let why) = error { state.withLock { state in rebuildIndex(&state, because: why) } }
+        }
+        let files = RangeCache.fileNames(in: dataDirectory)
+        state.withLock { state in
+            guard !state.closed else { return }
+            var referenced = Set<String>()
+            var vanished: [Int64] = []
+            for record in state.records.values {
+                if files.contains(record.fileName) {
+                    referenced.insert(record.fileName)
+                } else if record.loadedAtOpen, record.generation == 0, record.file == nil, !record.committed.isEmpty {
+                    // (Entries made or emptied since opening have files the listing may predate.)
+                    vanished.append(record.id)
+                }
+            }
+            if !vanished.isEmpty {
+                logger.warning("dropped \(vanished.count) entries whose data file is missing")
+                state.stats.damagedEntries += vanished.count
+                state.remove(vanished, dataDirectory: dataDirectory)
+            }
+            // A file no entry names: a crash between creating or removing a file and the index.
+            for file in files where !referenced.contains(file) { unlink(dataDirectory + "/" + file) }
         }
     }
 
@@ -237,27 +260,11 @@ public final class RangeCache: Sendable {
             loaded = ([], [])
             rebuilt = true
         }
-        var damaged = loaded.damaged.count
-        // Entries whose data file vanished lose their bytes; files no entry names are removed.
-        var files = RangeCache.fileNames(in: dataDirectory)
-        var rows: [IndexRow] = []
-        rows.reserveCapacity(loaded.rows.count)
-        var dropped = loaded.damaged
-        for row in loaded.rows {
-            if files.remove(row.fileName) == nil, !row.ranges.isEmpty {
-                dropped.append(row.id)
-            } else {
-                rows.append(row)
-            }
+        if !loaded.damaged.isEmpty {
+            logger.warning("dropped \(loaded.damaged.count) unreadable index rows")
+            try? index.delete(ids: loaded.damaged)
         }
-        damaged += dropped.count - loaded.damaged.count
-        if !dropped.isEmpty {
-            logger.warning("dropped \(dropped.count) damaged entries (unreadable row or missing data file)")
-            try? index.delete(ids: dropped)
-        }
-        // What is left is named by no entry: a crash between creating or removing a file and the index.
-        for file in files { unlink(dataDirectory + "/" + file) }
-        return (index, rows, damaged, rebuilt)
+        return (index, loaded.rows, loaded.damaged.count, rebuilt)
     }
 
     /// The names of the files in `directory` (readdir: several times faster than FileManager).
@@ -456,6 +463,7 @@ public final class RangeCache: Sendable {
 
     /// Syncs and commits what every entry has written so far.
     public func flush() throws(CacheError) {
+        onSyncQueue {}  // also lets the checks that follow opening finish
         let ids = state.withLock { Array($0.records.keys) }
         var failure: CacheError?
         for id in ids {

@@ -3,7 +3,12 @@ import Foundation
 /// What the cache records about a resource besides its bytes.
 public struct EntryMetadata: Sendable, Hashable {
     /// The URL the bytes were fetched from, without ignored (token) parameters.
-    public var url: URL?
+    public var url: URL? {
+        get { urlText.flatMap(URL.init(string:)) }
+        set { urlText = newValue?.absoluteString }
+    }
+    /// The URL as the index stores it; parsed only when asked for (opening stays cheap).
+    var urlText: String?
     /// The version the bytes belong to; its `length` is the resource's total length when known.
     public var validator: Validator
     /// The MIME type the origin declared.
@@ -13,7 +18,7 @@ public struct EntryMetadata: Sendable, Hashable {
 
     /// Creates metadata; every field is optional.
     public init(url: URL? = nil, validator: Validator = Validator(), contentType: String? = nil, acceptsRanges: Bool? = nil) {
-        self.url = url
+        urlText = url?.absoluteString
         self.validator = validator
         self.contentType = contentType
         self.acceptsRanges = acceptsRanges

@@ -48,6 +48,7 @@ private func verifyClaims(_ cache: RangeCache) throws -> Int {
         let directory = try populatedCache(5)
         try randomBytes(64 << 10, seed: 77).write(to: directory.file("index.sqlite"))
         let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
+        try cache.flush()
         #expect(cache.stats.entries == 0 && cache.stats.indexRebuilds == 1)
         #expect(dataFiles(directory.url).isEmpty, "files no index names are removed")
         let entry = try cache.entry(for: CacheKey(stable: "0"))!
@@ -80,6 +81,7 @@ private func verifyClaims(_ cache: RangeCache) throws -> Int {
         let directory = try populatedCache(3)
         try FileManager.default.removeItem(at: try dataFile(of: "1", in: directory.url))
         let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
+        try cache.flush()  // waits for the consistency check that follows opening
         #expect(cache.info(for: CacheKey(stable: "1")) == nil)
         #expect(cache.stats.damagedEntries == 1 && cache.stats.entries == 2)
         #expect(try verifyClaims(cache) == 2)

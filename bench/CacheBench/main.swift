@@ -31,30 +31,44 @@ configuration.minimumFreeFraction = 0
 
 let manyDirectory = work.appendingPathComponent("10k")
 let entryCount = 10_000
-let marker = manyDirectory.appendingPathComponent("complete")
+let marker = manyDirectory.appendingPathComponent("complete-v2")
 if !FileManager.default.fileExists(atPath: marker.path) {
     try? FileManager.default.removeItem(at: manyDirectory)
     print("building a cache of \(entryCount) entries × 20 ranges (once)…")
     let cache = try RangeCache(directory: manyDirectory, configuration: configuration)
     let bytes = Data(repeating: 7, count: 512)
     for index in 0..<entryCount {
-        let entry = try cache.entry(for: CacheKey(stable: "https://example.org/track/\(index).mp3"))!
+        let url = URL(string: "https://example.org/track/\(index).mp3")!
+        let entry = try cache.entry(for: CacheKey(stable: url.absoluteString))!
+        try entry.setMetadata(EntryMetadata(
+            url: url, validator: Validator(etag: "\"\(index)-abcdef\"", lastModified: "Mon, 02 Mar 2026 10:00:00 GMT", length: 5_000_000),
+            contentType: "audio/mpeg", acceptsRanges: true))
         for range in 0..<20 { try entry.write(bytes, at: Int64(range) * 4096) }
         entry.close()
     }
     cache.close()
     _ = FileManager.default.createFile(atPath: marker.path, contents: nil)
 }
+/// CPU time of this process (user + system), which other processes' load disturbs less than wall time.
+func cpuTime() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 var openTimes: [Double] = []
-for _ in 0..<7 {
+var openCPU: [Double] = []
+for _ in 0..<9 {
     let start = now()
+    let cpu = cpuTime()
     let cache = try RangeCache(directory: manyDirectory, configuration: configuration)
     openTimes.append(now() - start)
+    openCPU.append(cpuTime() - cpu)
     precondition(cache.stats.entries == entryCount, "expected \(entryCount) entries, found \(cache.stats.entries)")
     cache.close()
 }
-print(String(format: "open 10,000 entries × 20 ranges: median %.1f ms (min %.1f ms)  [target < 50 ms]",
-    median(openTimes) * 1e3, openTimes.min()! * 1e3))
+print(String(format: "open 10,000 entries × 20 ranges: median %.1f ms wall (min %.1f ms), median %.1f ms CPU  [target < 50 ms]",
+    median(openTimes) * 1e3, openTimes.min()! * 1e3, median(openCPU) * 1e3))
 
 // MARK: 2. missing-range query p99
 
