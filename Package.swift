@@ -5,6 +5,8 @@
 //   spool (executable) → MPRIS → DBusKit
 //                      → PlayerCore → EngineAPI
 //                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
+//   RangeCache (sparse data files + SQLite index; no networking) sits below the
+//   media source and the fetcher, which will read from and write into it.
 // Every module may use SpoolLog. C libraries are reached through the C* targets.
 import PackageDescription
 
