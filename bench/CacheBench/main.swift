@@ -195,10 +195,21 @@ for _ in 0..<5 {
     catReads.append(now() - start)
 }
 buffer.deallocate()
+var dataReads: [Double] = []
+for _ in 0..<3 {
+    let start = now()
+    var offset: Int64 = 0
+    while offset < Int64(total) {
+        guard let piece = entry.read(at: offset, maxLength: 256 << 10) else { fatalError("miss at \(offset)") }
+        offset += Int64(piece.count)
+    }
+    dataReads.append(now() - start)
+}
 let readRate = Double(total) / median(cacheReads) / 1e6
 let catRate = Double(total + 4096) / median(catReads) / 1e6
 print(String(format: "sequential read of a cached 100 MB entry: %.0f MB/s; cat of its data file: %.0f MB/s: %.0f %%  [target ≥ 80 %%] (medians of 5, warm page cache)%@",
     readRate, catRate, readRate / catRate * 100, mismatch ? " MISMATCH" : ""))
+print(String(format: "  the same through read(at:maxLength:) -> Data: %.0f MB/s", Double(total) / median(dataReads) / 1e6))
 entry.close()
 cache.close()
 try? FileManager.default.removeItem(at: bigDirectory)
