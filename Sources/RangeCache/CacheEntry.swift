@@ -101,7 +101,7 @@ public final class CacheEntry: Sendable {
 
     /// The decoder rejected cached bytes: the entry is emptied, so they are fetched again.
     public func markDecodeError() {
-        cache.logger.warning("decode error reported on \(key.value.isEmpty ? "an entry" : "a cached entry"); dropping its bytes")
+        cache.logger.warning("decode error reported on cached bytes of an entry in '\(namespace)'; dropping them")
         try? cache.drop(id)
     }
 
