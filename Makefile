@@ -29,7 +29,7 @@ run: deps build
 ## make test: install what is missing, build, run every test.
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build $(SWIFT_FLAGS)
+	$(SWIFT) test --skip-build --no-parallel $(SWIFT_FLAGS)
 
 build:
 	$(SWIFT) build -c release $(SWIFT_FLAGS)

@@ -6,6 +6,8 @@
 //                      → PlayerCore → EngineAPI
 //                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)
+//   RangeCache (sparse data files + SQLite index; no networking) sits below the
+//   media source and the fetcher, which will read from and write into it.
 // Every module may use SpoolLog. C libraries are reached through the C* targets.
 import PackageDescription
 
@@ -34,6 +36,7 @@ let package = Package(
         // MARK: Swift modules, lowest layer first
         .target(name: "SpoolLog"),
         .target(name: "SpoolConfig", dependencies: ["SpoolLog"]),
+        .target(name: "RangeCache", dependencies: ["CSQLite", "SpoolLog"]),
         .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "SpoolLog"]),
         .target(name: "MediaSource", dependencies: ["Fetcher", "SpoolLog"]),
         .target(name: "EngineAPI"),
@@ -44,6 +47,10 @@ let package = Package(
         .target(name: "StateStore", dependencies: ["CSQLite", "PlayerCore", "SpoolLog"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "SpoolLog"]),
         .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "SpoolLog"]),
+        // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
+        .executableTarget(name: "RangeCacheKillChild", dependencies: ["RangeCache"]),
+        // Range cache benchmarks: `swift run -c release CacheBench`.
+        .executableTarget(name: "CacheBench", dependencies: ["RangeCache"], path: "bench/CacheBench"),
         .executableTarget(
             name: "spool",
             dependencies: [
@@ -61,6 +68,8 @@ let package = Package(
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
         .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
+        .testTarget(
+            name: "RangeCacheTests", dependencies: ["RangeCache", "RangeCacheKillChild", "TestSupport"]),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
         .testTarget(name: "FetcherTests", dependencies: ["Fetcher", "TestSupport"]),
         .testTarget(

@@ -1,0 +1,422 @@
+import Foundation
+import Synchronization
+
+/// A handle on one cached resource: the fetcher writes bytes into it, the media
+/// source reads them back. While any handle on an entry is open the entry is
+/// never evicted. Handles may be used from any thread; close them when done
+/// (deinit closes too).
+public final class CacheEntry: Sendable {
+    /// The cache the entry lives in.
+    public let cache: RangeCache
+    /// The entry's key.
+    public let key: CacheKey
+    /// The namespace it belongs to.
+    public let namespace: String
+    let id: Int64
+    private let closed = Atomic<Bool>(false)
+
+    init(cache: RangeCache, id: Int64, key: CacheKey, namespace: String) {
+        self.cache = cache
+        self.id = id
+        self.key = key
+        self.namespace = namespace
+    }
+
+    deinit { close() }
+
+    /// The entry's metadata (URL, validator and length, content type, Range support).
+    public var metadata: EntryMetadata {
+        cache.state.withLock { $0.records[id]?.metadata ?? EntryMetadata() }
+    }
+
+    /// Records what the origin said about the resource. When the entry holds
+    /// bytes of another version (see ``Validator/isSameVersion(as:)``) it is
+    /// emptied first, so versions never mix. Returns whether it was emptied.
+    @discardableResult
+    public func setMetadata(_ metadata: EntryMetadata) throws(CacheError) -> Bool {
+        try cache.setMetadata(id, metadata)
+    }
+
+    /// Every byte range the entry holds and can serve now, including bytes
+    /// written but not yet committed to the index.
+    public var cachedRanges: RangeSet { cache.state.withLock { $0.records[id]?.available ?? RangeSet() } }
+
+    /// The ranges the index claims: durably on disk, surviving a crash.
+    public var durableRanges: RangeSet { cache.state.withLock { $0.records[id]?.committed ?? RangeSet() } }
+
+    /// The sub-ranges of `range` the entry does not hold (O(log n) in its ranges).
+    public func missing(in range: Range<Int64>) -> [Range<Int64>] {
+        cache.state.withLock { $0.records[id]?.available.missing(in: range) ?? [range] }
+    }
+
+    /// How many bytes from `offset` on the entry holds without a gap.
+    public func contiguousLength(from offset: Int64) -> Int64 {
+        cache.state.withLock { $0.records[id]?.available.contiguousLength(from: offset) ?? 0 }
+    }
+
+    /// Stores `bytes` at `offset`. The bytes can be read back at once; they are
+    /// synced and committed in batches (``RangeCache/Configuration/syncBatchBytes``,
+    /// ``RangeCache/Configuration/syncInterval``, ``flush()``), never per write.
+    /// - Throws: ``CacheError`` when the disk refuses (full, read-only,
+    ///   permissions): the caller keeps streaming from memory.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(CacheError) {
+        try cache.write(id, bytes, at: offset)
+    }
+
+    /// Stores `data` at `offset`; see ``write(_:at:)-(UnsafeRawBufferPointer,_)``.
+    public func write(_ data: Data, at offset: Int64) throws(CacheError) {
+        // `withUnsafeBytes` rethrows untyped errors: carry the typed one out by hand.
+        let failure = data.withUnsafeBytes { raw -> CacheError? in
+            do throws(CacheError) { try cache.write(id, raw, at: offset) } catch { return error }
+            return nil
+        }
+        if let failure { throw failure }
+    }
+
+    /// Copies cached bytes starting exactly at `offset` into `buffer`; returns
+    /// how many (0 when the byte at `offset` is not cached: a miss).
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {
+        cache.read(id, into: buffer, at: offset)
+    }
+
+    /// Up to `maxLength` cached bytes starting exactly at `offset`, or nil on a miss.
+    public func read(at offset: Int64, maxLength: Int) -> Data? {
+        let available = Int(min(Int64(maxLength), contiguousLength(from: offset)))
+        guard available > 0 else {
+            _ = cache.read(id, into: UnsafeMutableRawBufferPointer(start: nil, count: 0), at: offset)
+            return nil
+        }
+        var data = Data(count: available)
+        let count = data.withUnsafeMutableBytes { cache.read(id, into: $0, at: offset) }
+        guard count > 0 else { return nil }
+        if count < available { data.count = count }
+        return data
+    }
+
+    /// Syncs and commits everything written so far: call when a transfer ends.
+    /// Throws a sync or index failure that happened since the last report.
+    public func flush() throws(CacheError) {
+        try cache.flush(id)
+    }
+
+    /// The decoder rejected cached bytes: the entry is emptied, so they are fetched again.
+    public func markDecodeError() {
+        cache.logger.warning("decode error reported on cached bytes of an entry in '\(namespace)'; dropping them")
+        try? cache.drop(id)
+    }
+
+    /// Empties the entry: every byte and all metadata are forgotten.
+    public func drop() throws(CacheError) {
+        try cache.drop(id)
+    }
+
+    /// Flushes and releases the handle; an entry left without bytes is removed.
+    public func close() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        cache.release(id)
+    }
+}
+
+extension RangeCache {
+    /// What a writer does after registering its bytes.
+    private enum SyncAction { case none, sync, waitThenSync }
+
+    /// The entry's open data file, opening (and checking) or creating it. An
+    /// existing file that is foreign or too short empties the entry.
+    func dataFile(_ state: inout CacheState, _ id: Int64, create: Bool) throws(CacheError) -> DataFile? {
+        guard let record = state.records[id] else { throw CacheError.entryRemoved }
+        if let file = record.file { return file }
+        let readOnly = configuration.mode == .readOnly
+        do {
+            let file = try DataFile.open(
+                in: dataDirectory, name: record.fileName, end: record.committed.upperBound ?? 0, readOnly: readOnly)
+            state.records[id]!.file = file
+            return file
+        } catch .missing where record.committed.isEmpty && record.available.isEmpty {
+            // Nothing written yet: the file is made on the first write.
+        } catch {
+            logger.warning("data file of an entry in '\(record.namespace)' is damaged (\(error)); dropping its bytes")
+            state.stats.damagedEntries += 1
+            if readOnly {
+                state.records[id]!.committed = RangeSet()
+                state.records[id]!.available = RangeSet()
+                return nil
+            }
+            try reset(&state, id: id, metadata: record.metadata)
+        }
+        guard create, !readOnly else { return nil }
+        let file = try DataFile.create(in: dataDirectory, name: state.records[id]!.fileName)
+        state.records[id]!.file = file
+        state.dataDirectorySynced = false
+        return file
+    }
+
+    /// Empties an entry under a new data file name, so I/O still in flight on the
+    /// old file can never land in the new version.
+    func reset(_ state: inout CacheState, id: Int64, metadata: EntryMetadata) throws(CacheError) {
+        guard let index = state.index, var record = state.records[id] else { return }
+        let fileName = RangeCache.newFileName(namespace: record.namespace, key: record.key)
+        do throws(CacheError) {
+            try index.reset(id: id, fileName: fileName, metadata: metadata)
+        } catch {
+            indexFailed(&state, error)
+            throw error
+        }
+        unlink(dataDirectory + "/" + record.fileName)
+        state.totalAllocated -= record.allocated
+        record.allocated = 0
+        record.fileName = fileName
+        record.file = nil
+        record.metadata = metadata
+        record.committed = RangeSet()
+        record.available = RangeSet()
+        record.unsynced = RangeSet()
+        record.unsyncedBytes = 0
+        record.generation += 1
+        state.records[id] = record
+    }
+
+    func setMetadata(_ id: Int64, _ metadata: EntryMetadata) throws(CacheError) -> Bool {
+        var metadata = metadata
+        metadata.url = recordedURL(metadata.url)
+        return try state.withLock { (state) throws(CacheError) -> Bool in
+            try state.requireWritable(configuration)
+            guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
+            let holdsBytes = !record.available.isEmpty || !record.committed.isEmpty
+            if holdsBytes, !record.metadata.validator.isSameVersion(as: metadata.validator) {
+                logger.info("the resource changed; emptying its entry")
+                try reset(&state, id: id, metadata: metadata)
+                return true
+            }
+            do throws(CacheError) {
+                try index.updateMetadata(id: id, metadata: metadata)
+            } catch {
+                indexFailed(&state, error)
+                throw error
+            }
+            state.records[id]!.metadata = metadata
+            return false
+        }
+    }
+
+    func drop(_ id: Int64) throws(CacheError) {
+        try state.withLock { (state) throws(CacheError) in
+            try state.requireWritable(configuration)
+            try reset(&state, id: id, metadata: EntryMetadata())
+        }
+    }
+
+    func write(_ id: Int64, _ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(CacheError) {
+        guard !bytes.isEmpty else { return }
+        precondition(offset >= 0, "negative cache offset")
+        let (file, generation) = try state.withLock { (state) throws(CacheError) -> (DataFile, Int) in
+            try state.requireWritable(configuration)
+            try state.reportSyncError(id)
+            do throws(CacheError) {
+                guard let file = try dataFile(&state, id, create: true), file.writable else { throw CacheError.readOnly }
+                return (file, state.records[id]!.generation)
+            } catch {
+                state.stats.writeFailures += 1
+                throw error
+            }
+        }
+        do throws(CacheError) {
+            try file.write(bytes, at: offset)
+        } catch {
+            state.withLock { state in
+                state.stats.writeFailures += 1
+                if error == .diskFull { _ = evict(&state, extraFree: max(1 << 20, Int64(bytes.count) * 16)) }
+            }
+            throw error
+        }
+        let range = offset..<(offset + Int64(bytes.count))
+        let action = state.withLock { state -> SyncAction in
+            guard var record = state.records[id], record.generation == generation else { return .none }
+            record.available.insert(range)
+            record.unsynced.insert(range)
+            record.unsyncedBytes += Int64(bytes.count)
+            record.lastAccess = state.tick()
+            record.accessDirty = true
+            state.stats.bytesFromNetwork += Int64(bytes.count)
+            var action = SyncAction.none
+            if !record.timerScheduled {
+                record.timerScheduled = true
+                let deadline = DispatchTime.now() + .nanoseconds(Int(configuration.syncInterval / .nanoseconds(1)))
+                syncQueue.asyncAfter(deadline: deadline) { [weak self] in self?.sync(id, timed: true) }
+            }
+            if record.unsyncedBytes >= configuration.syncBatchBytes {
+                if record.syncJobs == 0 {
+                    record.syncJobs += 1
+                    action = .sync
+                } else if record.unsyncedBytes >= configuration.maximumUnsyncedBytes {
+                    action = .waitThenSync
+                }
+            }
+            state.records[id] = record
+            return action
+        }
+        switch action {
+        case .none: break
+        case .sync: syncQueue.async { self.sync(id, counted: true) }
+        case .waitThenSync:
+            // A batch is being synced and the next one reached the cap: wait, so
+            // a crash never loses more than these two.
+            onSyncQueue {}
+            let start = state.withLock { state -> Bool in
+                guard var record = state.records[id], record.syncJobs == 0, !record.unsynced.isEmpty else { return false }
+                record.syncJobs += 1
+                state.records[id] = record
+                return true
+            }
+            if start { syncQueue.async { self.sync(id, counted: true) } }
+        }
+    }
+
+    /// Makes the entry's unsynced bytes durable, then commits their ranges to
+    /// the index: data first, claim second. Runs on `syncQueue`.
+    func sync(_ id: Int64, counted: Bool = false, timed: Bool = false) {
+        let job = state.withLock { state -> (file: DataFile, ranges: RangeSet, generation: Int, directory: Bool)? in
+            guard var record = state.records[id] else { return nil }
+            if timed { record.timerScheduled = false }
+            defer { state.records[id] = record }
+            guard !record.unsynced.isEmpty, let file = record.file else {
+                if counted { record.syncJobs -= 1 }
+                return nil
+            }
+            let ranges = record.unsynced
+            record.unsynced = RangeSet()
+            record.unsyncedBytes = 0
+            let directory = !state.dataDirectorySynced
+            state.dataDirectorySynced = true
+            return (file, ranges, record.generation, directory)
+        }
+        guard let job else { return }
+        var failure: CacheError?
+        do throws(CacheError) {
+            try job.file.sync()
+            if job.directory {
+                // A new file's name must be durable too before the index names it.
+                let fd = open(dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if fd >= 0 {
+                    fsync(fd)
+                    Glibc.close(fd)
+                }
+            }
+        } catch {
+            failure = error
+        }
+        let allocated = job.file.allocatedBytes()
+        state.withLock { state in
+            guard var record = state.records[id] else { return }
+            if counted { record.syncJobs -= 1 }
+            defer { state.records[id] = record }
+            guard record.generation == job.generation else { return }
+            if let failure {
+                // The kernel may have dropped these pages: never serve or claim them.
+                state.stats.writeFailures += 1
+                record.syncError = failure
+                record.available.subtract(job.ranges)
+                state.dataDirectorySynced = false
+                logger.warning("sync failed: \(failure)")
+                return
+            }
+            var committed = record.committed
+            committed.formUnion(job.ranges)
+            do throws(CacheError) {
+                try state.index?.updateRanges(id: id, ranges: committed, allocated: allocated, lastAccess: record.lastAccess)
+                record.committed = committed
+                record.accessDirty = false
+                state.totalAllocated += allocated - record.allocated
+                record.allocated = allocated
+            } catch {
+                // Durable but unclaimed: keep the bytes, retry the claim with the next batch.
+                indexFailed(&state, error)
+                record.syncError = error
+                record.unsynced.formUnion(job.ranges)
+            }
+            if counted, record.syncJobs == 0, record.unsyncedBytes >= configuration.syncBatchBytes {
+                // What piled up during this sync is the next batch: chain it.
+                record.syncJobs += 1
+                syncQueue.async { self.sync(id, counted: true) }
+            }
+            state.records[id] = record
+            state.deletePendingRows()
+            _ = evict(&state, extraFree: 0)
+        }
+    }
+
+    func flush(_ id: Int64) throws(CacheError) {
+        guard configuration.mode == .readWrite else { return }
+        onSyncQueue { sync(id) }
+        try state.withLock { (state) throws(CacheError) in try state.reportSyncError(id) }
+    }
+
+    func read(_ id: Int64, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {
+        let plan = state.withLock { state -> (file: DataFile, count: Int, generation: Int)? in
+            guard !state.closed, state.records[id] != nil else { return nil }
+            var count = Int(min(Int64(buffer.count), state.records[id]!.available.contiguousLength(from: offset)))
+            var file: DataFile?
+            if count > 0 {
+                file = try? dataFile(&state, id, create: false)
+                count = Int(min(Int64(count), state.records[id]?.available.contiguousLength(from: offset) ?? 0))
+            }
+            guard let file, count > 0 else {
+                state.stats.misses += 1
+                return nil
+            }
+            state.records[id]!.lastAccess = state.tick()
+            state.records[id]!.accessDirty = true
+            return (file, count, state.records[id]!.generation)
+        }
+        guard let plan else { return 0 }
+        let target = UnsafeMutableRawBufferPointer(rebasing: buffer[..<plan.count])
+        let count = (try? plan.file.read(into: target, at: offset)) ?? -1
+        return state.withLock { state -> Int in
+            guard let record = state.records[id], record.generation == plan.generation else {
+                state.stats.misses += 1
+                return 0
+            }
+            guard count == plan.count else {
+                logger.warning("data file of an entry in '\(record.namespace)' shrank under us; dropping its bytes")
+                state.stats.damagedEntries += 1
+                state.stats.misses += 1
+                if configuration.mode == .readWrite {
+                    try? reset(&state, id: id, metadata: record.metadata)
+                } else {
+                    state.records[id]!.available = RangeSet()
+                    state.records[id]!.committed = RangeSet()
+                }
+                return 0
+            }
+            state.stats.hits += 1
+            state.stats.bytesServedFromCache += Int64(count)
+            return count
+        }
+    }
+
+    /// A handle was closed: flush, then release the file; an entry left without bytes is removed.
+    func release(_ id: Int64) {
+        if configuration.mode == .readWrite, !state.withLock({ $0.closed }) {
+            do { try flush(id) } catch { logger.warning("flush on close failed: \(error)") }
+        }
+        state.withLock { state in
+            guard var record = state.records[id] else { return }
+            record.handles -= 1
+            guard record.handles == 0 else {
+                state.records[id] = record
+                return
+            }
+            if record.available.isEmpty, record.committed.isEmpty, !state.isInUse(record), state.index != nil,
+                configuration.mode == .readWrite
+            {
+                state.remove([id], dataDirectory: dataDirectory)
+                return
+            }
+            record.file = nil
+            if record.accessDirty, let index = state.index, configuration.mode == .readWrite {
+                if (try? index.updateAccess(id: id, lastAccess: record.lastAccess)) != nil { record.accessDirty = false }
+            }
+            state.records[id] = record
+        }
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+
+/// One entry as the index stores it.
+struct IndexRow {
+    var id: Int64
+    var namespace: String
+    var key: String
+    var fileName: String
+    var metadata: EntryMetadata
+    var created: Int64
+    var lastAccess: Int64
+    var allocated: Int64
+    var ranges: RangeSet
+}
+
+/// The SQLite index: one row per entry, its cached ranges as a blob of
+/// little-endian (start, end) pairs. WAL mode lets readers (the CLI) read
+/// while the daemon writes; `synchronous=NORMAL` is enough because a commit
+/// only ever claims bytes that were made durable before it.
+struct Index {
+    let database: Database
+
+    /// The schema version this code writes (`PRAGMA user_version`).
+    static let schemaVersion = 1
+
+    private static let schema = """
+        CREATE TABLE IF NOT EXISTS entries(
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            url TEXT,
+            file TEXT NOT NULL UNIQUE,
+            length INTEGER,
+            etag TEXT,
+            etag_weak INTEGER NOT NULL DEFAULT 0,
+            last_modified TEXT,
+            content_type TEXT,
+            accepts_ranges INTEGER,
+            created INTEGER NOT NULL,
+            last_access INTEGER NOT NULL,
+            allocated INTEGER NOT NULL DEFAULT 0,
+            ranges BLOB NOT NULL DEFAULT x'',
+            UNIQUE(namespace, key));
+        """
+
+    /// Opens (and for writers creates or checks) the index at `path`. Throws
+    /// `.index` when the file is damaged or of an unknown version.
+    static func open(path: String, readOnly: Bool, immutable: Bool = false) throws(CacheError) -> Index {
+        let database = try Database(path: path, readOnly: readOnly, immutable: immutable)
+        if !readOnly {
+            _ = try database.text("PRAGMA journal_mode=WAL")
+            try database.execute("PRAGMA synchronous=NORMAL")
+        }
+        let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0  // also fails on garbage
+        if version == 0, !readOnly {
+            try database.transaction { () throws(CacheError) in
+                try database.execute(schema)
+                try database.execute("PRAGMA user_version=\(schemaVersion)")
+            }
+        } else if version != schemaVersion, !(readOnly && version == 0) {
+            throw CacheError.index("unknown schema version \(version)")
+        }
+        return Index(database: database)
+    }
+
+    /// Deletes the index at `path` (with its WAL files) and creates an empty one.
+    static func recreate(path: String) throws(CacheError) -> Index {
+        for suffix in ["", "-wal", "-shm", "-journal"] { unlink(path + suffix) }
+        try RangeCache.createPrivateFile(path)
+        return try open(path: path, readOnly: false)
+    }
+
+    /// Checks every page of the database (`PRAGMA quick_check`); throws `.index` when damaged.
+    func check() throws(CacheError) {
+        let answer = try database.text("PRAGMA quick_check") ?? "no answer"
+        guard answer == "ok" else { throw CacheError.index("integrity check: \(answer)") }
+    }
+
+    /// Writes rows as they are (ids included), in one transaction: rebuilding an index from memory.
+    func insert(_ rows: [IndexRow]) throws(CacheError) {
+        try database.transaction { () throws(CacheError) in
+            for row in rows {
+                try database.run(
+                    """
+                    INSERT INTO entries(id, namespace, key, file, url, length, etag, etag_weak, last_modified,
+                        content_type, accepts_ranges, created, last_access, allocated, ranges)
+                    VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                    [.integer(row.id), .text(row.namespace), .text(row.key), .text(row.fileName)]
+                        + Index.values(row.metadata)
+                        + [.integer(row.created), .integer(row.lastAccess), .integer(row.allocated), .blob(row.ranges.encoded)])
+            }
+        }
+    }
+
+    /// Every row; rows that do not decode are returned by id in `damaged`.
+    func load() throws(CacheError) -> (rows: [IndexRow], damaged: [Int64]) {
+        var rows: [IndexRow] = []
+        var damaged: [Int64] = []
+        let sql = """
+            SELECT id, namespace, key, url, file, length, etag, etag_weak, last_modified,
+                   content_type, accepts_ranges, created, last_access, allocated, ranges FROM entries
+            """
+        do throws(CacheError) {
+            try database.run(sql) { row in
+                let id = row.integer(0) ?? -1
+                guard let namespace = row.text(1), let key = row.text(2), let file = row.text(4),
+                    let ranges = row.withBlob(14, { RangeSet(encoded: $0) })
+                else {
+                    damaged.append(id)
+                    return
+                }
+                var validator = Validator(etag: row.text(6), lastModified: row.text(8), length: row.integer(5))
+                validator.etagIsWeak = (row.integer(7) ?? 0) != 0
+                var metadata = EntryMetadata(
+                    validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 })
+                metadata.urlText = row.text(3)
+                rows.append(IndexRow(
+                    id: id, namespace: namespace, key: key, fileName: file, metadata: metadata,
+                    created: row.integer(11) ?? 0, lastAccess: row.integer(12) ?? 0,
+                    allocated: row.integer(13) ?? 0, ranges: ranges))
+            }
+        } catch .readOnly {
+            // A reader opened an index that has no schema yet: nothing cached.
+        }
+        return (rows, damaged)
+    }
+
+    /// Inserts a new, empty entry and returns its id.
+    func insert(namespace: String, key: String, fileName: String, now: Int64) throws(CacheError) -> Int64 {
+        try database.run(
+            "INSERT INTO entries(namespace, key, file, created, last_access) VALUES(?, ?, ?, ?, ?)",
+            [.text(namespace), .text(key), .text(fileName), .integer(now), .integer(now)])
+        return database.lastInsertedRowID
+    }
+
+    /// Records the entry's durable ranges, disk usage and last access.
+    func updateRanges(id: Int64, ranges: RangeSet, allocated: Int64, lastAccess: Int64) throws(CacheError) {
+        try database.run(
+            "UPDATE entries SET ranges = ?, allocated = ?, last_access = ? WHERE id = ?",
+            [.blob(ranges.encoded), .integer(allocated), .integer(lastAccess), .integer(id)])
+    }
+
+    /// Records the entry's last access.
+    func updateAccess(id: Int64, lastAccess: Int64) throws(CacheError) {
+        try database.run("UPDATE entries SET last_access = ? WHERE id = ?", [.integer(lastAccess), .integer(id)])
+    }
+
+    /// Empties the entry: no ranges, a new data file name, and `metadata`.
+    func reset(id: Int64, fileName: String, metadata: EntryMetadata) throws(CacheError) {
+        try database.run(
+            """
+            UPDATE entries SET file = ?, ranges = x'', allocated = 0, url = ?, length = ?, etag = ?, etag_weak = ?,
+                last_modified = ?, content_type = ?, accepts_ranges = ? WHERE id = ?
+            """,
+            [.text(fileName)] + Index.values(metadata) + [.integer(id)])
+    }
+
+    /// Records metadata that does not change the entry's version.
+    func updateMetadata(id: Int64, metadata: EntryMetadata) throws(CacheError) {
+        try database.run(
+            """
+            UPDATE entries SET url = ?, length = ?, etag = ?, etag_weak = ?, last_modified = ?, content_type = ?,
+                accepts_ranges = ? WHERE id = ?
+            """,
+            Index.values(metadata) + [.integer(id)])
+    }
+
+    /// The metadata columns in order: url, length, etag, etag_weak, last_modified, content_type, accepts_ranges.
+    private static func values(_ metadata: EntryMetadata) -> [SQLValue] {
+        let validator = metadata.validator
+        return [
+            .optional(metadata.urlText), .optional(validator.length), .optional(validator.etag),
+            .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
+            .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
+        ]
+    }
+
+    /// Deletes entries.
+    func delete(ids: [Int64]) throws(CacheError) {
+        guard !ids.isEmpty else { return }
+        try database.transaction { () throws(CacheError) in
+            for id in ids { try database.run("DELETE FROM entries WHERE id = ?", [.integer(id)]) }
+        }
+    }
+}
