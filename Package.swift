@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "SpoolConfig", dependencies: ["SpoolLog"]),
         .target(name: "RangeCache", dependencies: ["CSQLite", "SpoolLog"]),
         .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "SpoolLog"]),
-        .target(name: "MediaSource", dependencies: ["Fetcher", "SpoolLog"]),
+        .target(name: "MediaSource", dependencies: ["Fetcher", "RangeCache", "SpoolLog"]),
         .target(name: "EngineAPI"),
         .target(
             name: "GStreamerEngine",
@@ -73,7 +73,7 @@ let package = Package(
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
         .testTarget(name: "FetcherTests", dependencies: ["Fetcher", "TestSupport"]),
         .testTarget(
-            name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "TestSupport"]),
+            name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "RangeCache", "TestSupport"]),
         .testTarget(
             name: "GStreamerEngineTests",
             dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "CGStreamer", "TestSupport"]),

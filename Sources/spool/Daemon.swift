@@ -6,6 +6,7 @@ import GStreamerEngine
 import MPRIS
 import MediaSource
 import PlayerCore
+import RangeCache
 import SpoolConfig
 import SpoolLog
 import StateStore
@@ -31,6 +32,8 @@ final class Daemon: Sendable {
     private let service: MPRISService
     private let stopping = Atomic<Bool>(false)
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
+    /// The byte cache, or why it could not be opened (reported once the bus name is ours).
+    private let cache: Result<RangeCache, CacheError>
     /// Hook for the layers still to come: hand them their settings from here.
     private let configuration: Configuration
 
@@ -46,11 +49,28 @@ final class Daemon: Sendable {
         }
         let fetcher = Fetcher(userAgent: "Spool/\(SpoolVersion.string)")
         self.fetcher = fetcher
+        let settings = options.configuration
+        var cacheSettings = RangeCache.Configuration()
+        cacheSettings.budgetBytes = settings.cacheBudget.bytes
+        cacheSettings.minimumFreeBytes = settings.cacheFreeSpaceFloor.size.bytes
+        cacheSettings.minimumFreeFraction = settings.cacheFreeSpaceFloor.percent / 100
+        cacheSettings.ignoredQueryParameters = settings.cacheIgnoredQueryParameters
+        let cache = Result { () throws(CacheError) in
+            try RangeCache(directory: Daemon.cacheDirectory(), configuration: cacheSettings)
+        }
+        self.cache = cache
+        let namespace = settings.account
         let engine = try GStreamerEngine(audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art")) { url throws(MediaSourceError) in
             switch url.scheme?.lowercased() {
-            case "file": return FileByteSource(path: url.path)
-            case "http", "https": return HTTPByteSource(url: url, fetcher: fetcher)
-            default: throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
+            case "file":
+                return FileByteSource(path: url.path)
+            case "http", "https":
+                guard case .success(let cache) = cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
+                    return HTTPByteSource(url: url, fetcher: fetcher)  // no cache: stream from memory
+                }
+                return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+            default:
+                throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
             }
         }
         let memory: PlaybackMemory
@@ -64,7 +84,10 @@ final class Daemon: Sendable {
         resume.minimum = options.configuration.resumeMinimum
         resume.endMargin = options.configuration.resumeEndMargin
         resume.rewind = options.configuration.resumeRewind
-        player = Player(engine: engine, memory: memory, policy: resume)
+        let keyForURL: @Sendable (URL) -> String = { url in
+            CacheKey(url: url, ignoring: settings.cacheIgnoredQueryParameters).value
+        }
+        player = Player(engine: engine, memory: memory, policy: resume, keyForURL: keyForURL)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         service = MPRISService(
@@ -98,6 +121,11 @@ final class Daemon: Sendable {
             connection.close()
             throw DaemonError("another Spool daemon already owns \(MPRISService.busName) on this bus")
         }
+        if case .failure(let error) = cache {
+            // The name is ours but another daemon (on another bus) holds the cache.
+            if case .inUseByAnotherProcess = error { throw DaemonError("\(error)") }
+            log.warning("playing without the cache: \(error)")
+        }
         log.notice("Spool \(SpoolVersion.string) ready as \(MPRISService.busName)")
         let watcher = await SleepWatcher(player: player)
         sleepWatcher.withLock { $0 = watcher }
@@ -112,6 +140,7 @@ final class Daemon: Sendable {
             try? connection.releaseName(MPRISService.busName)
             connection.close()
             fetcher.shutdown()
+            if case .success(let cache) = cache { cache.close() }
             exit(0)
         }
     }

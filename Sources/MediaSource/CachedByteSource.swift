@@ -1,0 +1,323 @@
+import Fetcher
+import Foundation
+import RangeCache
+import SpoolLog
+import Synchronization
+
+/// Bytes of an http(s) resource, read from the range cache when they are there
+/// and fetched when they are not; everything fetched is written to the cache.
+///
+/// - A complete entry opens from the cache with no network at all.
+/// - A partial entry opens at once from what the cache knows (it plays offline
+///   as far as it goes) and continues from its first missing byte with If-Range.
+/// - Sequential playback uses one open-ended request; holes between cached
+///   ranges get requests that stop where the cache resumes, so no byte is
+///   fetched twice. After the reader is served, the rest of the resource is
+///   fetched in the background (read-ahead) until the entry is complete.
+/// - A read far ahead of the running transfer (a seek) starts a request there at
+///   once; a small read near the end (tags, a trailing `moov`) gets its own short
+///   request without stopping the main one.
+/// - A resource that changed on the server is never spliced with the old copy:
+///   the entry is emptied, and a track already playing fails so it is reopened.
+public final class CachedByteSource: ByteSource {
+    /// How far ahead of a running transfer a read may be and still wait for it.
+    public static let waitAheadLimit: Int64 = 512 * 1024
+    /// The smallest request made for a far, small read near the end.
+    public static let tailRequestSize: Int64 = 64 * 1024
+    /// Reads in the last this-many bytes count as tail reads (tags, `moov`), not seeks.
+    public static let tailRegion: Int64 = 1024 * 1024
+
+    private struct Waiter {
+        let offset: Int64
+        let wake: @Sendable () -> Void
+    }
+
+    private struct Transfer {
+        let id: TransferID
+        var next: Int64
+        let end: Int64?
+    }
+
+    private struct State {
+        var info: ResourceInfo?
+        var validator: HTTPValidator?
+        var openCompletion: (@Sendable (Result<ResourceInfo, MediaSourceError>) -> Void)?
+        var main: Transfer?
+        var side: Transfer?
+        var waiter: Waiter?
+        var failure: MediaSourceError?
+        var closed = false
+        /// Bytes the cache could not store (disk full): kept so playback goes on.
+        var overflow = ByteRuns()
+        var writeFailureLogged = false
+    }
+
+    private let url: URL
+    private let entry: CacheEntry
+    private let fetcher: Fetcher
+    private let resource: String
+    private let state = Mutex(State())
+    private let log = Logger(label: "cached-source")
+
+    /// Creates a source for `url` over its cache entry; transfers run on `fetcher`.
+    public init(url: URL, entry: CacheEntry, fetcher: Fetcher) {
+        self.url = url
+        self.entry = entry
+        self.fetcher = fetcher
+        resource = "\(entry.namespace)\u{0}\(entry.key.value)"
+    }
+
+    // MARK: ByteSource
+
+    /// Opens from the cache when it knows the length, else from the first response.
+    public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        let metadata = entry.metadata
+        let cachedLength = metadata.validator.length
+        var opened: ResourceInfo?
+        let failure: MediaSourceError? = state.withLock { state in
+            guard !state.closed else { return .closed }
+            state.validator = HTTPValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
+            if let length = cachedLength, entry.contiguousLength(from: 0) > 0 || length == 0 {
+                let info = ResourceInfo(
+                    length: length, contentType: metadata.contentType, randomAccess: metadata.acceptsRanges ?? true)
+                state.info = info
+                opened = info
+                if let missing = firstMissing(length: length) {
+                    startLocked(&state, at: missing, priority: .readAhead)  // continue the download
+                }
+            } else {
+                state.openCompletion = completion
+                startLocked(&state, at: 0, priority: .playback)
+            }
+            return nil
+        }
+        if let failure { return completion(.failure(failure)) }
+        if let opened {
+            log.info("opened \(loggable(url)) from the cache (\(entry.contiguousLength(from: 0)) of \(opened.length ?? 0) bytes)")
+            completion(.success(opened))
+        }
+    }
+
+    /// Returns cached bytes at `offset`, or arranges for them to be fetched and the reader woken.
+    public func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        state.withLock { state in
+            if state.closed { return .failed(.closed) }
+            guard let info = state.info else { return .failed(.readFailed("read before open")) }
+            let wanted: Int
+            if let length = info.length {
+                if offset >= length { return .endOfStream }
+                wanted = Int(min(Int64(maxLength), length - offset))
+            } else {
+                wanted = maxLength
+            }
+            let held = Int(min(Int64(wanted), entry.contiguousLength(from: offset)))
+            if held == wanted, let bytes = entry.read(at: offset, maxLength: wanted), bytes.count == wanted {
+                return .data(bytes)
+            }
+            if let bytes = state.overflow.read(at: offset, maxLength: wanted), bytes.count == wanted {
+                return .data(bytes)
+            }
+            if info.length == nil, held > 0, let bytes = entry.read(at: offset, maxLength: held) {
+                return .data(bytes)  // a stream of unknown length: partial reads are fine
+            }
+            if let failure = state.failure { return .failed(failure) }
+            let missing = offset + Int64(held)
+            state.waiter = Waiter(offset: missing, wake: wake)
+            arrangeLocked(&state, for: missing, length: Int64(wanted - held))
+            return .pending
+        }
+    }
+
+    /// Forgets the pending reader.
+    public func cancelPendingReads() {
+        state.withLock { $0.waiter = nil }
+    }
+
+    /// Cancels the transfers, makes written bytes durable and closes the entry.
+    public func close() {
+        let transfers = state.withLock { state -> [TransferID] in
+            guard !state.closed else { return [] }
+            state.closed = true
+            state.waiter = nil
+            defer {
+                state.main = nil
+                state.side = nil
+            }
+            return [state.main?.id, state.side?.id].compactMap { $0 }
+        }
+        for id in transfers { fetcher.cancel(id) }
+        try? entry.flush()
+        entry.close()
+    }
+
+    deinit { close() }
+
+    // MARK: Transfers
+
+    /// Makes sure some transfer will deliver `offset` soon.
+    private func arrangeLocked(_ state: inout State, for offset: Int64, length: Int64) {
+        if let main = state.main, main.next <= offset, offset - main.next <= Self.waitAheadLimit,
+            main.end.map({ offset < $0 }) ?? true
+        {
+            fetcher.setPriority(main.id, .playback)
+            return  // the running transfer gets there soon
+        }
+        if let side = state.side, side.next <= offset, offset < (side.end ?? .max) { return }
+        guard state.info?.randomAccess != false else { return }  // only the one stream from 0 can bring it
+        let total = state.info?.length
+        if let total, offset >= total - Self.tailRegion, state.main != nil, state.side == nil {
+            // A small read near the end (tags, moov): its own short request; the main one goes on.
+            let end = min(total, max(offset + Self.tailRequestSize, offset + length), nextCached(after: offset) ?? total)
+            let id = fetcher.start(request(offset, end: end, priority: .seekTarget, state)) { [weak self] id, event in
+                self?.handle(event, of: id)
+            }
+            state.side = Transfer(id: id, next: offset, end: end)
+            return
+        }
+        startLocked(&state, at: offset, priority: .playback)  // a seek: go there now
+    }
+
+    private func startLocked(_ state: inout State, at offset: Int64, priority: FetchPriority) {
+        if let old = state.main { fetcher.cancel(old.id) }
+        let end = state.info?.length.flatMap { _ in nextCached(after: offset) }
+        let id = fetcher.start(request(offset, end: end, priority: priority, state)) { [weak self] id, event in
+            self?.handle(event, of: id)
+        }
+        state.main = Transfer(id: id, next: offset, end: end)
+    }
+
+    /// A request for `[start, end)`; with cached bytes it carries If-Range, so a changed
+    /// file answers with a whole new body instead of being spliced.
+    private func request(_ start: Int64, end: Int64?, priority: FetchPriority, _ state: State) -> RangeRequest {
+        let hasBytes = !entry.cachedRanges.isEmpty
+        return RangeRequest(
+            url: url, start: start, end: end, knownLength: state.info?.length,
+            condition: hasBytes ? state.validator.map { .ifRange($0) } : nil, priority: priority, resource: nil)
+    }
+
+    /// The first cached byte after `offset`, where a request for a hole should stop.
+    private func nextCached(after offset: Int64) -> Int64? {
+        entry.cachedRanges.ranges.first { $0.lowerBound > offset }?.lowerBound
+    }
+
+    private func firstMissing(length: Int64) -> Int64? {
+        entry.missing(in: 0..<length).first?.lowerBound
+    }
+
+    private func handle(_ event: TransferEvent, of id: TransferID) {
+        var callbacks: [@Sendable () -> Void] = []
+        state.withLock { state in
+            guard !state.closed else { return }
+            let isMain = state.main?.id == id
+            guard isMain || state.side?.id == id else { return }  // a replaced transfer
+            switch event {
+            case .response(let head):
+                accept(head, &state, &callbacks)
+            case .changed(let head):
+                // The file changed on the server: never splice it with what was cached.
+                let wasOpen = state.info != nil && state.openCompletion == nil
+                _ = try? entry.setMetadata(EntryMetadata())  // empties the entry
+                state.overflow = ByteRuns()
+                if wasOpen {
+                    log.warning("\(loggable(url)) changed on the server while playing: reopening it")
+                    state.failure = .readFailed("the resource changed on the server")
+                    if let main = state.main { fetcher.cancel(main.id) }
+                    state.main = nil
+                    if let waiter = state.waiter {
+                        state.waiter = nil
+                        callbacks.append(waiter.wake)
+                    }
+                } else {
+                    accept(head, &state, &callbacks)
+                }
+            case .notModified:
+                break
+            case .data(let bytes, let offset):
+                store(bytes, at: offset, &state)
+                if isMain { state.main?.next = offset + Int64(bytes.count) } else { state.side?.next = offset + Int64(bytes.count) }
+                if let waiter = state.waiter, entry.contiguousLength(from: waiter.offset) > 0
+                    || state.overflow.contains(waiter.offset)
+                {
+                    state.waiter = nil
+                    callbacks.append(waiter.wake)
+                }
+            case .status:
+                break
+            case .finished:
+                if isMain { state.main = nil } else { state.side = nil }
+                try? entry.flush()
+                continueLocked(&state, &callbacks)
+            case .failed(let error):
+                if isMain { state.main = nil } else { state.side = nil }
+                log.warning("\(loggable(url)): \(error)")
+                if let completion = state.openCompletion {
+                    state.openCompletion = nil
+                    state.failure = .unavailable(error.description)
+                    callbacks.append { completion(.failure(.unavailable(error.description))) }
+                } else if case .resourceChanged = error {
+                    _ = try? entry.setMetadata(EntryMetadata())
+                    state.failure = .readFailed("the resource changed on the server")
+                } else if state.waiter != nil {
+                    state.failure = .readFailed(error.description)
+                }
+                if let waiter = state.waiter {
+                    state.waiter = nil
+                    callbacks.append(waiter.wake)
+                }
+            }
+        }
+        for callback in callbacks { callback() }
+    }
+
+    /// The first response: bind the entry to this version and finish opening.
+    private func accept(_ head: ResponseHead, _ state: inout State, _ callbacks: inout [@Sendable () -> Void]) {
+        let validator = CacheValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
+        let metadata = EntryMetadata(
+            url: url, validator: validator, contentType: head.contentType, acceptsRanges: head.honoursRange)
+        if (try? entry.setMetadata(metadata)) == true { state.overflow = ByteRuns() }
+        state.validator = head.validator
+        guard state.info == nil else { return }
+        let info = ResourceInfo(
+            length: head.totalLength, contentType: head.contentType,
+            randomAccess: head.honoursRange && head.totalLength != nil)
+        state.info = info
+        if let completion = state.openCompletion {
+            state.openCompletion = nil
+            callbacks.append { completion(.success(info)) }
+        }
+        log.info("opened \(loggable(url)): \(info.length.map(String.init) ?? "unknown") bytes, \(info.randomAccess ? "range requests" : "no range support")")
+    }
+
+    /// After a transfer ends: serve the waiting reader, else fill the next hole (read-ahead).
+    private func continueLocked(_ state: inout State, _ callbacks: inout [@Sendable () -> Void]) {
+        guard state.main == nil, let length = state.info?.length else {
+            if let waiter = state.waiter, state.main == nil, state.info?.length == nil {
+                state.waiter = nil
+                callbacks.append(waiter.wake)  // unknown length: the clean end is the end
+                if state.info?.length == nil { state.info?.length = entry.cachedRanges.upperBound }
+            }
+            return
+        }
+        if let waiter = state.waiter, waiter.offset < length, entry.contiguousLength(from: waiter.offset) == 0 {
+            startLocked(&state, at: waiter.offset, priority: .playback)
+        } else if let missing = firstMissing(length: length), state.info?.randomAccess != false {
+            startLocked(&state, at: missing, priority: .readAhead)
+        } else if let waiter = state.waiter {
+            state.waiter = nil
+            callbacks.append(waiter.wake)
+        }
+    }
+
+    private func store(_ bytes: Data, at offset: Int64, _ state: inout State) {
+        do {
+            try entry.write(bytes, at: offset)
+        } catch {
+            // The disk is full or gone: keep the bytes in memory so playback goes on.
+            if !state.writeFailureLogged {
+                log.warning("cannot cache \(loggable(url)) (\(error)); streaming from memory")
+                state.writeFailureLogged = true
+            }
+            state.overflow.write(bytes, at: offset)
+        }
+    }
+}

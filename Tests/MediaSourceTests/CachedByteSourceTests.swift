@@ -1,0 +1,160 @@
+import Fetcher
+import Foundation
+import MediaSource
+import RangeCache
+import Testing
+import TestSupport
+
+/// A cache directory, a fetcher and a fault origin serving one resource.
+final class CacheRig {
+    let directory: TemporaryDirectory
+    let origin: FaultOrigin
+    let fetcher = Fetcher(userAgent: "Spool/test")
+    let body: Data
+    let path = "/track.flac"
+    private(set) var cache: RangeCache
+
+    init(size: Int = 1_500_000, faults: OriginFaults = OriginFaults()) throws {
+        directory = try TemporaryDirectory(prefix: "spool-cache")
+        origin = try FaultOrigin()
+        body = patternedBody(size)
+        origin.serve(OriginResource(body, etag: "\"v1\""), at: path, faults: faults)
+        cache = try RangeCache(directory: directory.url)
+    }
+
+    var url: URL { origin.url(for: path) }
+
+    func source() throws -> CachedByteSource {
+        CachedByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher)
+    }
+
+    /// Closes the cache and opens it again, as a restarted daemon would.
+    func reopenCache() throws {
+        cache.close()
+        cache = try RangeCache(directory: directory.url)
+    }
+
+    /// Body bytes the origin sent so far.
+    var bytesSent: Int { origin.requests().reduce(0) { $0 + $1.bodyBytesSent } }
+}
+
+@Suite("Cached byte source", .serialized)
+struct CachedByteSourceTests {
+    @Test func aSecondPlayReadsEverythingFromTheCacheWithNoRequest() throws {
+        let rig = try CacheRig()
+        do {
+            let source = try rig.source()
+            #expect(try open(source).get().length == Int64(rig.body.count))
+            let read = try readFully(source, at: 0, length: rig.body.count).get()
+            #expect(firstDifference(read, rig.body) == nil)
+            source.close()
+        }
+        let requestsAfterFirstPlay = try rig.origin.requests(atLeast: 1).count
+        try rig.reopenCache()
+        let again = try rig.source()
+        defer { again.close() }
+        #expect(try open(again).get().length == Int64(rig.body.count))
+        #expect(firstDifference(try readFully(again, at: 0, length: rig.body.count).get(), rig.body) == nil)
+        #expect(rig.origin.requests().count == requestsAfterFirstPlay, "a replay must not touch the network")
+        #expect(rig.bytesSent == rig.body.count, "every byte fetched exactly once")
+    }
+
+    @Test func anInterruptedDownloadContinuesFromItsFirstMissingByteWithIfRange() throws {
+        let rig = try CacheRig(faults: OriginFaults(bytesPerSecond: 2_000_000))
+        do {
+            let source = try rig.source()
+            _ = try open(source).get()
+            _ = try readFully(source, at: 0, length: 300_000).get()
+            source.close()  // the daemon stops mid-download
+        }
+        try rig.reopenCache()
+        let cachedBefore = try rig.cache.entry(for: rig.url).contiguousLength(from: 0)
+        #expect(cachedBefore >= 300_000 && cachedBefore < Int64(rig.body.count))
+        rig.origin.setFaults(OriginFaults(), for: rig.path)
+        rig.origin.clearRequests()
+        let source = try rig.source()
+        defer { source.close() }
+        _ = try open(source).get()
+        #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count).get(), rig.body) == nil)
+        let resumed = try #require(rig.origin.requests(atLeast: 1).first)
+        #expect(resumed.range?.hasPrefix("bytes=\(cachedBefore)-") == true, "\(resumed)")
+        #expect(resumed.ifRange == "\"v1\"")
+        #expect(resumed.status == 206)
+    }
+
+    @Test func aFileChangedOnTheServerIsNeverSplicedWithTheOldCopy() throws {
+        let rig = try CacheRig(faults: OriginFaults(bytesPerSecond: 2_000_000))
+        do {
+            let source = try rig.source()
+            _ = try open(source).get()
+            _ = try readFully(source, at: 0, length: 200_000).get()
+            source.close()
+        }
+        let newer = Data(patternedBody(rig.body.count).reversed())
+        rig.origin.replace(rig.path, with: OriginResource(newer, etag: "\"v2\""))
+        rig.origin.setFaults(OriginFaults(), for: rig.path)
+        try rig.reopenCache()
+        // The track opened from the cache discovers the change when it continues.
+        let stale = try rig.source()
+        _ = try open(stale).get()
+        let result = readFully(stale, at: 0, length: rig.body.count)
+        if case .success(let bytes) = result {
+            #expect(firstDifference(bytes, rig.body) == nil || firstDifference(bytes, newer) == nil, "spliced bytes")
+        }
+        stale.close()
+        // Reopened, it plays the new version, whole.
+        let fresh = try rig.source()
+        defer { fresh.close() }
+        _ = try open(fresh).get()
+        #expect(firstDifference(try readFully(fresh, at: 0, length: newer.count).get(), newer) == nil)
+    }
+
+    @Test func randomSeeksReadExactBytesAndFetchLittleMoreThanTheFile() throws {
+        let rig = try CacheRig(size: 3_000_000, faults: OriginFaults(bytesPerSecond: 4_000_000))
+        let source = try rig.source()
+        defer { source.close() }
+        _ = try open(source).get()
+        var generator = SystemRandomNumberGenerator()
+        var offsets: [Int] = [0]
+        for _ in 0..<5 { offsets.append(Int.random(in: 0..<(rig.body.count - 70_000), using: &generator)) }
+        for offset in offsets {
+            let read = try readFully(source, at: Int64(offset), length: 65_536).get()
+            #expect(firstDifference(read, rig.body[offset..<(offset + 65_536)]) == nil, "at \(offset)")
+        }
+        // Let the read-ahead complete the entry, then play it all from the cache.
+        #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count, timeout: 30).get(), rig.body) == nil)
+        source.close()
+        let sent = try rig.origin.requests(atLeast: 1).reduce(0) { $0 + $1.bodyBytesSent }
+        #expect(sent <= rig.body.count + 5 * 64 * 1024 + 256 * 1024, "fetched \(sent) for \(rig.body.count)")
+    }
+
+    @Test func aSmallReadNearTheEndGetsItsOwnShortRequest() throws {
+        let rig = try CacheRig(size: 4_000_000, faults: OriginFaults(bytesPerSecond: 1_000_000))
+        let source = try rig.source()
+        defer { source.close() }
+        _ = try open(source).get()
+        _ = try readFully(source, at: 0, length: 4096).get()
+        let tail = Int64(rig.body.count - 10_000)
+        #expect(firstDifference(try readFully(source, at: tail, length: 10_000).get(), rig.body.suffix(10_000)) == nil)
+        let ranges = rig.origin.requests().compactMap(\.range)
+        #expect(ranges.contains("bytes=\(tail)-\(rig.body.count - 1)"), "\(ranges)")
+        // The main transfer from 0 is still running: it was not restarted at the tail.
+        #expect(ranges.filter { $0.hasPrefix("bytes=0-") }.count <= 1)
+    }
+
+    @Test func aCompleteEntryPlaysWithTheNetworkDown() throws {
+        let rig = try CacheRig(size: 200_000)
+        do {
+            let source = try rig.source()
+            _ = try open(source).get()
+            _ = try readFully(source, at: 0, length: rig.body.count).get()
+            source.close()
+        }
+        rig.origin.stop()
+        try rig.reopenCache()
+        let offline = try rig.source()
+        defer { offline.close() }
+        _ = try open(offline).get()
+        #expect(firstDifference(try readFully(offline, at: 0, length: rig.body.count).get(), rig.body) == nil)
+    }
+}
