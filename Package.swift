@@ -76,7 +76,7 @@ let package = Package(
             name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "RangeCache", "TestSupport"]),
         .testTarget(
             name: "GStreamerEngineTests",
-            dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "CGStreamer", "TestSupport"]),
+            dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer", "TestSupport"]),
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),

@@ -171,7 +171,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             guard let track, shared.withLock({ $0.next == nil && !$0.handedOver }) else { return }
             let uri = "appsrc://spool/\(track.id.rawValue)-\(generation)-next"
             shared.withLock { $0.next = Prepared(track: track, uri: uri) }
-            open(track) { [self] result in
+            open(track, background: true) { [self] result in
                 let accepted = shared.withLock { state -> Bool in
                     guard state.generation == generation, state.next?.uri == uri, case .success(let feeder) = result
                     else { return false }
@@ -313,8 +313,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Creates and opens a track's source; `done` runs on the control queue. A
     /// source that fails to open is closed here; an opened one belongs to its feeder.
+    /// A `background` source (the next track) downloads at preload priority.
     private func open(
-        _ track: EngineTrack, _ done: @escaping @Sendable (Result<AppSrcFeeder, MediaSourceError>) -> Void
+        _ track: EngineTrack, background: Bool = false,
+        _ done: @escaping @Sendable (Result<AppSrcFeeder, MediaSourceError>) -> Void
     ) {
         let source: ByteSource
         do throws(MediaSourceError) {
@@ -323,6 +325,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             done(.failure(error))
             return
         }
+        source.setBackground(background)
         source.open { [weak self] result in
             guard let self else { return source.close() }
             self.control.async {
@@ -533,6 +536,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         case .handedOver(let id, let oldFeeder, let needsRate, let seekable):
             log.info("\(id) started (gapless)")
             oldFeeder?.detach()  // the old track's bytes are all read by now
+            shared.withLock { $0.current?.feeder }?.source.setBackground(false)
             emit(.seekable(id, seekable))
             emit(.trackStarted(id))
             if needsRate {

@@ -67,4 +67,13 @@ public protocol ByteSource: AnyObject, Sendable {
 
     /// Stops all work for this source and releases what it holds. Reads after this fail.
     func close()
+
+    /// Marks the source as prepared ahead of need (the next track): its downloads
+    /// yield to the playing track's. Set back to false when its audio starts.
+    func setBackground(_ background: Bool)
+}
+
+extension ByteSource {
+    /// Sources with nothing to download ignore the hint.
+    public func setBackground(_ background: Bool) {}
 }

@@ -50,6 +50,8 @@ public final class CachedByteSource: ByteSource {
         /// Bytes the cache could not store (disk full): kept so playback goes on.
         var overflow = ByteRuns()
         var writeFailureLogged = false
+        /// Prepared ahead of need: downloads run at preload priority.
+        var background = false
     }
 
     private let url: URL
@@ -128,6 +130,15 @@ public final class CachedByteSource: ByteSource {
         }
     }
 
+    /// Prepared ahead of need (true) or playing (false): sets the priority of its downloads.
+    public func setBackground(_ background: Bool) {
+        let raise = state.withLock { state -> TransferID? in
+            state.background = background
+            return background ? nil : state.main?.id
+        }
+        if let raise { fetcher.setPriority(raise, .readAhead) }
+    }
+
     /// Forgets the pending reader.
     public func cancelPendingReads() {
         state.withLock { $0.waiter = nil }
@@ -159,7 +170,7 @@ public final class CachedByteSource: ByteSource {
         if let main = state.main, main.next <= offset, offset - main.next <= Self.waitAheadLimit,
             main.end.map({ offset < $0 }) ?? true
         {
-            fetcher.setPriority(main.id, .playback)
+            if !state.background { fetcher.setPriority(main.id, .playback) }
             return  // the running transfer gets there soon
         }
         if let side = state.side, side.next <= offset, offset < (side.end ?? .max) { return }
@@ -177,8 +188,9 @@ public final class CachedByteSource: ByteSource {
         startLocked(&state, at: offset, priority: .playback)  // a seek: go there now
     }
 
-    private func startLocked(_ state: inout State, at offset: Int64, priority: FetchPriority) {
+    private func startLocked(_ state: inout State, at offset: Int64, priority wanted: FetchPriority) {
         if let old = state.main { fetcher.cancel(old.id) }
+        let priority = state.background ? FetchPriority.preload : wanted
         let end = state.info?.length.flatMap { _ in nextCached(after: offset) }
         let id = fetcher.start(request(offset, end: end, priority: priority, state)) { [weak self] id, event in
             self?.handle(event, of: id)
