@@ -26,6 +26,8 @@ public final class CachedByteSource: ByteSource {
     public static let tailRequestSize: Int64 = 64 * 1024
     /// Reads in the last this-many bytes count as tail reads (tags, `moov`), not seeks.
     public static let tailRegion: Int64 = 1024 * 1024
+    /// A seek storm opens at most one connection per this interval; only the latest target counts.
+    public static let seekConnectionInterval: Duration = .milliseconds(100)
 
     private struct Waiter {
         let offset: Int64
@@ -52,6 +54,9 @@ public final class CachedByteSource: ByteSource {
         var writeFailureLogged = false
         /// Prepared ahead of need: downloads run at preload priority.
         var background = false
+        /// When the last transfer for a seek started, and whether a delayed one is due.
+        var lastSeekStart: ContinuousClock.Instant?
+        var seekScheduled = false
     }
 
     private let url: URL
@@ -185,7 +190,33 @@ public final class CachedByteSource: ByteSource {
             state.side = Transfer(id: id, next: offset, end: end)
             return
         }
-        startLocked(&state, at: offset, priority: .playback)  // a seek: go there now
+        // A seek: go there now, unless a connection for a seek opened within the last
+        // 100 ms — then once that interval is over, for whatever the reader wants by then.
+        let now = ContinuousClock.now
+        if let last = state.lastSeekStart, now - last < Self.seekConnectionInterval {
+            guard !state.seekScheduled else { return }
+            state.seekScheduled = true
+            let delay = Self.seekConnectionInterval - (now - last)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(delay.components.attoseconds / 1_000_000_000))) {
+                [weak self] in self?.startDelayedSeek()
+            }
+            return
+        }
+        state.lastSeekStart = now
+        startLocked(&state, at: offset, priority: .playback)
+    }
+
+    /// The end of a seek storm: one connection, at the offset the reader waits for now.
+    private func startDelayedSeek() {
+        state.withLock { state in
+            state.seekScheduled = false
+            guard !state.closed, let waiter = state.waiter else { return }
+            if let main = state.main, main.next <= waiter.offset, waiter.offset - main.next <= Self.waitAheadLimit {
+                return
+            }
+            state.lastSeekStart = .now
+            startLocked(&state, at: waiter.offset, priority: .playback)
+        }
     }
 
     private func startLocked(_ state: inout State, at offset: Int64, priority wanted: FetchPriority) {

@@ -157,4 +157,22 @@ struct CachedByteSourceTests {
         _ = try open(offline).get()
         #expect(firstDifference(try readFully(offline, at: 0, length: rig.body.count).get(), rig.body) == nil)
     }
+
+    @Test func aSeekStormOpensFewConnectionsAndServesTheLastTarget() throws {
+        let rig = try CacheRig(size: 8_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
+        let source = try rig.source()
+        defer { source.close() }
+        _ = try open(source).get()
+        let before = rig.origin.acceptedConnections
+        // Twenty seeks in a burst, as a listener dragging a slider: each replaces the last.
+        var target: Int64 = 0
+        for step in 1...20 {
+            target = Int64(step) * 300_000
+            #expect(source.read(at: target, maxLength: 4096, wake: {}) == .pending)
+        }
+        let last = try readFully(source, at: target, length: 4096).get()
+        #expect(firstDifference(last, rig.body[Int(target)..<Int(target) + 4096]) == nil)
+        let opened = rig.origin.acceptedConnections - before
+        #expect(opened <= 3, "the storm opened \(opened) connections")
+    }
 }
