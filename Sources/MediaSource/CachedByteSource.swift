@@ -54,6 +54,9 @@ public final class CachedByteSource: ByteSource {
         var writeFailureLogged = false
         /// Prepared ahead of need: downloads run at preload priority.
         var background = false
+        /// The background check of a complete entry, and whether it found a new version.
+        var revalidation: TransferID?
+        var replaceOnClose = false
         /// When the last transfer for a seek started, and whether a delayed one is due.
         var lastSeekStart: ContinuousClock.Instant?
         var seekScheduled = false
@@ -63,14 +66,18 @@ public final class CachedByteSource: ByteSource {
     private let entry: CacheEntry
     private let fetcher: Fetcher
     private let resource: String
+    private let revalidator: Revalidator?
     private let state = Mutex(State())
     private let log = Logger(label: "cached-source")
 
     /// Creates a source for `url` over its cache entry; transfers run on `fetcher`.
-    public init(url: URL, entry: CacheEntry, fetcher: Fetcher) {
+    /// With a `revalidator`, a complete entry is checked against the origin in the
+    /// background when due: a changed resource replaces the entry for the next play.
+    public init(url: URL, entry: CacheEntry, fetcher: Fetcher, revalidator: Revalidator? = nil) {
         self.url = url
         self.entry = entry
         self.fetcher = fetcher
+        self.revalidator = revalidator
         resource = "\(entry.namespace)\u{0}\(entry.key.value)"
     }
 
@@ -91,6 +98,8 @@ public final class CachedByteSource: ByteSource {
                 opened = info
                 if let missing = firstMissing(length: length) {
                     startLocked(&state, at: missing, priority: .readAhead)  // continue the download
+                } else if let validator = state.validator, revalidator?.claim(resource) == true {
+                    revalidateLocked(&state, against: validator)
                 }
             } else {
                 state.openCompletion = completion
@@ -159,11 +168,55 @@ public final class CachedByteSource: ByteSource {
                 state.main = nil
                 state.side = nil
             }
-            return [state.main?.id, state.side?.id].compactMap { $0 }
+            return [state.main?.id, state.side?.id, state.revalidation].compactMap { $0 }
         }
         for id in transfers { fetcher.cancel(id) }
         try? entry.flush()
+        if state.withLock({ $0.replaceOnClose }) {
+            log.info("\(loggable(url)) changed on the server: the next play fetches the new version")
+            try? entry.drop()
+        }
         entry.close()
+    }
+
+    // MARK: Revalidation
+
+    /// Whether the background check of a complete entry is still out.
+    public var isRevalidating: Bool { state.withLock { $0.revalidation != nil } }
+
+    /// Whether the background check found a new version (it replaces the entry at close).
+    public var foundNewVersion: Bool { state.withLock { $0.replaceOnClose } }
+
+    /// A conditional request for the first byte, off the critical path: 304 keeps
+    /// the entry; a new version is remembered and replaces the entry at close.
+    private func revalidateLocked(_ state: inout State, against validator: HTTPValidator) {
+        let request = RangeRequest(
+            url: url, start: 0, end: 1, condition: .ifNoneMatch(validator), priority: .fillHoles)
+        state.revalidation = fetcher.start(request) { [weak self] id, event in
+            self?.revalidationEvent(event, of: id)
+        }
+    }
+
+    private func revalidationEvent(_ event: TransferEvent, of id: TransferID) {
+        let cancel = state.withLock { state -> Bool in
+            guard state.revalidation == id else { return false }
+            switch event {
+            case .notModified:
+                return false
+            case .changed(let head), .response(let head):
+                // Some origins ignore If-None-Match: compare the validators ourselves.
+                let same = head.validator.map { $0 == state.validator } ?? false
+                if !same { state.replaceOnClose = true }
+                state.revalidation = nil
+                return true
+            case .finished, .failed:
+                state.revalidation = nil
+                return false
+            case .data, .status:
+                return false
+            }
+        }
+        if cancel { fetcher.cancel(id) }
     }
 
     deinit { close() }

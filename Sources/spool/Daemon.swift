@@ -60,6 +60,7 @@ final class Daemon: Sendable {
         }
         self.cache = cache
         let namespace = settings.account
+        let revalidator = Revalidator(interval: settings.revalidateInterval)
         let engine = try GStreamerEngine(audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art")) { url throws(MediaSourceError) in
             switch url.scheme?.lowercased() {
             case "file":
@@ -68,7 +69,7 @@ final class Daemon: Sendable {
                 guard case .success(let cache) = cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
                     return HTTPByteSource(url: url, fetcher: fetcher)  // no cache: stream from memory
                 }
-                return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+                return CachedByteSource(url: url, entry: entry, fetcher: fetcher, revalidator: revalidator)
             default:
                 throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
             }

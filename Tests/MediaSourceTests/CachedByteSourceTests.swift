@@ -24,8 +24,16 @@ final class CacheRig {
 
     var url: URL { origin.url(for: path) }
 
-    func source() throws -> CachedByteSource {
-        CachedByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher)
+    func source(revalidator: Revalidator? = nil) throws -> CachedByteSource {
+        CachedByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher, revalidator: revalidator)
+    }
+
+    /// Plays the whole resource once so the entry is complete.
+    func fill() throws {
+        let source = try source()
+        _ = try open(source).get()
+        _ = try readFully(source, at: 0, length: body.count).get()
+        source.close()
     }
 
     /// Closes the cache and opens it again, as a restarted daemon would.
@@ -174,5 +182,46 @@ struct CachedByteSourceTests {
         #expect(firstDifference(last, rig.body[Int(target)..<Int(target) + 4096]) == nil)
         let opened = rig.origin.acceptedConnections - before
         #expect(opened <= 3, "the storm opened \(opened) connections")
+    }
+
+    @Test func aCompleteEntryIsRevalidatedInTheBackgroundAtMostOncePerInterval() throws {
+        let rig = try CacheRig(size: 300_000)
+        try rig.fill()
+        rig.origin.clearRequests()
+        let revalidator = Revalidator(interval: .seconds(3600))
+        for _ in 0..<2 {
+            let source = try rig.source(revalidator: revalidator)
+            _ = try open(source).get()
+            #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count).get(), rig.body) == nil)
+            #expect(eventually(timeout: 10) { !source.isRevalidating })
+            #expect(!source.foundNewVersion)
+            source.close()
+        }
+        let checks = try rig.origin.requests(atLeast: 1)
+        #expect(checks.count == 1, "\(checks)")
+        #expect(rig.origin.requests().count == 1)
+        #expect(checks.first?.ifNoneMatch == "\"v1\"")
+        #expect(checks.first?.status == 304)
+    }
+
+    @Test func aChangedResourceReplacesTheEntryForTheNextPlayNotTheCurrentOne() throws {
+        let rig = try CacheRig(size: 300_000)
+        try rig.fill()
+        let newer = Data(rig.body.reversed())
+        rig.origin.replace(rig.path, with: OriginResource(newer, etag: "\"v2\""))
+        let revalidator = Revalidator(interval: .seconds(3600))
+        do {
+            let current = try rig.source(revalidator: revalidator)
+            _ = try open(current).get()
+            #expect(eventually(timeout: 10) { !current.isRevalidating })
+            #expect(current.foundNewVersion)
+            #expect(firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
+                    "the play in progress keeps the version it started with")
+            current.close()
+        }
+        let next = try rig.source(revalidator: revalidator)
+        defer { next.close() }
+        _ = try open(next).get()
+        #expect(firstDifference(try readFully(next, at: 0, length: newer.count).get(), newer) == nil)
     }
 }
