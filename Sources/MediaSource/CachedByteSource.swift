@@ -29,6 +29,20 @@ public final class CachedByteSource: ByteSource {
     /// A seek storm opens at most one connection per this interval; only the latest target counts.
     public static let seekConnectionInterval: Duration = .milliseconds(100)
 
+    /// How much to fetch ahead of the play head in large resources (long podcasts,
+    /// audiobooks), instead of downloading them to the end.
+    public struct ReadAheadPolicy: Sendable {
+        /// Resources larger than this keep a window instead of downloading whole.
+        public var threshold: Int64
+        /// How far ahead of the play head to fetch.
+        public var window: Int64
+        /// Creates a policy.
+        public init(threshold: Int64, window: Int64) {
+            self.threshold = threshold
+            self.window = window
+        }
+    }
+
     private struct Waiter {
         let offset: Int64
         let wake: @Sendable () -> Void
@@ -55,6 +69,7 @@ public final class CachedByteSource: ByteSource {
         /// Prepared ahead of need: downloads run at preload priority.
         var background = false
         /// The background check of a complete entry, and whether it found a new version.
+        var playHead: Int64 = 0
         var revalidation: TransferID?
         var replaceOnClose = false
         /// When the last transfer for a seek started, and whether a delayed one is due.
@@ -67,13 +82,19 @@ public final class CachedByteSource: ByteSource {
     private let fetcher: Fetcher
     private let resource: String
     private let revalidator: Revalidator?
+    private let readAhead: ReadAheadPolicy?
     private let state = Mutex(State())
     private let log = Logger(label: "cached-source")
 
     /// Creates a source for `url` over its cache entry; transfers run on `fetcher`.
     /// With a `revalidator`, a complete entry is checked against the origin in the
     /// background when due: a changed resource replaces the entry for the next play.
-    public init(url: URL, entry: CacheEntry, fetcher: Fetcher, revalidator: Revalidator? = nil) {
+    /// With `readAhead`, resources above its threshold are fetched only a window ahead.
+    public init(
+        url: URL, entry: CacheEntry, fetcher: Fetcher, revalidator: Revalidator? = nil,
+        readAhead: ReadAheadPolicy? = nil
+    ) {
+        self.readAhead = readAhead
         self.url = url
         self.entry = entry
         self.fetcher = fetcher
@@ -126,8 +147,10 @@ public final class CachedByteSource: ByteSource {
             } else {
                 wanted = maxLength
             }
+            state.playHead = offset
             let held = Int(min(Int64(wanted), entry.contiguousLength(from: offset)))
             if held == wanted, let bytes = entry.read(at: offset, maxLength: wanted), bytes.count == wanted {
+                if state.main == nil, windowEnd(state) != nil { refillWindowLocked(&state) }
                 return .data(bytes)
             }
             if let bytes = state.overflow.read(at: offset, maxLength: wanted), bytes.count == wanted {
@@ -180,6 +203,9 @@ public final class CachedByteSource: ByteSource {
     }
 
     // MARK: Revalidation
+
+    /// Whether a download for this resource is running (not counting revalidation).
+    public var isDownloading: Bool { state.withLock { $0.main != nil || $0.side != nil } }
 
     /// Whether the background check of a complete entry is still out.
     public var isRevalidating: Bool { state.withLock { $0.revalidation != nil } }
@@ -247,6 +273,11 @@ public final class CachedByteSource: ByteSource {
         // 100 ms — then once that interval is over, for whatever the reader wants by then.
         let now = ContinuousClock.now
         if let last = state.lastSeekStart, now - last < Self.seekConnectionInterval {
+            // Stop the old transfer now, so it wastes nothing while the storm settles.
+            if let old = state.main {
+                fetcher.cancel(old.id)
+                state.main = nil
+            }
             guard !state.seekScheduled else { return }
             state.seekScheduled = true
             let delay = Self.seekConnectionInterval - (now - last)
@@ -275,7 +306,12 @@ public final class CachedByteSource: ByteSource {
     private func startLocked(_ state: inout State, at offset: Int64, priority wanted: FetchPriority) {
         if let old = state.main { fetcher.cancel(old.id) }
         let priority = state.background ? FetchPriority.preload : wanted
-        let end = state.info?.length.flatMap { _ in nextCached(after: offset) }
+        var end = state.info?.length.flatMap { _ in nextCached(after: offset) }
+        if let limit = windowEnd(state) {
+            // A large resource: a window past the play head (or past this read), no further.
+            let windowLimit = max(limit, offset + (readAhead?.window ?? 0) / 4)
+            end = min(end ?? windowLimit, windowLimit)
+        }
         let id = fetcher.start(request(offset, end: end, priority: priority, state)) { [weak self] id, event in
             self?.handle(event, of: id)
         }
@@ -298,6 +334,20 @@ public final class CachedByteSource: ByteSource {
 
     private func firstMissing(length: Int64) -> Int64? {
         entry.missing(in: 0..<length).first?.lowerBound
+    }
+
+    /// The end of the read-ahead window in a large resource; nil when it downloads whole.
+    private func windowEnd(_ state: State) -> Int64? {
+        guard let policy = readAhead, let length = state.info?.length, length > policy.threshold else { return nil }
+        return min(length, state.playHead + policy.window)
+    }
+
+    /// Fetches what is missing in the window ahead of the play head, if anything.
+    private func refillWindowLocked(_ state: inout State) {
+        guard let limit = windowEnd(state), state.playHead < limit,
+            let missing = entry.missing(in: state.playHead..<limit).first?.lowerBound
+        else { return }
+        startLocked(&state, at: missing, priority: .readAhead)
     }
 
     private func handle(_ event: TransferEvent, of id: TransferID) {
@@ -331,6 +381,14 @@ public final class CachedByteSource: ByteSource {
             case .data(let bytes, let offset):
                 store(bytes, at: offset, &state)
                 if isMain { state.main?.next = offset + Int64(bytes.count) } else { state.side?.next = offset + Int64(bytes.count) }
+                if isMain, let limit = windowEnd(state), let main = state.main, main.next >= limit,
+                    state.waiter.map({ $0.offset < limit }) ?? true
+                {
+                    // Far enough ahead of the play head in a large resource: stop here for now.
+                    fetcher.cancel(main.id)
+                    state.main = nil
+                    try? entry.flush()
+                }
                 if let waiter = state.waiter, entry.contiguousLength(from: waiter.offset) > 0
                     || state.overflow.contains(waiter.offset)
                 {
@@ -396,6 +454,12 @@ public final class CachedByteSource: ByteSource {
         }
         if let waiter = state.waiter, waiter.offset < length, entry.contiguousLength(from: waiter.offset) == 0 {
             startLocked(&state, at: waiter.offset, priority: .playback)
+        } else if windowEnd(state) != nil {
+            refillWindowLocked(&state)
+            if state.main == nil, let waiter = state.waiter {
+                state.waiter = nil
+                callbacks.append(waiter.wake)
+            }
         } else if let missing = firstMissing(length: length), state.info?.randomAccess != false {
             startLocked(&state, at: missing, priority: .readAhead)
         } else if let waiter = state.waiter {

@@ -61,6 +61,8 @@ final class Daemon: Sendable {
         self.cache = cache
         let namespace = settings.account
         let revalidator = Revalidator(interval: settings.revalidateInterval)
+        let readAhead = CachedByteSource.ReadAheadPolicy(
+            threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes)
         let engine = try GStreamerEngine(audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art")) { url throws(MediaSourceError) in
             switch url.scheme?.lowercased() {
             case "file":
@@ -69,7 +71,8 @@ final class Daemon: Sendable {
                 guard case .success(let cache) = cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
                     return HTTPByteSource(url: url, fetcher: fetcher)  // no cache: stream from memory
                 }
-                return CachedByteSource(url: url, entry: entry, fetcher: fetcher, revalidator: revalidator)
+                return CachedByteSource(
+                    url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
             default:
                 throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
             }

@@ -109,7 +109,8 @@ struct FetcherTests {
         #expect(highRecorder.waitFor { $0 == .paused })
         #expect(lowRecorder.waitForEnd())
         #expect(highRecorder.waitForEnd())
-        #expect(lowRecorder.finished && highRecorder.finished)
+        #expect(lowRecorder.finished, "low: \(lowRecorder.all.filter { !$0.isData })")
+        #expect(highRecorder.finished, "high: \(highRecorder.all.filter { !$0.isData })")
     }
 
     @Test func aSecondTransferOfTheSameResourceSupersedesTheFirst() throws {

@@ -24,8 +24,12 @@ final class CacheRig {
 
     var url: URL { origin.url(for: path) }
 
-    func source(revalidator: Revalidator? = nil) throws -> CachedByteSource {
-        CachedByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher, revalidator: revalidator)
+    func source(
+        revalidator: Revalidator? = nil, readAhead: CachedByteSource.ReadAheadPolicy? = nil
+    ) throws -> CachedByteSource {
+        CachedByteSource(
+            url: url, entry: try cache.entry(for: url), fetcher: fetcher, revalidator: revalidator,
+            readAhead: readAhead)
     }
 
     /// Plays the whole resource once so the entry is complete.
@@ -223,5 +227,24 @@ struct CachedByteSourceTests {
         defer { next.close() }
         _ = try open(next).get()
         #expect(firstDifference(try readFully(next, at: 0, length: newer.count).get(), newer) == nil)
+    }
+
+    @Test func aLargeResourceIsFetchedOnlyAWindowAheadOfThePlayHead() throws {
+        let rig = try CacheRig(size: 6_000_000)
+        let window: Int64 = 1_000_000
+        let source = try rig.source(readAhead: .init(threshold: 2_000_000, window: window))
+        defer { source.close() }
+        _ = try open(source).get()
+        #expect(firstDifference(try readFully(source, at: 0, length: 65_536).get(), rig.body.prefix(65_536)) == nil)
+        #expect(eventually(timeout: 10) { !source.isDownloading })
+        let cached = try rig.cache.entry(for: rig.url).cachedRanges.count
+        #expect(cached >= window && cached < window + 512 * 1024, "cached \(cached) bytes")
+        // Playing on moves the window.
+        let later: Int64 = 3_000_000
+        #expect(firstDifference(try readFully(source, at: later, length: 65_536).get(), rig.body[Int(later)..<Int(later) + 65_536]) == nil)
+        #expect(eventually(timeout: 10) { !source.isDownloading })
+        let ranges = try rig.cache.entry(for: rig.url).cachedRanges
+        #expect(ranges.contains(later + window - 1))
+        #expect(!ranges.contains(Int64(rig.body.count) - 1), "the end was not fetched")
     }
 }
