@@ -168,7 +168,7 @@ struct FuzzTally: CustomStringConvertible {
 /// random property writes, fire-and-forget calls, and random values through
 /// `EchoVariant`, which must come back unchanged.
 func fuzz(_ connection: DBusConnection, seed: UInt64, calls: Int) async throws -> FuzzTally {
-    var random = SplitMix64(seed: seed)
+    var random = SeededGenerator(seed: seed)
     var tally = FuzzTally()
     for _ in 0..<calls {
         var path = testPath
@@ -227,21 +227,8 @@ func fuzz(_ connection: DBusConnection, seed: UInt64, calls: Int) async throws -
     return tally
 }
 
-/// A small, seedable random generator (SplitMix64), so a failing run can be replayed.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
+/// Random D-Bus material for the fuzz test.
+extension SeededGenerator {
 
     /// A valid D-Bus member or name element: a letter, then letters, digits and underscores.
     mutating func identifier() -> String {

@@ -20,18 +20,6 @@ func randomBytes(_ count: Int, seed: UInt64 = 1) -> Data {
     return Data(bytes)
 }
 
-/// SplitMix64: reproducible random numbers for property tests.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// The bytes `entry` holds at `range`, or nil if any is missing.
 func readAll(_ entry: CacheEntry, _ range: Range<Int64>) -> Data? {

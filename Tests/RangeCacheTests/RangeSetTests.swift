@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import RangeCache
 
 /// The reference model: one Bool per offset of a small domain.
