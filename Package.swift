@@ -62,6 +62,8 @@ let package = Package(
         .executableTarget(
             name: "EngineBench", dependencies: ["EngineAPI", "GStreamerEngine", "MediaSource"],
             path: "bench/EngineBench"),
+        .executableTarget(
+            name: "SourceBench", dependencies: ["MediaSource", "RangeCache", "Fetcher"], path: "bench/SourceBench"),
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
 
         // MARK: Tests
