@@ -195,6 +195,15 @@ public struct PlayQueue: Sendable, Equatable {
         return self.currentID
     }
 
+    /// Up to `count` entries that will play after the current one, in play order
+    /// (wrapping under loop Playlist; none under loop Track beyond the repeat).
+    public func upcoming(_ count: Int) -> [TrackID] {
+        guard let currentID, count > 0, let position = playOrder.firstIndex(of: currentID) else { return [] }
+        var order = Array(playOrder[(position + 1)...])
+        if loop == .playlist { order += playOrder[..<position] }
+        return Array(order.prefix(count))
+    }
+
     /// Whether Next has somewhere to go.
     public var canGoNext: Bool { upcoming(automatic: false) != nil }
 

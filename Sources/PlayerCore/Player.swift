@@ -95,6 +95,8 @@ public actor Player {
     private let policy: ResumePolicy
     private let keyForURL: @Sendable (URL) -> String
     private let retryDelay: Duration
+    private let prefetcher: Prefetcher?
+    private let preloadCount: Int
     private let log = Logger(label: "player")
     private var queue = PlayQueue()
     private var snapshot = PlayerSnapshot()
@@ -125,11 +127,13 @@ public actor Player {
     /// a failed track is retried once after `retryDelay`.
     public init(
         engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
-        retryDelay: Duration = .milliseconds(500),
+        retryDelay: Duration = .milliseconds(500), prefetcher: Prefetcher? = nil, preloadCount: Int = 2,
         keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString }
     ) {
         self.engine = engine
         self.retryDelay = retryDelay
+        self.prefetcher = prefetcher
+        self.preloadCount = preloadCount
         self.memory = memory
         self.policy = policy
         self.keyForURL = keyForURL
@@ -416,6 +420,9 @@ public actor Player {
     /// one again under loop Track).
     private func prepareNext() {
         guard loadedID != nil else { return }
+        // Beyond the next track (the engine's), the preload window goes to the prefetcher.
+        let window = queue.upcoming(preloadCount).dropFirst().compactMap { queue.entry($0)?.url }
+        prefetcher?.prefetch(Array(window))
         let following = queue.upcoming(automatic: true)
         guard following != preparedID else { return }
         preparedID = following

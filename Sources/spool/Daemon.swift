@@ -32,6 +32,7 @@ final class Daemon: Sendable {
     private let service: MPRISService
     private let stopping = Atomic<Bool>(false)
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
+    private let prefetcher: CachePrefetcher?
     /// The byte cache, or why it could not be opened (reported once the bus name is ours).
     private let cache: Result<RangeCache, CacheError>
     /// Hook for the layers still to come: hand them their settings from here.
@@ -91,7 +92,17 @@ final class Daemon: Sendable {
         let keyForURL: @Sendable (URL) -> String = { url in
             CacheKey(url: url, ignoring: settings.cacheIgnoredQueryParameters).value
         }
-        player = Player(engine: engine, memory: memory, policy: resume, keyForURL: keyForURL)
+        let prefetcher: CachePrefetcher?
+        if case .success(let cache) = cache {
+            prefetcher = CachePrefetcher(
+                cache: cache, fetcher: fetcher, namespace: namespace, budget: settings.preloadBudget.bytes)
+        } else {
+            prefetcher = nil
+        }
+        self.prefetcher = prefetcher
+        player = Player(
+            engine: engine, memory: memory, policy: resume, prefetcher: prefetcher,
+            preloadCount: settings.preloadCount, keyForURL: keyForURL)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         service = MPRISService(
@@ -143,6 +154,7 @@ final class Daemon: Sendable {
             await player.shutdown()
             try? connection.releaseName(MPRISService.busName)
             connection.close()
+            prefetcher?.stop()
             fetcher.shutdown()
             if case .success(let cache) = cache { cache.close() }
             exit(0)

@@ -37,3 +37,31 @@ struct CachingEndToEndTests {
         #expect(replay.allSatisfy { $0.status == 304 && $0.bodyBytesSent == 0 && $0.ifNoneMatch != nil }, "\(Array(replay))")
     }
 }
+
+@Suite("Preload window, end to end", .serialized)
+struct PreloadWindowEndToEndTests {
+    @Test func theTrackAfterTheNextOneIsCachedWhileTheFirstPlays() async throws {
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory()
+        let first = try longTone(seconds: 30, in: dir)  // long enough to still be playing
+        let second = fixtures.fixture(.oggVorbis)
+        let third = fixtures.fixture(.wav)
+        for fixture in [second, third] {
+            try FileManager.default.copyItem(at: fixture.url, to: dir.file(fixture.fileName))
+        }
+        try Data("\(first.lastPathComponent)\n\(second.fileName)\n\(third.fileName)\n".utf8).write(to: dir.file("list.m3u"))
+        let server = try NginxServer(serving: dir.url)
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", server.url(for: "list.m3u").absoluteString).status == 0)
+        let size = try Data(contentsOf: third.url).count
+        var fetched = 0
+        let cached = eventually(timeout: 20, interval: 0.05) {
+            fetched = server.accessLog().filter { $0.path.hasSuffix(third.fileName) }.reduce(0) { $0 + $1.bodyBytesSent }
+            return fetched == size
+        }
+        #expect(cached, "track 3 fetched \(fetched) of \(size) bytes")
+        #expect(try daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent),
+                "still on the first track")
+    }
+}

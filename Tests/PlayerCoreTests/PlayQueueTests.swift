@@ -111,4 +111,14 @@ struct PlayQueueTests {
         queue.jump(to: ids[0])
         #expect(queue.retreat() == ids[2])
     }
+
+    @Test func upcomingListsThePreloadWindowInPlayOrder() {
+        var queue = PlayQueue()
+        let ids = queue.add(urls(4))
+        #expect(queue.upcoming(2) == [ids[1], ids[2]])
+        queue.jump(to: ids[3])
+        #expect(queue.upcoming(2).isEmpty)
+        queue.loop = .playlist
+        #expect(queue.upcoming(2) == [ids[0], ids[1]])
+    }
 }
