@@ -154,6 +154,36 @@ struct SpoolCommandTests {
         #expect(result.status == 2 && result.stderr.contains("session bus"), "\(result)")
     }
 
+    @Test func aCommandStartsTheDaemonThroughDBusActivation() async throws {
+        let services = try TemporaryDirectory(prefix: "spool-services")
+        let home = try TemporaryDirectory(prefix: "spool-activated")
+        try writeActivationFile(into: services.url, home: home.url)
+        let bus = try PrivateBus(servicesDirectory: services.path, selfStopAfter: 120)
+        let client = try DBusConnection(address: bus.address)
+        defer { client.close() }
+        #expect(try await client.nameHasOwner(busName) == false)
+
+        let track = try Fixtures.shared().fixture(.wav)
+        let played = try runSpool(["play", track.url.path], environment: bus.environment)
+        #expect(played.status == 0, "\(played)")
+        #expect(try await client.nameHasOwner(busName))
+        var status = ""
+        let playing = eventually(timeout: 10, interval: 0.05) {
+            status = (try? runSpool(["status"], environment: bus.environment).stdout) ?? ""
+            return status.hasPrefix("Playing: \(track.title)")
+        }
+        #expect(playing, "\(status)")
+        let pid = try await client.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            method: "GetConnectionUnixProcessID", arguments: [.string(busName)])
+        let processID = try #require(pid.first?.uint32Value.map { pid_t($0) })
+        _ = try await client.call(
+            destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2", method: "Quit")
+        let exited = eventually(timeout: 10) { kill(processID, 0) != 0 }
+        if !exited { kill(processID, SIGKILL) }
+        #expect(exited)
+    }
+
     @Test func statusPrintsPlainLinesWhenPipedAndFollowKeepsPrinting() async throws {
         let fixtures = try Fixtures.shared()
         let track = fixtures.fixture(.oggVorbis)
