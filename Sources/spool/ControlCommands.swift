@@ -31,14 +31,17 @@ struct ControlCommand: Sendable {
         ControlCommand(name: "shuffle", usage: "shuffle on|off", summary: "Turn shuffle on or off", run: shuffle),
         ControlCommand(name: "queue", usage: "queue", summary: "List the queue, the current track marked with '>', with cache state", run: queue),
         ControlCommand(name: "status", usage: "status [--follow]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
+        simple("quit", "Quit", "Stop the daemon (it saves the session first)", interface: MPRISService.rootInterface),
         ControlCommand(name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch URL...", summary: "Show, list, clear or fill the download cache", run: cache),
     ]
 
-    /// A command that calls one argument-less Player method.
-    private static func simple(_ name: String, _ method: String, _ summary: String) -> ControlCommand {
+    /// A command that calls one argument-less method (of the Player interface unless told).
+    private static func simple(
+        _ name: String, _ method: String, _ summary: String, interface: String = MPRISService.playerInterface
+    ) -> ControlCommand {
         ControlCommand(name: name, usage: name, summary: summary, run: { arguments throws(CommandFailure) in
             try expectNoArguments(arguments, name)
-            try await SpoolClient.connect().player(method)
+            try await SpoolClient.connect().call(interface, method)
         })
     }
 
@@ -250,6 +253,9 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
     }
 }
 
+/// How long `spool cache prefetch` waits without a byte of progress before it gives up.
+let prefetchStallLimit: Duration = .seconds(60)
+
 /// `spool cache prefetch URL...`: starts the downloads, then draws their progress until all are complete.
 private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(CommandFailure) {
     guard !urls.isEmpty else { throw .usage("'spool cache prefetch' needs at least one http(s) URL") }
@@ -258,6 +264,7 @@ private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(Comm
     }
     try await client.spool("Prefetch", [.stringArray(urls)])
     let screen = Screen()
+    var progress: (bytes: Int64, at: ContinuousClock.Instant) = (-1, .now)
     while true {
         let all = try await client.properties(MPRISService.spoolInterface)["Prefetches"]?.arrayValues?
             .compactMap(\.stringVariantDictValue) ?? []
@@ -276,6 +283,12 @@ private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(Comm
         if done {
             if let failure = failures.first { throw .failed("prefetch failed: \(failure)") }
             return
+        }
+        let bytes = mine.reduce(0) { $0 + ($1["spool:cachedBytes"]?.int64Value ?? 0) }
+        if bytes != progress.bytes {
+            progress = (bytes, .now)
+        } else if ContinuousClock.now - progress.at > prefetchStallLimit {
+            throw .failed("prefetch made no progress for \(prefetchStallLimit); it goes on in the daemon")
         }
         try? await Task.sleep(for: .milliseconds(100))
     }

@@ -10,10 +10,12 @@ extension RunningDaemon {
     }
 
     /// Polls `spool ARGUMENTS` until its stdout satisfies `accept`; returns the last output.
-    func waitForSpool(_ arguments: String..., timeout: Double = 10, _ accept: (String) -> Bool) throws -> String {
+    /// `on` names another instance's bus name (SPOOL_BUS_NAME).
+    func waitForSpool(_ arguments: String..., on name: String? = nil, timeout: Double = 10, _ accept: (String) -> Bool) throws -> String {
         var last = ""
+        let environment = bus.environment.merging(name.map { ["SPOOL_BUS_NAME": $0] } ?? [:]) { _, new in new }
         let reached = try eventually(timeout: timeout, interval: 0.05) {
-            last = try runSpool(arguments, environment: bus.environment, in: nil).stdout
+            last = try runSpool(arguments, environment: environment, in: nil).stdout
             return accept(last)
         }
         if !reached {
@@ -29,6 +31,15 @@ extension RunningDaemon {
             method: "Get", arguments: [.string("org.spool.Spool1"), .string(name)]
         ).first?.variantValue
     }
+}
+
+/// A ready daemon, nginx serving the fixtures, and the fixture of `format` (to fetch from nginx).
+func daemonWithNginx(serving format: FixtureFormat) async throws -> (RunningDaemon, NginxServer, Fixture) {
+    let fixtures = try Fixtures.shared()
+    let server = try NginxServer(serving: fixtures.directory)
+    let daemon = try RunningDaemon()
+    try await daemon.waitUntilReady()
+    return (daemon, server, fixtures.fixture(format))
 }
 
 /// Runs the built `spool` with `environment` (in `directory` through a shell when given).
@@ -155,10 +166,9 @@ struct SpoolCommandTests {
     }
 
     @Test func aCommandStartsTheDaemonThroughDBusActivation() async throws {
-        let services = try TemporaryDirectory(prefix: "spool-services")
-        let home = try TemporaryDirectory(prefix: "spool-activated")
-        try writeActivationFile(into: services.url, home: home.url)
-        let bus = try PrivateBus(servicesDirectory: services.path, selfStopAfter: 120)
+        let activatable = try ActivatableBus()
+        defer { withExtendedLifetime(activatable) {} }  // its folders hold the activation file and the daemon's home
+        let bus = activatable.bus
         let client = try DBusConnection(address: bus.address)
         defer { client.close() }
         #expect(try await client.nameHasOwner(busName) == false)
@@ -173,23 +183,18 @@ struct SpoolCommandTests {
             return status.hasPrefix("Playing: \(track.title)")
         }
         #expect(playing, "\(status)")
-        let pid = try await client.call(
-            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-            method: "GetConnectionUnixProcessID", arguments: [.string(busName)])
-        let processID = try #require(pid.first?.uint32Value.map { pid_t($0) })
-        _ = try await client.call(
-            destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2", method: "Quit")
-        let exited = eventually(timeout: 10) { kill(processID, 0) != 0 }
-        if !exited { kill(processID, SIGKILL) }
-        #expect(exited)
+
+        #expect(try runSpool(["quit"], environment: bus.environment).status == 0)
+        var owned = true
+        for _ in 0..<500 where owned {
+            owned = try await client.nameHasOwner(busName)
+            if owned { try await Task.sleep(for: .milliseconds(20)) }
+        }
+        #expect(!owned, "the daemon did not quit")
     }
 
     @Test func statusPrintsPlainLinesWhenPipedAndFollowKeepsPrinting() async throws {
-        let fixtures = try Fixtures.shared()
-        let track = fixtures.fixture(.oggVorbis)
-        let server = try NginxServer(serving: fixtures.directory)
-        let daemon = try RunningDaemon()
-        try await daemon.waitUntilReady()
+        let (daemon, server, track) = try await daemonWithNginx(serving: .oggVorbis)
         let idle = try daemon.spool("status")
         #expect(idle.status == 0 && idle.stdout == "Stopped: nothing queued\n", "\(idle)")
 
@@ -220,11 +225,7 @@ struct SpoolCommandTests {
     }
 
     @Test func cacheCommandsListAndClearAPlayedHTTPTrack() async throws {
-        let fixtures = try Fixtures.shared()
-        let track = fixtures.fixture(.flac)
-        let server = try NginxServer(serving: fixtures.directory)
-        let daemon = try RunningDaemon()
-        try await daemon.waitUntilReady()
+        let (daemon, server, track) = try await daemonWithNginx(serving: .flac)
         let url = server.url(for: track.fileName).absoluteString
 
         #expect(try daemon.spool("play", url).status == 0)
@@ -247,13 +248,8 @@ struct SpoolCommandTests {
     }
 
     @Test func prefetchCachesAURLWholeSoPlayingItSendsNoRequest() async throws {
-        let fixtures = try Fixtures.shared()
-        let track = fixtures.fixture(.mp3VBR)
-        let server = try NginxServer(serving: fixtures.directory)
-        let daemon = try RunningDaemon()
-        try await daemon.waitUntilReady()
+        let (daemon, server, track) = try await daemonWithNginx(serving: .mp3VBR)
         let url = server.url(for: track.fileName).absoluteString
-
         let prefetched = try daemon.spool("cache", "prefetch", url)
         #expect(prefetched.status == 0, "\(prefetched)")
         #expect(prefetched.stdout.contains("100% \(track.fileName)"), "\(prefetched.stdout)")
@@ -270,11 +266,7 @@ struct SpoolCommandTests {
     }
 
     @Test func theSpoolInterfaceReportsTheCurrentTracksCacheAndErrors() async throws {
-        let fixtures = try Fixtures.shared()
-        let track = fixtures.fixture(.oggVorbis)
-        let server = try NginxServer(serving: fixtures.directory)
-        let daemon = try RunningDaemon()
-        try await daemon.waitUntilReady()
+        let (daemon, server, track) = try await daemonWithNginx(serving: .oggVorbis)
         func call(_ method: String, _ arguments: [DBusValue] = []) async throws -> [DBusValue] {
             try await daemon.client.call(
                 destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.spool.Spool1", method: method,
@@ -336,22 +328,8 @@ struct SpoolCommandTests {
         let fixtures = try Fixtures.shared()
         let track = fixtures.fixture(.wav)
         #expect(try first.spool("play", track.url.path, environment: ["SPOOL_BUS_NAME": name]).status == 0)
-        let status = try first.waitForSpoolOn(name, "status") { $0.hasPrefix("Playing: ") }
+        let status = try first.waitForSpool("status", on: name) { $0.hasPrefix("Playing: ") }
         #expect(status.contains(track.title))
         #expect(try first.spool("status").stdout == "Stopped: nothing queued\n", "the first daemon was not touched")
-    }
-}
-
-extension RunningDaemon {
-    /// `waitForSpool` against another bus name.
-    func waitForSpoolOn(_ name: String, _ arguments: String..., accept: (String) -> Bool) throws -> String {
-        var last = ""
-        let environment = bus.environment.merging(["SPOOL_BUS_NAME": name]) { _, new in new }
-        let reached = try eventually(timeout: 10, interval: 0.05) {
-            last = try runSpool(arguments, environment: environment).stdout
-            return accept(last)
-        }
-        if !reached { throw RigError("spool \(arguments) on \(name) stayed '\(last)'") }
-        return last
     }
 }

@@ -97,12 +97,9 @@ struct InstallTests {
     }
 
     @Test func aCallToTheBusNameStartsTheDaemonThroughItsActivationFile() async throws {
-        let services = try TemporaryDirectory(prefix: "spool-services")
-        let home = try TemporaryDirectory(prefix: "spool-activated")
-        // The checked-in activation file, with Exec running the built binary in a private home.
-        try writeActivationFile(into: services.url, home: home.url)
-
-        let bus = try PrivateBus(servicesDirectory: services.path, selfStopAfter: 120)
+        let activatable = try ActivatableBus()
+        defer { withExtendedLifetime(activatable) {} }  // its folders hold the activation file and the daemon's home
+        let bus = activatable.bus
         let client = try DBusConnection(address: bus.address)
         defer { client.close() }
         #expect(try await client.nameHasOwner(busName) == false)
