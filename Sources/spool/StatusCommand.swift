@@ -9,11 +9,19 @@ final class Screen: @unchecked Sendable {
     /// Lines drawn last time (only touched by the one task that draws).
     private var drawn = 0
 
+    /// The terminal's width in characters (80 when it cannot be asked).
+    static func columns() -> Int {
+        var size = winsize()
+        return ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : 80
+    }
+
     /// Writes `lines`, replacing the previous block on a terminal.
     func draw(_ lines: [String]) {
         var text = ""
         if isTerminal && drawn > 0 { text += "\u{1B}[\(drawn)A\r\u{1B}[J" }
-        text += lines.map { $0 + "\n" }.joined()
+        // A line wider than the terminal would wrap and throw off the cursor-up count.
+        let shown = isTerminal ? lines.map { String($0.prefix(max(20, Self.columns() - 1))) } : lines
+        text += shown.map { $0 + "\n" }.joined()
         drawn = lines.count
         FileHandle.standardOutput.write(Data(text.utf8))
     }
