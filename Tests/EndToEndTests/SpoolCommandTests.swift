@@ -297,7 +297,15 @@ struct SpoolCommandTests {
         await #expect(throws: DBusError.self) { _ = try await call("Prefetch", [.stringArray([track.url.absoluteString])]) }
         await #expect(throws: DBusError.self) { _ = try await call("Play", [.stringArray(["/nonexistent/a.mp3"])]) }
 
-        // A file that is not audio fails, and says why.
+        // A file that is not audio fails, and says why (LastError is signalled).
+        let signals = try await daemon.client.subscribe(
+            matching: "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.spool.Spool1'")
+        let signalled = Task {
+            for await message in signals {
+                if let text = changedProperties(message)["LastError"]?.stringValue, !text.isEmpty { return text }
+            }
+            return ""
+        }
         let junk = try TemporaryDirectory(prefix: "spool-junk")
         try Data("not audio at all".utf8).write(to: junk.file("broken.mp3"))
         _ = try await call("Play", [.stringArray([junk.file("broken.mp3").path])])
@@ -307,6 +315,12 @@ struct SpoolCommandTests {
             if lastError.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
         }
         #expect(lastError.contains("broken.mp3"), "\(lastError)")
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(10))
+            signalled.cancel()  // ends the stream: the test fails instead of hanging
+        }
+        #expect(await signalled.value == lastError)
+        deadline.cancel()
     }
 
     @Test func aSecondDaemonWithInstanceTakesItsOwnNameAndTheCommandsReachIt() async throws {
