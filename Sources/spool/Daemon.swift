@@ -136,8 +136,9 @@ final class Daemon: Sendable {
         }
         busName.withLock { $0 = name }
         if case .failure(let error) = cache {
-            // The name is ours but another daemon (on another bus) holds the cache.
-            if case .inUseByAnotherProcess = error { throw DaemonError("\(error)") }
+            // The name is ours but another daemon (on another bus) holds the cache. A second
+            // instance on this bus expects that: it streams without the cache.
+            if case .inUseByAnotherProcess = error, name == MPRISService.busName { throw DaemonError("\(error)") }
             log.warning("playing without the cache: \(error)")
         }
         log.notice("Spool \(SpoolVersion.string) ready as \(name)")

@@ -326,7 +326,8 @@ struct SpoolCommandTests {
     @Test func aSecondDaemonWithInstanceTakesItsOwnNameAndTheCommandsReachIt() async throws {
         let first = try RunningDaemon()
         try await first.waitUntilReady()
-        let second = try RunningDaemon(bus: first.bus, extraArguments: ["--instance"])
+        // The same home: the second instance finds the cache taken and streams without it.
+        let second = try RunningDaemon(bus: first.bus, home: first.logs.url, extraArguments: ["--instance"])
         var instanceName: String?
         for _ in 0..<500 where instanceName == nil {
             let names = try await first.client.call(
@@ -338,6 +339,7 @@ struct SpoolCommandTests {
         let name = try #require(instanceName, "daemon log:\n\(second.process.standardError)")
         #expect(name == "\(busName).instance\(second.process.programPID ?? -1)")
         #expect(second.process.isRunning && first.process.isRunning)
+        #expect(second.process.standardError.contains("without the cache"))
 
         let fixtures = try Fixtures.shared()
         let track = fixtures.fixture(.wav)
