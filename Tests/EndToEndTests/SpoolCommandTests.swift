@@ -69,7 +69,7 @@ struct SpoolCommandTests {
         #expect(try daemon.spool("pause").status == 0)
         _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
 
-        let queue = try daemon.spool("queue").stdout.split(separator: "\n").map(String.init)
+        let queue = try daemon.waitForSpool("queue") { $0.hasPrefix("> 1. \(first.title)") }.split(separator: "\n").map(String.init)
         #expect(queue.count == 2, "\(queue)")
         #expect(queue.first?.hasPrefix("> 1. \(first.title)") == true, "\(queue)")
         #expect(queue.last?.hasPrefix("  2. ") == true, "\(queue)")
