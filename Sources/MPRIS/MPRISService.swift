@@ -23,7 +23,7 @@ public final class MPRISService: Sendable {
     /// The track id MPRIS reserves for "no track".
     public static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
 
-    private struct Published {
+    struct Published {
         var snapshot = PlayerSnapshot()
         /// The snapshot as of the last signals sent, for the TrackList signals.
         var signalledSnapshot: PlayerSnapshot?
@@ -33,11 +33,12 @@ public final class MPRISService: Sendable {
     }
 
     private let connection: DBusConnection
-    private let player: Player
-    private let resolver: TrackResolver
+    let player: Player
+    let resolver: TrackResolver
+    private let status: SpoolStatusProvider?
     private let supportedMimeTypes: [String]
     private let onQuit: @Sendable () -> Void
-    private let published = Mutex(Published())
+    let published = Mutex(Published())
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
     private let log = Logger(label: "mpris")
 
@@ -45,11 +46,13 @@ public final class MPRISService: Sendable {
     static let coalescingDelay: DispatchTimeInterval = .milliseconds(5)
 
     /// Creates the service; call ``start()`` to export it. `resolver` turns
-    /// OpenUri and AddTrack URIs (playlists, directories) into tracks.
+    /// OpenUri and AddTrack URIs (playlists, directories) into tracks; `status`,
+    /// when given, adds `org.spool.Spool1` (cache and downloads) to the object.
     public init(
         connection: DBusConnection, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
-        onQuit: @escaping @Sendable () -> Void
+        status: SpoolStatusProvider? = nil, onQuit: @escaping @Sendable () -> Void
     ) {
+        self.status = status
         self.connection = connection
         self.player = player
         self.resolver = resolver
@@ -59,7 +62,8 @@ public final class MPRISService: Sendable {
 
     /// Exports the MPRIS object and starts following the player.
     public func start() async {
-        connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()])
+        let spool = status.map { [spoolInterface($0)] } ?? []
+        connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + spool)
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }
     }
 
@@ -385,6 +389,7 @@ public final class MPRISService: Sendable {
 
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
+        var changedLastError: String??  // .some when LastError (org.spool.Spool1) changed
         let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
             state.flushScheduled = false
             let current = Self.playerProperties(state.snapshot)
@@ -393,8 +398,13 @@ public final class MPRISService: Sendable {
                 .map { ($0.key, $0.value) }
             state.signalled = current
             let trackList = state.signalledSnapshot.map { Self.trackListSignals(from: $0, to: state.snapshot) } ?? []
+            if state.signalledSnapshot?.lastError != state.snapshot.lastError { changedLastError = .some(state.snapshot.lastError) }
             state.signalledSnapshot = state.snapshot
             return (changed, trackList)
+        }
+        if let changedLastError, status != nil {
+            connection.emitPropertiesChanged(
+                path: Self.objectPath, interface: Self.spoolInterface, changed: [("LastError", .string(changedLastError ?? ""))])
         }
         for (name, arguments) in trackList {
             connection.emitSignal(path: Self.objectPath, interface: Self.trackListInterface, name: name, arguments: arguments)

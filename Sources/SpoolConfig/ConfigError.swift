@@ -75,3 +75,9 @@ func editDistance(_ a: String, _ b: String) -> Int {
     }
     return previous[b.count]
 }
+
+/// The name in `candidates` the user most likely meant by `name` (close by edit
+/// distance, or the only one ending in `.name`), for "did you mean" hints anywhere.
+public func closestName(to name: String, among candidates: [String]) -> String? {
+    suggestion(for: name, among: candidates)
+}

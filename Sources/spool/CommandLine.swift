@@ -35,16 +35,26 @@ func configurationOrExit(_ arguments: [String]) -> Configuration {
 }
 
 /// `spool --help`: the commands, then every configuration flag, built from
-/// the list of settings so it cannot fall behind.
+/// the lists of commands and settings so it cannot fall behind.
 func usage() -> String {
     var text = """
-        Usage: spool <command> [options]
+        Usage: spool <command> [arguments]
 
-        Commands:
-          daemon      Run the player daemon on the D-Bus session bus (org.mpris.MediaPlayer2.spool)
-          config      Print the effective configuration and where each value came from
-          version     Print Spool's version
-          help        Show this help
+        Commands that control the daemon (D-Bus activation starts it when needed):
+
+        """
+    for command in ControlCommand.all {
+        text += "  " + command.usage.padding(toLength: 54, withPad: " ", startingAt: 0) + " " + command.summary + "\n"
+    }
+    text += """
+
+        Other commands:
+          daemon [--instance] [options]   Run the player daemon on the D-Bus session bus
+                (org.mpris.MediaPlayer2.spool; with --instance a second daemon takes
+                org.mpris.MediaPlayer2.spool.instance<pid> instead of exiting)
+          config [options]                Print the effective configuration and where each value came from
+          version                         Print Spool's version
+          help [COMMAND]                  Show this help, or a command's (also: spool COMMAND --help)
 
         Options of `spool daemon` and `spool config`, as --option VALUE or --option=VALUE.
         Each sets the key of the same name in \(ConfigFile.defaultPath(environment: ProcessInfo.processInfo.environment).abbreviatingHome)
@@ -59,8 +69,10 @@ func usage() -> String {
     }
     text += """
 
-        Exit status: 0 success, 1 usage or configuration error, 2 failure at run time.
-        Play something with any MPRIS client, e.g.  playerctl -p spool open https://example.org/a.mp3
+        Exit status: 0 success, 1 usage or configuration error, 2 the daemon is unreachable or the
+        command failed (or, for `spool daemon`, a failure at run time).
+        SPOOL_BUS_NAME makes the control commands talk to another instance's bus name.
+        Any MPRIS client works too, e.g.  playerctl -p spool open https://example.org/a.mp3
 
         """
     return text

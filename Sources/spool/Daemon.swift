@@ -18,6 +18,9 @@ struct DaemonOptions {
     /// the cache, preload, read-ahead, resume and revalidation layers take theirs from here
     /// as they land (`configuration.cacheBudget`, `.preloadCount`, `.resumeMinimum`, …).
     var configuration: Configuration
+    /// `--instance`: when another daemon owns the MPRIS name, take
+    /// `org.mpris.MediaPlayer2.spool.instance<pid>` instead of exiting.
+    var instance = false
     /// A gst-launch description of the audio sink; nil picks the desktop's sound server.
     var audioSink: String? { configuration.audioSink }
 }
@@ -30,7 +33,11 @@ final class Daemon: Sendable {
     private let fetcher: Fetcher
     private let player: Player
     private let service: MPRISService
+    private let status: CacheStatus
+    private let instance: Bool
     private let stopping = Atomic<Bool>(false)
+    /// The bus name this daemon owns.
+    private let busName = Mutex(MPRISService.busName)
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
     private let prefetcher: CachePrefetcher?
     /// The byte cache, or why it could not be opened (reported once the bus name is ours).
@@ -41,6 +48,7 @@ final class Daemon: Sendable {
     /// Connects to the bus and builds the layers; throws a message fit for the user.
     init(options: DaemonOptions) throws {
         configuration = options.configuration
+        instance = options.instance
         GStreamer.initialize()
         do {
             connection = try DBusConnection.session()
@@ -105,9 +113,10 @@ final class Daemon: Sendable {
             preloadCount: settings.preloadCount, keyForURL: keyForURL)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
+        status = CacheStatus(cache: try? cache.get(), fetcher: fetcher, namespace: namespace)
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
-            supportedMimeTypes: GStreamer.supportedMimeTypes(),
+            supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }
@@ -132,16 +141,22 @@ final class Daemon: Sendable {
     func start() async throws {
         await player.restoreSession()
         await service.start()
-        guard try connection.requestName(MPRISService.busName) else {
-            connection.close()
-            throw DaemonError("another Spool daemon already owns \(MPRISService.busName) on this bus")
+        var name = MPRISService.busName
+        if try !connection.requestName(name) {
+            name = MPRISService.busName + ".instance\(getpid())"
+            guard instance, try connection.requestName(name) else {
+                connection.close()
+                throw DaemonError("another Spool daemon already owns \(MPRISService.busName) on this bus")
+            }
         }
+        busName.withLock { $0 = name }
         if case .failure(let error) = cache {
-            // The name is ours but another daemon (on another bus) holds the cache.
-            if case .inUseByAnotherProcess = error { throw DaemonError("\(error)") }
+            // The name is ours but another daemon (on another bus) holds the cache. A second
+            // instance on this bus expects that: it streams without the cache.
+            if case .inUseByAnotherProcess = error, name == MPRISService.busName { throw DaemonError("\(error)") }
             log.warning("playing without the cache: \(error)")
         }
-        log.notice("Spool \(SpoolVersion.string) ready as \(MPRISService.busName)")
+        log.notice("Spool \(SpoolVersion.string) ready as \(name)")
         let watcher = await SleepWatcher(player: player)
         sleepWatcher.withLock { $0 = watcher }
     }
@@ -152,7 +167,8 @@ final class Daemon: Sendable {
         log.notice("stopping: \(reason)")
         Task {
             await player.shutdown()
-            try? connection.releaseName(MPRISService.busName)
+            status.shutdown()
+            try? connection.releaseName(busName.withLock { $0 })
             connection.close()
             prefetcher?.stop()
             fetcher.shutdown()

@@ -4,7 +4,8 @@ import SpoolLog
 
 /// `spool daemon [options]`: runs the player until SIGTERM, SIGINT or MPRIS Quit.
 func runDaemonCommand(_ arguments: [String]) -> Never {
-    let configuration = configurationOrExit(arguments)
+    let instance = arguments.contains("--instance")
+    let configuration = configurationOrExit(arguments.filter { $0 != "--instance" })
     Logger.minimumLevel = configuration.logLevel
 
     // Signals arrive as events on the main queue, never as handlers mid-operation.
@@ -13,7 +14,7 @@ func runDaemonCommand(_ arguments: [String]) -> Never {
     signal(SIGPIPE, SIG_IGN)
     let daemon: Daemon
     do {
-        daemon = try Daemon(options: DaemonOptions(configuration: configuration))
+        daemon = try Daemon(options: DaemonOptions(configuration: configuration, instance: instance))
     } catch {
         complain("\(error)")
         exit(ExitStatus.runtimeFailure)

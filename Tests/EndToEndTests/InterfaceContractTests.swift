@@ -43,12 +43,19 @@ struct InterfaceContractTests {
             destination: busName, path: "/org/mpris/MediaPlayer2",
             interface: "org.freedesktop.DBus.Introspectable", method: "Introspect")
         let live = interfaceBlocks(try #require(reply.first?.stringValue))
-        let checkedIn = interfaceBlocks(
-            try String(contentsOf: repositoryRoot.appendingPathComponent("dbus/org.mpris.MediaPlayer2.xml"), encoding: .utf8))
-        #expect(Set(checkedIn.keys) == ["org.mpris.MediaPlayer2", "org.mpris.MediaPlayer2.Player", "org.mpris.MediaPlayer2.TrackList"])
-        for (name, lines) in checkedIn {
-            #expect(live[name] == lines, "interface \(name) differs from dbus/org.mpris.MediaPlayer2.xml")
+        let expected: [String: Set<String>] = [
+            "dbus/org.mpris.MediaPlayer2.xml": ["org.mpris.MediaPlayer2", "org.mpris.MediaPlayer2.Player", "org.mpris.MediaPlayer2.TrackList"],
+            "dbus/org.spool.Spool1.xml": ["org.spool.Spool1"],
+        ]
+        for (file, names) in expected {
+            let checkedIn = interfaceBlocks(try String(contentsOf: repositoryRoot.appendingPathComponent(file), encoding: .utf8))
+            #expect(Set(checkedIn.keys) == names)
+            for (name, lines) in checkedIn {
+                #expect(live[name] == lines, "interface \(name) differs from \(file)")
+            }
         }
+        let standard: Set = ["org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable", "org.freedesktop.DBus.Properties"]
+        #expect(Set(live.keys).subtracting(standard) == expected.values.reduce(Set()) { $0.union($1) }, "an exported interface has no checked-in XML")
     }
 
     @Test func theDesktopFileValidates() throws {

@@ -97,17 +97,9 @@ struct InstallTests {
     }
 
     @Test func aCallToTheBusNameStartsTheDaemonThroughItsActivationFile() async throws {
-        let services = try TemporaryDirectory(prefix: "spool-services")
-        let home = try TemporaryDirectory(prefix: "spool-activated")
-        // The checked-in activation file, with Exec running the built binary in a private home.
-        let template = try String(
-            contentsOf: repositoryRoot.appendingPathComponent("dbus/org.mpris.MediaPlayer2.spool.service.in"), encoding: .utf8)
-        let isolated = "/usr/bin/env -u SPOOL_LOG XDG_CONFIG_HOME=\(home.path) XDG_CACHE_HOME=\(home.path)/cache "
-            + "XDG_STATE_HOME=\(home.path)/state \(try spoolExecutable()) daemon --audio-sink \"fakesink sync=true\""
-        try template.replacingOccurrences(of: "@bindir@/spool daemon", with: isolated)
-            .write(to: services.file("org.mpris.MediaPlayer2.spool.service"), atomically: true, encoding: .utf8)
-
-        let bus = try PrivateBus(servicesDirectory: services.path, selfStopAfter: 120)
+        let activatable = try ActivatableBus()
+        defer { withExtendedLifetime(activatable) {} }  // its folders hold the activation file and the daemon's home
+        let bus = activatable.bus
         let client = try DBusConnection(address: bus.address)
         defer { client.close() }
         #expect(try await client.nameHasOwner(busName) == false)

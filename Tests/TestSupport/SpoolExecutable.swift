@@ -18,3 +18,27 @@ public func spoolExecutable() throws -> String {
     }
     throw RigError("the spool executable was not found near \(testBinary.path)")
 }
+
+/// A private bus whose activation file starts the built `spool daemon` (into a null
+/// sink that keeps real time) with its XDG folders in a private home.
+public final class ActivatableBus: Sendable {
+    /// The bus.
+    public let bus: PrivateBus
+    /// The folder holding the activation file.
+    public let services: TemporaryDirectory
+    /// The activated daemon's home.
+    public let home: TemporaryDirectory
+
+    /// Writes the checked-in activation file with Exec pointing at the built binary, then starts the bus.
+    public init() throws {
+        services = try TemporaryDirectory(prefix: "spool-services")
+        home = try TemporaryDirectory(prefix: "spool-activated")
+        let template = try String(
+            contentsOf: repositoryRoot.appendingPathComponent("dbus/org.mpris.MediaPlayer2.spool.service.in"), encoding: .utf8)
+        let isolated = "/usr/bin/env -u SPOOL_LOG XDG_CONFIG_HOME=\(home.path) XDG_CACHE_HOME=\(home.path)/cache "
+            + "XDG_STATE_HOME=\(home.path)/state \(try spoolExecutable()) daemon --audio-sink \"fakesink sync=true\""
+        try template.replacingOccurrences(of: "@bindir@/spool daemon", with: isolated)
+            .write(to: services.file("org.mpris.MediaPlayer2.spool.service"), atomically: true, encoding: .utf8)
+        bus = try PrivateBus(servicesDirectory: services.path, selfStopAfter: 120)
+    }
+}

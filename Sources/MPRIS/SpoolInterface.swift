@@ -1,0 +1,174 @@
+import DBusKit
+import Foundation
+import PlayerCore
+
+/// What the cache holds of one http(s) resource, as `org.spool.Spool1` reports it.
+public struct CachedResource: Sendable, Equatable {
+    /// The URL the bytes came from.
+    public var url: String
+    /// The cache namespace (account) the entry belongs to.
+    public var namespace: String
+    /// The byte ranges on disk, in order.
+    public var ranges: [Range<Int64>]
+    /// The resource's length, when known.
+    public var length: Int64?
+    /// When the entry was last read or written.
+    public var lastAccess: Date
+    /// Why a prefetch of it failed, if it did.
+    public var error: String?
+
+    /// Creates a description of one cached resource.
+    public init(
+        url: String, namespace: String, ranges: [Range<Int64>], length: Int64?, lastAccess: Date = Date(),
+        error: String? = nil
+    ) {
+        self.url = url
+        self.namespace = namespace
+        self.ranges = ranges
+        self.length = length
+        self.lastAccess = lastAccess
+        self.error = error
+    }
+
+    /// Bytes on disk.
+    public var cachedBytes: Int64 { ranges.reduce(0) { $0 + ($1.upperBound - $1.lowerBound) } }
+    /// Whether every byte of a resource of known length is on disk.
+    public var isComplete: Bool { length.map { cachedBytes >= $0 } ?? false }
+}
+
+/// The cache and download state behind `org.spool.Spool1`, implemented by the
+/// executable (which owns the range cache and the fetcher), so this module
+/// never imports them.
+public protocol SpoolStatusProvider: Sendable {
+    /// Cache counters as name–value pairs (`entries`, `bytes`, `hits`, …), in display order.
+    func cacheStats() -> [(name: String, value: Int64)]
+    /// The entries of one namespace, or of all when `namespace` is nil.
+    func cachedResources(namespace: String?) -> [CachedResource]
+    /// What the cache holds of `url` in the daemon's namespace (nil for local files or no entry).
+    func cacheState(of url: URL) -> CachedResource?
+    /// Removes the entries of one namespace, or all when nil; the message of a failure is thrown.
+    func clearCache(namespace: String?) throws
+    /// Starts downloading `url` into the cache without playing it.
+    func prefetch(_ url: URL) throws
+    /// The prefetches started since the daemon started, with their progress.
+    func prefetches() -> [CachedResource]
+}
+
+extension MPRISService {
+    /// Spool's own interface name, on the MPRIS object.
+    public static let spoolInterface = "org.spool.Spool1"
+
+    /// `org.spool.Spool1`: what MPRIS lacks (queues of several URIs, the cache, prefetch).
+    func spoolInterface(_ status: SpoolStatusProvider) -> DBusInterface {
+        let player = self.player
+        let resolver = self.resolver
+        let snapshot: @Sendable () -> PlayerSnapshot = { [weak self] in
+            self?.published.withLock { $0.snapshot } ?? PlayerSnapshot()
+        }
+        let uris: @Sendable ([DBusValue]) async throws -> [TrackItem] = { arguments in
+            guard let texts = arguments.first?.stringArrayValue, !texts.isEmpty else {
+                throw DBusError.invalidArgs("expected one or more URIs or paths")
+            }
+            var items: [TrackItem] = []
+            for text in texts {
+                let resolved = try await Self.tracks(text, resolver)
+                items.append(contentsOf: resolved)
+            }
+            return items
+        }
+        let current: @Sendable () -> CachedResource? = {
+            snapshot().nowPlaying.flatMap { status.cacheState(of: $0.entry.url) }
+        }
+        return DBusInterface(
+            Self.spoolInterface,
+            methods: [
+                DBusMethod("Play", in: "as", argumentNames: ["Uris"]) { arguments in
+                    await player.open(try await uris(arguments))
+                    return []
+                },
+                DBusMethod("Add", in: "as", argumentNames: ["Uris"]) { arguments in
+                    await player.add(try await uris(arguments))
+                    return []
+                },
+                DBusMethod("Queue", out: "aa{sv}", resultNames: ["Entries"]) { _ in
+                    let state = snapshot()
+                    let entries = state.queue.map { entry -> DBusValue in
+                        let playing = state.nowPlaying.flatMap { $0.entry.id == entry.id ? $0 : nil }
+                        var fields = (playing.map { Self.metadata($0) } ?? Self.metadata(entry)).stringVariantDictEntries
+                        fields.append(("spool:current", .boolean(playing != nil)))
+                        if let cached = status.cacheState(of: entry.url) { fields += Self.cacheFields(cached) }
+                        return .stringVariantDict(fields)
+                    }
+                    return [.array(elementSignature: "a{sv}", entries)]
+                },
+                DBusMethod("CacheStats", out: "a{sv}", resultNames: ["Stats"]) { _ in
+                    [.stringVariantDict(status.cacheStats().map { ($0.name, .int64($0.value)) })]
+                },
+                DBusMethod("CacheEntries", in: "s", out: "aa{sv}", argumentNames: ["Namespace"], resultNames: ["Entries"]) { arguments in
+                    let namespace = arguments.first?.stringValue ?? ""
+                    let entries = status.cachedResources(namespace: namespace.isEmpty ? nil : namespace)
+                    return [.array(elementSignature: "a{sv}", entries.map { .stringVariantDict(Self.cacheFields($0)) })]
+                },
+                DBusMethod("ClearCache", in: "s", argumentNames: ["Namespace"]) { arguments in
+                    let namespace = arguments.first?.stringValue ?? ""
+                    do {
+                        try status.clearCache(namespace: namespace.isEmpty ? nil : namespace)
+                    } catch {
+                        throw DBusError.failed("\(error)")
+                    }
+                    return []
+                },
+                DBusMethod("Prefetch", in: "as", argumentNames: ["Urls"]) { arguments in
+                    guard let texts = arguments.first?.stringArrayValue, !texts.isEmpty else {
+                        throw DBusError.invalidArgs("expected one or more http(s) URLs")
+                    }
+                    let urls = try texts.map { text throws(DBusError) -> URL in
+                        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
+                            throw DBusError.invalidArgs("only http(s) URLs can be prefetched, not '\(text.prefix(200))'")
+                        }
+                        return url
+                    }
+                    for url in urls {
+                        do { try status.prefetch(url) } catch { throw DBusError.failed("\(error)") }
+                    }
+                    return []
+                },
+            ],
+            properties: [
+                DBusProperty("LastError", signature: "s") { .string(snapshot().lastError ?? "") },
+                DBusProperty("CachedRanges", signature: "a(xx)") {
+                    .array(
+                        elementSignature: "(xx)",
+                        (current()?.ranges ?? []).map { .structure([.int64($0.lowerBound), .int64($0.upperBound)]) })
+                },
+                DBusProperty("ContentLength", signature: "x") { .int64(current()?.length ?? -1) },
+                DBusProperty("Prefetches", signature: "aa{sv}") {
+                    .array(elementSignature: "a{sv}", status.prefetches().map { .stringVariantDict(Self.cacheFields($0)) })
+                },
+            ])
+    }
+
+    /// The `a{sv}` fields describing a cached resource (shared by Queue, CacheEntries and Prefetches).
+    static func cacheFields(_ resource: CachedResource) -> [(String, DBusValue)] {
+        var fields: [(String, DBusValue)] = [
+            ("spool:url", .string(resource.url)),
+            ("spool:namespace", .string(resource.namespace)),
+            ("spool:cachedBytes", .int64(resource.cachedBytes)),
+            ("spool:contentLength", .int64(resource.length ?? -1)),
+            ("spool:complete", .boolean(resource.isComplete)),
+            ("spool:lastAccess", .int64(Int64(resource.lastAccess.timeIntervalSince1970))),
+        ]
+        if let error = resource.error { fields.append(("spool:error", .string(error))) }
+        return fields
+    }
+}
+
+extension DBusValue {
+    /// The entries of an `a{sv}` dictionary, in order, with the variants unwrapped.
+    fileprivate var stringVariantDictEntries: [(String, DBusValue)] {
+        dictionaryEntries?.compactMap { entry in
+            guard let key = entry.key.stringValue else { return nil }
+            return (key, entry.value.variantValue ?? entry.value)
+        } ?? []
+    }
+}

@@ -1,0 +1,120 @@
+import Fetcher
+import Foundation
+import MPRIS
+import MediaSource
+import RangeCache
+import SpoolLog
+import Synchronization
+
+/// Answers `org.spool.Spool1`'s cache questions from the daemon's range cache,
+/// and prefetches: a `CachedByteSource` opened in the background, whose
+/// read-ahead fills the entry, closed once the entry is complete or failed.
+final class CacheStatus: SpoolStatusProvider {
+    private let cache: RangeCache?
+    private let fetcher: Fetcher
+    private let namespace: String
+    private let log = Logger(label: "prefetch")
+    /// Prefetches by URL: the source while it runs, the last error once it failed.
+    private let running = Mutex<[String: (source: CachedByteSource?, error: String?)]>([:])
+
+    /// How often a running prefetch checks whether its entry is complete.
+    static let pollInterval: Duration = .milliseconds(100)
+
+    init(cache: RangeCache?, fetcher: Fetcher, namespace: String) {
+        self.cache = cache
+        self.fetcher = fetcher
+        self.namespace = namespace
+    }
+
+    func cacheStats() -> [(name: String, value: Int64)] {
+        guard let cache else { return [] }
+        let stats = cache.stats
+        return [
+            ("entries", Int64(stats.entries)), ("bytes", stats.bytes), ("budget", cache.configuration.budgetBytes),
+            ("hits", Int64(stats.hits)), ("misses", Int64(stats.misses)),
+            ("bytesServedFromCache", stats.bytesServedFromCache), ("bytesFromNetwork", stats.bytesFromNetwork),
+            ("evictions", Int64(stats.evictions)), ("writeFailures", Int64(stats.writeFailures)),
+            ("namespaces", Int64(stats.namespaces.count)),
+        ]
+    }
+
+    func cachedResources(namespace: String?) -> [CachedResource] {
+        cache?.entries(in: namespace).map(Self.resource) ?? []
+    }
+
+    func cacheState(of url: URL) -> CachedResource? {
+        guard let cache, !url.isFileURL else { return nil }
+        return cache.info(for: cache.key(for: url), namespace: namespace).map(Self.resource)
+    }
+
+    func clearCache(namespace: String?) throws {
+        guard let cache else { throw DaemonError("the cache is not open") }
+        try cache.clear(namespace: namespace)
+    }
+
+    func prefetch(_ url: URL) throws {
+        guard let cache else { throw DaemonError("the cache is not open") }
+        let entry = try cache.entry(for: url, namespace: namespace)
+        let key = url.absoluteString
+        let source = CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+        let started = running.withLock { running -> Bool in
+            guard running[key]?.source == nil else { return false }
+            running[key] = (source, nil)
+            return true
+        }
+        guard started else {
+            entry.close()
+            return
+        }
+        source.setBackground(true)
+        log.info("prefetching \(loggable(url))")
+        source.open { [weak self] result in
+            switch result {
+            case .success(let info):
+                // One read starts the transfer; read-ahead then fills every hole.
+                _ = source.read(at: 0, maxLength: 1) {}
+                Task { await self?.watch(key, entry: entry, source: source, length: info.length) }
+            case .failure(let error):
+                self?.finish(key, source: source, error: "\(error)")
+            }
+        }
+    }
+
+    func prefetches() -> [CachedResource] {
+        let snapshot = running.withLock { $0 }
+        return snapshot.keys.sorted().compactMap { key in
+            guard let url = URL(string: key) else { return nil }
+            var resource = cacheState(of: url)
+                ?? CachedResource(url: key, namespace: namespace, ranges: [], length: nil)
+            resource.error = snapshot[key]?.error
+            return resource
+        }
+    }
+
+    /// Waits until the entry is complete, then closes the source (which makes the bytes durable).
+    private func watch(_ key: String, entry: CacheEntry, source: CachedByteSource, length: Int64?) async {
+        while let length, !entry.cachedRanges.contains(0..<length) {
+            try? await Task.sleep(for: Self.pollInterval)
+            if running.withLock({ $0[key]?.source }) !== source { return }
+        }
+        finish(key, source: source, error: length == nil ? "the server did not say how long the file is" : nil)
+    }
+
+    private func finish(_ key: String, source: CachedByteSource, error: String?) {
+        source.close()
+        running.withLock { $0[key] = (nil, error) }
+        if let error { log.warning("prefetch of \(URL(string: key).map(loggable) ?? "?") failed: \(error)") }
+    }
+
+    /// Closes every running prefetch.
+    func shutdown() {
+        let sources = running.withLock { running in running.values.compactMap(\.source) }
+        sources.forEach { $0.close() }
+    }
+
+    private static func resource(_ info: EntryInfo) -> CachedResource {
+        CachedResource(
+            url: info.metadata.url?.absoluteString ?? info.key.value, namespace: info.namespace,
+            ranges: info.durableRanges.ranges, length: info.metadata.validator.length, lastAccess: info.lastAccess)
+    }
+}
