@@ -95,10 +95,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             gst_object_unref(UnsafeMutableRawPointer(playbin))
             throw error
         }
-        // Rate changes keep the pitch: scaletempo stretches by the segment's rate.
-        if let scaletempo = gst_element_factory_make("scaletempo", nil) {
-            setProperty(playbin, "audio-filter", object: scaletempo)
-        } else {
+        if !installRateFilter() {
             log.warning("scaletempo is missing: rates other than 1.0 will change the pitch")
         }
         // playbin holds these unretained pointers until it is disposed, in shutdown().
@@ -349,10 +346,23 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             state.current = Current(track: track, uri: uri, feeder: feeder, startPosition: start)
             return state.wantPlaying && start == nil
         }
+        // A fresh scaletempo for every loaded track: one reused across tracks of other
+        // formats at a rate other than 1.0 crashed in its memcpy (GStreamer 1.22).
+        installRateFilter()
         setProperty(playbin, "uri", uri)
         if gst_element_set_state(playbin, playing ? GST_STATE_PLAYING : GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
             log.warning("\(track.id): the pipeline refused to start")
         }
+    }
+
+    /// Gives playbin a new scaletempo as its audio filter (only while the pipeline is
+    /// stopped); false when the element is not installed. Rate changes keep the
+    /// pitch: scaletempo stretches by the segment's rate.
+    @discardableResult
+    private func installRateFilter() -> Bool {
+        guard let scaletempo = gst_element_factory_make("scaletempo", nil) else { return false }
+        setProperty(playbin, "audio-filter", object: scaletempo)
+        return true
     }
 
     private func teardown() {

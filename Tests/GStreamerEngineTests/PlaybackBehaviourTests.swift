@@ -235,6 +235,32 @@ struct PlaybackBehaviourTests {
         #expect(engine.supportedRates.contains(0.5) && engine.supportedRates.contains(2.0))
     }
 
+    @Test func tracksOfOtherFormatsPlayInTurnAtAnotherRate() throws {
+        // At 1.5×, a FLAC after an Ogg track crashed a reused scaletempo (GStreamer 1.22).
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory()
+        let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"))
+        defer { engine.shutdown() }
+        engine.setRate(1.5)
+        let order: [FixtureFormat] = [.flac, .oggVorbis, .flac, .oggOpus, .mp3CBR]
+        for (index, format) in order.enumerated() {
+            let id = TrackID(UInt64(index + 1))
+            engine.load(EngineTrack(id: id, url: fixtures.fixture(format).url), at: .zero, playing: true)
+            let end = recorder.waitFor {
+                switch $0 {
+                case .endOfTrack(id), .failed(id, _): true
+                default: false
+                }
+            }
+            #expect(end == .endOfTrack(id), "\(format)")
+        }
+        // And gaplessly across formats at that rate.
+        engine.load(EngineTrack(id: TrackID(10), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
+        engine.setNext(EngineTrack(id: TrackID(11), url: fixtures.fixture(.oggOpus).url))
+        #expect(recorder.waitFor { $0 == .trackStarted(TrackID(11)) } != nil)
+        #expect(recorder.waitFor { $0 == .endOfTrack(TrackID(11)) } != nil, "\(recorder.all.suffix(5))")
+    }
+
     @Test func embeddedCoverArtIsWrittenOnceByContentHash() throws {
         let fixtures = try Fixtures.shared()
         let dir = try TemporaryDirectory()
