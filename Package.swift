@@ -63,6 +63,8 @@ let package = Package(
             name: "EngineBench", dependencies: ["EngineAPI", "GStreamerEngine", "MediaSource"],
             path: "bench/EngineBench"),
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
+        // MPRIS over a private bus against a real `spool daemon` (build `spool` in release mode first).
+        .executableTarget(name: "MPRISBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/MPRISBench"),
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.

@@ -37,6 +37,8 @@ let metadataTypes: [String: String] = [
 final class MPRISSignals {
     private let daemon: RunningDaemon
     private let log = SignalLog()
+    /// This connection's own marker signals (see ``flushed()``), kept apart from the daemon's.
+    private let markers = SignalLog()
     private let listener: Task<Void, Never>
     private static let markerInterface = "org.spool.Test.Marker"
 
@@ -44,7 +46,17 @@ final class MPRISSignals {
         self.daemon = daemon
         let stream = try await daemon.client.subscribe(matching: "type='signal',path='\(playerPath)'")
         let log = self.log
-        listener = Task { for await message in stream { await log.append(message) } }
+        let markers = self.markers
+        let markerInterface = Self.markerInterface
+        listener = Task {
+            for await message in stream {
+                if message.interface == markerInterface {
+                    await markers.append(message)
+                } else {
+                    await log.append(message)
+                }
+            }
+        }
     }
 
     deinit { listener.cancel() }
@@ -65,7 +77,7 @@ final class MPRISSignals {
             try await Task.sleep(for: .milliseconds(10))
         }
         if !found { Issue.record("the expected signal never came; got \(await log.received.dropFirst(mark).map(describe))") }
-        return try await flushed().dropFirst(mark).filter { $0.interface != Self.markerInterface }
+        return Array(try await flushed().dropFirst(mark))
     }
 
     /// Waits until the Player state the signals tell (each property's last signalled value)
@@ -94,8 +106,9 @@ final class MPRISSignals {
         let marker = UUID().uuidString
         daemon.client.emitSignal(path: playerPath, interface: Self.markerInterface, name: "Marker", arguments: [.string(marker)])
         for _ in 0..<1000 {
-            let all = await log.received
-            if all.contains(where: { $0.arguments.first?.stringValue == marker }) { return all }
+            if await markers.received.contains(where: { $0.arguments.first?.stringValue == marker }) {
+                return await log.received
+            }
             try await Task.sleep(for: .milliseconds(5))
         }
         throw RigError("this connection's own marker signal never came back")
