@@ -104,29 +104,39 @@ struct MPRISBench {
         }
         let played = Array(try await recorder.flushed(client).dropFirst(listStart))
         print("")
-        print(pad("automatic track change (gapless)", 40) + pad("PropertiesChanged", 19) + pad("other signals", 15)
-            + "length known")
-        var perTrack: [(track: String, changes: Int, others: Int, length: Bool)] = []
+        print(pad("automatic track change (gapless)", 34) + pad("PropertiesChanged", 19) + pad("others", 8) + "what changed")
+        var perTrack: [(track: String, changes: [String], others: Int)] = []
         var current: DBusValue?
+        var metadata: [String: DBusValue] = [:]
         for message in played {
             let changes = playerChanges(message)
             if changes["PlaybackStatus"]?.stringValue == "Stopped" { break }
-            let metadata = changes["Metadata"]?.stringVariantDictValue
-            if let id = metadata?["mpris:trackid"], id != current {
+            let newMetadata = changes["Metadata"]?.stringVariantDictValue
+            if let id = newMetadata?["mpris:trackid"], id != current {
                 current = id
-                perTrack.append((metadata?["xesam:url"]?.stringValue ?? "?", 0, 0, false))
+                perTrack.append((newMetadata?["xesam:url"]?.stringValue ?? "?", [], 0))
+                metadata = [:]
             }
             guard !perTrack.isEmpty else { continue }
-            if message.member == "PropertiesChanged" { perTrack[perTrack.count - 1].changes += 1 } else { perTrack[perTrack.count - 1].others += 1 }
-            if metadata?["mpris:length"] != nil { perTrack[perTrack.count - 1].length = true }
+            guard message.member == "PropertiesChanged" else {
+                perTrack[perTrack.count - 1].others += 1
+                continue
+            }
+            // Each change as its properties, and for Metadata the keys that differ from the last one.
+            var names = changes.keys.filter { $0 != "Metadata" }.sorted()
+            if let newMetadata {
+                let keys = Set(newMetadata.keys).union(metadata.keys).filter { newMetadata[$0] != metadata[$0] }
+                names.append("Metadata(\(keys.sorted().joined(separator: ",")))")
+                metadata = newMetadata
+            }
+            perTrack[perTrack.count - 1].changes.append(names.joined(separator: " "))
         }
-        for track in perTrack.dropFirst() {  // the first was opened, not changed to
-            let name = URL(string: track.track)?.lastPathComponent ?? track.track
-            print(pad("→ \(name)", 40) + pad("\(track.changes)" + (track.changes <= 2 ? "" : " (> 2)"), 19)
-                + pad("\(track.others)", 15) + (track.length ? "yes" : "no"))
+        for (index, track) in perTrack.enumerated() {
+            let name = (index == 0 ? "opened " : "→ ") + (URL(string: track.track)?.lastPathComponent ?? track.track)
+            let count = "\(track.changes.count)" + (index == 0 || track.changes.count <= 2 ? "" : " (> 2)")
+            print(pad(name, 34) + pad(count, 19) + pad("\(track.others)", 8) + track.changes.map { "[\($0)]" }.joined(separator: " "))
         }
-        let first = perTrack.first
-        print("(the opened first track, loaded rather than handed over: \(first?.changes ?? 0) PropertiesChanged)")
+        print("(the opened track is loaded, not handed over: it is not a track change; others: TrackList signals)")
     }
 
     // MARK: helpers
