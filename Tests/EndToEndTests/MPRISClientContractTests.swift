@@ -233,6 +233,7 @@ struct MPRISClientContractTests {
         #expect(title(opened) == "Long Tone", "\(opened)")
         #expect(got.filter { $0.member == "TrackListReplaced" }.first?.arguments.first?.arrayValues?.count == 3)
         try await signals.waitUntilTrackIsKnown(title: "Long Tone")
+        #expect(!(try await signals.flushed()).contains { $0.member == "Seeked" }, "no Seeked for starting at 0")
         let trackIDs = try await daemon.property(trackListInterface, "Tracks")?.arrayValues ?? []
         #expect(trackIDs.count == 3)
 
