@@ -65,6 +65,8 @@ let package = Package(
         .executableTarget(
             name: "SourceBench", dependencies: ["MediaSource", "RangeCache", "Fetcher"], path: "bench/SourceBench"),
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
+        // MPRIS over a private bus against a real `spool daemon` (build `spool` in release mode first).
+        .executableTarget(name: "MPRISBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/MPRISBench"),
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.

@@ -313,13 +313,14 @@ public actor Player {
     }
 
     /// Moves to the next track in play order; at the end of the queue (no loop) playback stops.
+    /// Paused or stopped playback stays that way, as MPRIS asks.
     public func next() {
         rememberCurrent()
         guard queue.advance(automatic: false) != nil else {
             unload(status: .stopped)
             return
         }
-        startCurrent(playing: snapshot.status != .stopped)
+        changedTrack()
     }
 
     /// Restarts the current track when past the first 3 s, else moves to the previous one.
@@ -335,7 +336,19 @@ public actor Player {
             if loadedID != nil { engine.seek(to: .zero) }
             return
         }
-        startCurrent(playing: snapshot.status != .stopped)
+        changedTrack()
+    }
+
+    /// After Next or Previous: playing goes on playing the new current entry, paused
+    /// loads it paused, stopped only shows it (Play starts it).
+    private func changedTrack() {
+        switch snapshot.status {
+        case .playing, .paused:
+            startCurrent(playing: snapshot.status == .playing)
+        case .stopped:
+            update { $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) } }
+            saveSession()
+        }
     }
 
     /// Seeks to `position` within the current track (clamped at 0); a burst of seeks
@@ -396,8 +409,10 @@ public actor Player {
         pendingSeekable = [:]
         engine.load(EngineTrack(id: entry.id, url: entry.url), at: start, playing: playing)
         loadedID = entry.id
+        // Restarting the same entry (Stop then Play, a retry) keeps what is known of it, so clients see no flicker.
+        let known = snapshot.nowPlaying?.entry.id == entry.id ? snapshot.nowPlaying : nil
         update {
-            $0.nowPlaying = NowPlaying(entry: entry, tags: TrackTags(), duration: nil)
+            $0.nowPlaying = known ?? NowPlaying(entry: entry, tags: TrackTags(), duration: nil)
             $0.status = playing ? .playing : .paused
         }
         if playing { startSaving() } else { stopSaving() }
@@ -456,10 +471,10 @@ public actor Player {
             handOver(to: id)
         case .tags(let id, let tags) where id == current:
             update { state in
-                if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = known.merging(tags) }
+                if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = Self.merge(tags, into: known) }
             }
         case .tags(let id, let tags) where id == preparedID:
-            pendingTags[id] = (pendingTags[id] ?? TrackTags()).merging(tags)
+            pendingTags[id] = Self.merge(tags, into: pendingTags[id] ?? TrackTags())
         case .seekable(let id, let seekable) where id == current:
             update { $0.nowPlaying?.seekable = seekable }
         case .seekable(let id, let seekable):
@@ -477,6 +492,14 @@ public actor Player {
         default:
             break
         }
+    }
+
+    /// `tags` merged into `known`, but the first bitrate stays: decoders re-estimate it
+    /// several times a second, and every new value would reach every client as new metadata.
+    private static func merge(_ tags: TrackTags, into known: TrackTags) -> TrackTags {
+        var tags = tags
+        if known.bitrate != nil { tags.bitrate = nil }
+        return known.merging(tags)
     }
 
     /// The engine started the prepared entry without a gap.
