@@ -549,6 +549,15 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             shared.withLock { $0.current?.feeder }?.source.setBackground(false)
             emit(.seekable(id, seekable))
             emit(.trackStarted(id))
+            // Formats whose length is known up front post no DURATION_CHANGED for the new
+            // stream, and playbin answers the query only once the stream has settled.
+            for delay in [0, 50, 200, 1000] {
+                control.asyncAfter(deadline: .now() + .milliseconds(delay)) { [self] in
+                    if let started = shared.withLock({ $0.current }), started.track.id == id, started.duration == nil {
+                        reportDuration(of: started)
+                    }
+                }
+            }
             if needsRate {
                 // A new stream starts at rate 1.0; carry the listener's rate over.
                 control.async { [self] in

@@ -69,6 +69,8 @@ struct PlaybackBehaviourTests {
         let end = recorder.waitFor(isEnd)
         #expect(end == .endOfTrack(TrackID(2)), "\(recorder.all)")
         #expect(!recorder.all.contains(.endOfTrack(TrackID(1))), "the first track must hand over, not end")
+        #expect(recorder.all.contains { if case .duration(TrackID(2), _) = $0 { true } else { false } },
+                "the next track's length is reported: \(recorder.all.suffix(6))")
         let firstLength = try Data(contentsOf: dir.file("a.raw")).count
         let alone = firstLength + (try Data(contentsOf: dir.file("b.raw")).count)
         let joined = try Data(contentsOf: dir.file("joined.raw"))
