@@ -123,6 +123,12 @@ public struct PlayQueue: Sendable, Equatable {
         entries.insert(entry, at: max(0, min(position, entries.count)))
     }
 
+    /// Names an entry (a title read ahead from its tags) without playing it.
+    public mutating func setTitle(_ title: String, of id: TrackID) {
+        guard let index = index(of: id) else { return }
+        entries[index].title = title
+    }
+
     /// Empties the queue.
     public mutating func clear() {
         entries.removeAll()

@@ -475,6 +475,10 @@ public actor Player {
             }
         case .tags(let id, let tags) where id == preparedID:
             pendingTags[id] = Self.merge(tags, into: pendingTags[id] ?? TrackTags())
+            if let title = tags.title, !title.isEmpty, queue.entry(id)?.title != title {
+                queue.setTitle(title, of: id)  // clients listing the queue see it before it plays
+                update { _ in }
+            }
         case .seekable(let id, let seekable) where id == current:
             update { $0.nowPlaying?.seekable = seekable }
         case .seekable(let id, let seekable):

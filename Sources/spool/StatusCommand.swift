@@ -28,7 +28,9 @@ final class Screen: @unchecked Sendable {
 }
 
 /// The status block: what plays, where, and how much of it is cached.
-func statusLines(player: [String: DBusValue], spool: [String: DBusValue]) -> [String] {
+func statusLines(
+    player: [String: DBusValue], spool: [String: DBusValue], queue: [[String: DBusValue]] = []
+) -> [String] {
     let status = player["PlaybackStatus"]?.stringValue ?? "Stopped"
     let metadata = player["Metadata"]?.stringVariantDictValue ?? [:]
     guard let track = metadata["mpris:trackid"]?.objectPathValue, track != MPRISService.noTrack else {
@@ -54,6 +56,14 @@ func statusLines(player: [String: DBusValue], spool: [String: DBusValue]) -> [St
         "\(time) \(progressBar(played: played, cached: cached))"
             + (isLocal || contentLength <= 0 ? "" : " cached \(ranges.reduce(0) { $0 + $1.1 - $1.0 } * 100 / contentLength)%"),
     ]
+    // The track that follows in list order (with shuffle on, the order is the daemon's secret).
+    if player["Shuffle"]?.boolValue != true, let current = queue.firstIndex(where: { $0["spool:current"]?.boolValue == true }),
+        current + 1 < queue.count
+    {
+        let next = queue[current + 1]
+        let nextTitle = next["xesam:title"]?.stringValue ?? next["xesam:url"]?.stringValue ?? "?"
+        lines.append("next: \(nextTitle)  \(cacheNote(next))")
+    }
     if let error = spool["LastError"]?.stringValue, !error.isEmpty { lines.append("error: \(error)") }
     return lines
 }
@@ -72,7 +82,8 @@ func statusLines(player: [String: DBusValue], spool: [String: DBusValue]) -> [St
     func redraw() async throws(CommandFailure) {
         let player = try await client.properties(MPRISService.playerInterface)
         let spool = try await client.properties(MPRISService.spoolInterface)
-        screen.draw(statusLines(player: player, spool: spool))
+        let queue = (try? await client.spool("Queue"))?.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+        screen.draw(statusLines(player: player, spool: spool, queue: queue))
     }
     try await redraw()
     guard follow else { return }

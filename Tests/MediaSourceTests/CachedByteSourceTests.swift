@@ -122,7 +122,9 @@ struct CachedByteSourceTests {
     }
 
     @Test func randomSeeksReadExactBytesAndFetchLittleMoreThanTheFile() throws {
-        let rig = try CacheRig(size: 3_000_000, faults: OriginFaults(bytesPerSecond: 4_000_000))
+        // The origin writes bandwidth-capped bodies in pieces of rate/20 (50 KB here): a
+        // cancelled transfer can leave at most about one piece unread.
+        let rig = try CacheRig(size: 3_000_000, faults: OriginFaults(bytesPerSecond: 1_000_000))
         let source = try rig.source()
         defer { source.close() }
         _ = try open(source).get()
@@ -137,7 +139,9 @@ struct CachedByteSourceTests {
         #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count, timeout: 30).get(), rig.body) == nil)
         source.close()
         let sent = try rig.origin.requests(atLeast: 1).reduce(0) { $0 + $1.bodyBytesSent }
-        #expect(sent <= rig.body.count + 5 * 64 * 1024 + 256 * 1024, "fetched \(sent) for \(rig.body.count)")
+        // Per seek: what was asked (64 KiB) plus the origin's write burst in flight when the
+        // old transfer is cancelled (the 64 KiB target counts only the first).
+        #expect(sent <= rig.body.count + 6 * 96 * 1024, "fetched \(sent) for \(rig.body.count) with 5 seeks")
     }
 
     @Test func aSmallReadNearTheEndGetsItsOwnShortRequest() throws {
