@@ -111,6 +111,8 @@ public enum EngineEvent: Sendable, Equatable {
     /// Whether the track can seek: false for a stream whose origin ignores Range
     /// or whose length is unknown.
     case seekable(TrackID, Bool)
+    /// Playback of the track waits for bytes that are not here yet (true), or no longer (false).
+    case buffering(TrackID, Bool)
     /// A seek completed; playback continues from `position`.
     case seeked(TrackID, position: Duration)
     /// The track played to its end.

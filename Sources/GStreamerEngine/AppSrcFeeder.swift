@@ -26,6 +26,9 @@ final class AppSrcFeeder: Sendable {
         var offset: Int64 = 0
         var generation: UInt64 = 0
         var pending: Request?
+        /// A read has been pending since this request (by generation); reported once it lasts.
+        var waitingSince: UInt64?
+        var reportedWaiting = false
     }
 
     let source: ByteSource
@@ -37,10 +40,17 @@ final class AppSrcFeeder: Sendable {
     /// Wrapper making the state sendable: the raw appsrc pointer is only used under the lock.
     private struct LockedState: @unchecked Sendable { var state = State() }
 
-    init(source: ByteSource, info: ResourceInfo, label: String) {
+    /// How long a read may wait before it counts as buffering (short waits are normal).
+    static let bufferingDelay: DispatchTimeInterval = .milliseconds(200)
+
+    /// Told when reads start or stop waiting for the network (never under the feeder's lock).
+    private let onBuffering: @Sendable (Bool) -> Void
+
+    init(source: ByteSource, info: ResourceInfo, label: String, onBuffering: @escaping @Sendable (Bool) -> Void = { _ in }) {
         self.source = source
         self.info = info
         self.label = label
+        self.onBuffering = onBuffering
         lock = Mutex(LockedState())
     }
 
@@ -125,6 +135,7 @@ final class AppSrcFeeder: Sendable {
             box.state.generation &+= 1
             box.state.offset = offset
             box.state.pending = nil
+            box.state.waitingSince = nil
         }
         log.trace("\(label): seek-data \(offset)")
     }
@@ -137,19 +148,58 @@ final class AppSrcFeeder: Sendable {
     }
 
     private func needData(_ length: Int) {
-        lock.withLock { box in
-            guard box.state.appsrc != nil else { return }
+        let change = lock.withLock { box -> Bool? in
+            guard box.state.appsrc != nil else { return nil }
             box.state.pending = Request(generation: box.state.generation, length: max(1, length))
             serveLocked(&box.state)
+            return bufferingChangeLocked(&box.state)
+        }
+        if let change { onBuffering(change) }
+    }
+
+    /// What to tell about buffering after serving: false once a reported wait ends;
+    /// a new wait is reported only if it is still pending after ``bufferingDelay``.
+    private func bufferingChangeLocked(_ state: inout State) -> Bool? {
+        if state.pending == nil {
+            state.waitingSince = nil
+            if state.reportedWaiting {
+                state.reportedWaiting = false
+                return false
+            }
+            return nil
+        }
+        if state.waitingSince == nil {
+            let generation = state.generation
+            state.waitingSince = generation
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.bufferingDelay) { [weak self] in
+                self?.reportWaitIfStillPending(generation)
+            }
+        }
+        return nil
+    }
+
+    private func reportWaitIfStillPending(_ generation: UInt64) {
+        let report = lock.withLock { box -> Bool in
+            guard box.state.pending != nil, box.state.waitingSince == generation, !box.state.reportedWaiting else {
+                return false
+            }
+            box.state.reportedWaiting = true
+            return true
+        }
+        if report {
+            log.debug("\(label): buffering")
+            onBuffering(true)
         }
     }
 
     /// Called by the source when bytes may have arrived for the request of `generation`.
     private func retry(generation: UInt64) {
-        lock.withLock { box in
-            guard let pending = box.state.pending, pending.generation == generation else { return }
+        let change = lock.withLock { box -> Bool? in
+            guard let pending = box.state.pending, pending.generation == generation else { return nil }
             serveLocked(&box.state)
+            return bufferingChangeLocked(&box.state)
         }
+        if let change { onBuffering(change) }
     }
 
     private func serveLocked(_ state: inout State) {

@@ -331,7 +331,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     source.close()
                     done(.failure(error))
                 case .success(let info):
-                    done(.success(AppSrcFeeder(source: source, info: info, label: "\(track.id)")))
+                    let feeder = AppSrcFeeder(source: source, info: info, label: "\(track.id)") { [weak self] waiting in
+                        self?.emit(.buffering(track.id, waiting))
+                    }
+                    done(.success(feeder))
                 }
             }
         }

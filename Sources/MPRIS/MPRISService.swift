@@ -389,7 +389,7 @@ public final class MPRISService: Sendable {
 
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
-        var changedLastError: String??  // .some when LastError (org.spool.Spool1) changed
+        var spoolChanges: [(String, DBusValue)] = []  // LastError and Buffering of org.spool.Spool1
         let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
             state.flushScheduled = false
             let current = Self.playerProperties(state.snapshot)
@@ -398,13 +398,19 @@ public final class MPRISService: Sendable {
                 .map { ($0.key, $0.value) }
             state.signalled = current
             let trackList = state.signalledSnapshot.map { Self.trackListSignals(from: $0, to: state.snapshot) } ?? []
-            if state.signalledSnapshot?.lastError != state.snapshot.lastError { changedLastError = .some(state.snapshot.lastError) }
+            if let before = state.signalledSnapshot {
+                if before.lastError != state.snapshot.lastError {
+                    spoolChanges.append(("LastError", .string(state.snapshot.lastError ?? "")))
+                }
+                if before.buffering != state.snapshot.buffering {
+                    spoolChanges.append(("Buffering", .boolean(state.snapshot.buffering)))
+                }
+            }
             state.signalledSnapshot = state.snapshot
             return (changed, trackList)
         }
-        if let changedLastError, status != nil {
-            connection.emitPropertiesChanged(
-                path: Self.objectPath, interface: Self.spoolInterface, changed: [("LastError", .string(changedLastError ?? ""))])
+        if !spoolChanges.isEmpty, status != nil {
+            connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.spoolInterface, changed: spoolChanges)
         }
         for (name, arguments) in trackList {
             connection.emitSignal(path: Self.objectPath, interface: Self.trackListInterface, name: name, arguments: arguments)

@@ -136,6 +136,7 @@ extension MPRISService {
             ],
             properties: [
                 DBusProperty("LastError", signature: "s") { .string(snapshot().lastError ?? "") },
+                DBusProperty("Buffering", signature: "b") { .boolean(snapshot().buffering) },
                 DBusProperty("CachedRanges", signature: "a(xx)") {
                     .array(
                         elementSignature: "(xx)",

@@ -69,6 +69,8 @@ public struct PlayerSnapshot: Sendable, Equatable {
     public var canGoPrevious = false
     /// The last playback error, for clients to show; cleared when a track plays.
     public var lastError: String?
+    /// Playback waits for bytes from the network.
+    public var buffering = false
 
     /// Creates the idle snapshot.
     public init() {}
@@ -414,6 +416,7 @@ public actor Player {
         update {
             $0.nowPlaying = known ?? NowPlaying(entry: entry, tags: TrackTags(), duration: nil)
             $0.status = playing ? .playing : .paused
+            $0.buffering = false
         }
         if playing { startSaving() } else { stopSaving() }
         prepareNext()
@@ -423,6 +426,7 @@ public actor Player {
     private func unload(status: PlaybackStatus) {
         stopSaving()
         positionOverride.withLock { $0 = nil }
+        if snapshot.buffering { update { $0.buffering = false } }
         if loadedID != nil { engine.stop() }
         loadedID = nil
         preparedID = nil
@@ -479,6 +483,8 @@ public actor Player {
                 queue.setTitle(title, of: id)  // clients listing the queue see it before it plays
                 update { _ in }
             }
+        case .buffering(let id, let waiting) where id == current:
+            update { $0.buffering = waiting }
         case .seekable(let id, let seekable) where id == current:
             update { $0.nowPlaying?.seekable = seekable }
         case .seekable(let id, let seekable):

@@ -51,8 +51,9 @@ func statusLines(
     let cached = isLocal ? [0.0...1.0] : fractions(ranges, length: contentLength)
     let played = length.map { $0 > 0 ? min(1, position / $0) : 0 }
     let time = "\(formatTime(position)) / \(length.map(formatTime) ?? "?")"
+    let buffering = spool["Buffering"]?.boolValue == true ? " (buffering)" : ""
     var lines = [
-        "\(status): \(title)\(artist.map { " - \($0)" } ?? "")",
+        "\(status)\(buffering): \(title)\(artist.map { " - \($0)" } ?? "")",
         "\(time) \(progressBar(played: played, cached: cached))"
             + (isLocal || contentLength <= 0 ? "" : " cached \(ranges.reduce(0) { $0 + $1.1 - $1.0 } * 100 / contentLength)%"),
     ]

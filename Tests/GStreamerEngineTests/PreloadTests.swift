@@ -49,4 +49,37 @@ struct PreloadTests {
         let sizes = try Data(contentsOf: first.url).count + Data(contentsOf: second.url).count
         #expect(sent == sizes, "sent \(sent) for \(sizes)")
     }
+
+    @Test func aSeekIntoBytesNotYetDownloadedReportsBufferingUntilTheyArrive() throws {
+        // 20 s of WAV over a slow origin that answers every request after 0.6 s.
+        let dir = try TemporaryDirectory()
+        let made = try runCommand(
+            "gst-launch-1.0",
+            ["-q", "audiotestsrc", "num-buffers=\(20 * 44_100 / 1024)", "!", "audioconvert", "!", "wavenc", "!",
+             "filesink", "location=\(dir.file("long.wav").path)"])
+        #expect(made.status == 0)
+        let origin = try FaultOrigin()
+        origin.serve(
+            OriginResource(try Data(contentsOf: dir.file("long.wav"))), at: "/long.wav",
+            faults: OriginFaults(firstByteLatency: 0.6, bytesPerSecond: 400_000))
+        let cacheDirectory = try TemporaryDirectory(prefix: "spool-cache")
+        let cache = try RangeCache(directory: cacheDirectory.url)
+        defer { cache.close() }
+        let fetcher = Fetcher(userAgent: "Spool/test")
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+            guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
+            return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: origin.url(for: "/long.wav")), at: .zero, playing: true)
+        #expect(recorder.waitFor { $0 == .stateChanged(.playing) } != nil)
+        engine.seek(to: .seconds(15))
+        #expect(recorder.waitFor { $0 == .buffering(TrackID(1), true) } != nil, "\(recorder.all)")
+        #expect(recorder.waitFor { if case .seeked(TrackID(1), _) = $0 { true } else { false } } != nil)
+        #expect(recorder.waitFor { $0 == .buffering(TrackID(1), false) } != nil, "\(recorder.all)")
+        let events = recorder.all
+        #expect(events.firstIndex(of: .buffering(TrackID(1), true))! < events.firstIndex(of: .buffering(TrackID(1), false))!)
+    }
 }
