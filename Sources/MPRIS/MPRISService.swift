@@ -302,7 +302,9 @@ public final class MPRISService: Sendable {
                     signals.append(("TrackAdded", [metadata(entry), .objectPath(after)]))
                 }
             }
-        } else if let now = new.nowPlaying, now != old.nowPlaying, now.entry.id == old.nowPlaying?.entry.id {
+        } else if let now = new.nowPlaying, now.entry.id == old.nowPlaying?.entry.id,
+            metadata(now) != metadata(old.nowPlaying)
+        {
             signals.append(("TrackMetadataChanged", [.objectPath(trackPath(now.entry.id)), metadata(now)]))
         }
         return signals
@@ -355,7 +357,6 @@ public final class MPRISService: Sendable {
         if let date = tags.date { entries.append(("xesam:contentCreated", .string(date))) }
         if let length = track.duration { entries.append(("mpris:length", .int64(Int64(length.microseconds)))) }
         if let art = tags.artURL { entries.append(("mpris:artUrl", .string(art.absoluteString))) }
-        if let bitrate = tags.bitrate { entries.append(("xesam:audioBitrate", .int32(Int32(clamping: bitrate)))) }
         return .stringVariantDict(entries)
     }
 
