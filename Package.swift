@@ -1,7 +1,7 @@
 // swift-tools-version:6.0
 // Spool: a headless audio player daemon for Linux (MPRIS, GStreamer, libcurl).
 //
-// Modules are layers and imports run one way (see docs/ARCHITECTURE.md):
+// Modules are layers and imports run one way (README.md, "Architecture"):
 //   spool (executable) → MPRIS → DBusKit
 //                      → PlayerCore → EngineAPI
 //                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
