@@ -23,6 +23,18 @@ final class UpdateRecorder: Sendable {
     }
 }
 
+/// A player on a fake engine (failed tracks retried at once), observed, with `url`
+/// opened: the engine, the player, its updates and the track's id.
+func openedPlayer(_ url: URL) async -> (FakeEngine, Player, UpdateRecorder, TrackID) {
+    let engine = FakeEngine()
+    let player = Player(engine: engine, retryDelay: .zero)
+    let recorder = UpdateRecorder()
+    await player.observe { recorder.record($0) }
+    await player.open(url)
+    let id = await player.state.nowPlaying!.entry.id
+    return (engine, player, recorder, id)
+}
+
 @Suite("Player core with a fake engine")
 struct PlayerTests {
     let url = URL(string: "http://127.0.0.1:1/a.mp3")!
@@ -91,12 +103,7 @@ struct PlayerTests {
     }
 
     @Test func tagsAndDurationOfTheCurrentTrackReachTheSnapshot() async {
-        let engine = FakeEngine()
-        let player = Player(engine: engine)
-        let recorder = UpdateRecorder()
-        await player.observe { recorder.record($0) }
-        await player.open(url)
-        let id = await player.state.nowPlaying!.entry.id
+        let (engine, player, recorder, id) = await openedPlayer(url)
         var tags = TrackTags()
         tags.title = "Tone"
         tags.artists = ["Spool"]
@@ -112,24 +119,15 @@ struct PlayerTests {
     }
 
     @Test func endOfTheLastTrackStops() async {
-        let engine = FakeEngine()
-        let player = Player(engine: engine)
-        let recorder = UpdateRecorder()
-        await player.observe { recorder.record($0) }
-        await player.open(url)
-        let id = await player.state.nowPlaying!.entry.id
+        let (engine, player, recorder, id) = await openedPlayer(url)
         engine.send(.endOfTrack(id))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.status == .stopped })
+        #expect(await player.state.nowPlaying?.entry.id == id, "the last track stays current for Play")
         #expect(engine.commands.last == .stop)
     }
 
     @Test func aFailedTrackIsRetriedOnceThenSkipped() async {
-        let engine = FakeEngine()
-        let player = Player(engine: engine, retryDelay: .zero)
-        let recorder = UpdateRecorder()
-        await player.observe { recorder.record($0) }
-        await player.open(url)
-        let id = await player.state.nowPlaying!.entry.id
+        let (engine, player, recorder, id) = await openedPlayer(url)
         engine.send(.failed(id, EngineError("connection reset")))
         #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
         #expect(await player.state.lastError?.contains("connection reset") == true)
@@ -158,12 +156,7 @@ struct PlayerTests {
     }
 
     @Test func seekedEventsAreForwarded() async {
-        let engine = FakeEngine()
-        let player = Player(engine: engine)
-        let recorder = UpdateRecorder()
-        await player.observe { recorder.record($0) }
-        await player.open(url)
-        let id = await player.state.nowPlaying!.entry.id
+        let (engine, player, recorder, id) = await openedPlayer(url)
         await player.seek(to: .seconds(1))
         #expect(!engine.commands.contains(.seek(.seconds(1))), "not seekable until the engine says so")
         engine.send(.seekable(id, true))
