@@ -52,6 +52,8 @@ public protocol SpoolStatusProvider: Sendable {
     func prefetch(_ url: URL) throws
     /// The prefetches started since the daemon started, with their progress.
     func prefetches() -> [CachedResource]
+    /// What the download of `url` is doing right now, in words ("" when nothing is known).
+    func downloadState(of url: URL) -> String
 }
 
 extension MPRISService {
@@ -143,6 +145,9 @@ extension MPRISService {
                         (current()?.ranges ?? []).map { .structure([.int64($0.lowerBound), .int64($0.upperBound)]) })
                 },
                 DBusProperty("ContentLength", signature: "x") { .int64(current()?.length ?? -1) },
+                DBusProperty("DownloadState", signature: "s") {
+                    .string(snapshot().nowPlaying.map { status.downloadState(of: $0.entry.url) } ?? "")
+                },
                 DBusProperty("Prefetches", signature: "aa{sv}") {
                     .array(elementSignature: "a{sv}", status.prefetches().map { .stringVariantDict(Self.cacheFields($0)) })
                 },

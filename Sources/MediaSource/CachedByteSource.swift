@@ -68,6 +68,8 @@ public final class CachedByteSource: ByteSource {
         var writeFailureLogged = false
         /// Prepared ahead of need: downloads run at preload priority.
         var background = false
+        /// What the download is doing, for clients ("retrying in 2 s: HTTP status 503").
+        var transferStatus: String?
         /// The background check of a complete entry, and whether it found a new version.
         var playHead: Int64 = 0
         var revalidation: TransferID?
@@ -203,6 +205,29 @@ public final class CachedByteSource: ByteSource {
     }
 
     // MARK: Revalidation
+
+    /// What the download is doing, in words for a client: complete, fetching,
+    /// retrying in N s (with the reason), stalled, paused, failed (with the reason), or idle.
+    public var downloadState: String {
+        state.withLock { state in
+            if let length = state.info?.length, entry.contiguousLength(from: 0) >= length { return "complete" }
+            if let failure = state.failure { return "failed: \(failure)" }
+            if let status = state.transferStatus { return status }
+            return state.main != nil || state.side != nil ? "fetching" : "idle"
+        }
+    }
+
+    private static func describe(_ status: TransferStatus) -> String? {
+        switch status {
+        case .retrying(let seconds, _, let reason):
+            return String(format: "retrying in %.0f s: %@", seconds.rounded(.up), reason.description)
+        case .reresolving(let code): return "renewing the URL (HTTP \(code))"
+        case .stalled(let seconds): return String(format: "stalled for %.0f s, reconnecting", seconds)
+        case .reconnecting: return "reconnecting"
+        case .paused: return "waiting for the playing track's download"
+        case .resumed: return nil
+        }
+    }
 
     /// Whether a download for this resource is running (not counting revalidation).
     public var isDownloading: Bool { state.withLock { $0.main != nil || $0.side != nil } }
@@ -379,6 +404,7 @@ public final class CachedByteSource: ByteSource {
             case .notModified:
                 break
             case .data(let bytes, let offset):
+                state.transferStatus = nil
                 store(bytes, at: offset, &state)
                 if isMain { state.main?.next = offset + Int64(bytes.count) } else { state.side?.next = offset + Int64(bytes.count) }
                 if isMain, let limit = windowEnd(state), let main = state.main, main.next >= limit,
@@ -395,8 +421,8 @@ public final class CachedByteSource: ByteSource {
                     state.waiter = nil
                     callbacks.append(waiter.wake)
                 }
-            case .status:
-                break
+            case .status(let status):
+                state.transferStatus = Self.describe(status)
             case .finished:
                 if isMain { state.main = nil } else { state.side = nil }
                 try? entry.flush()

@@ -9,10 +9,35 @@ import Synchronization
 /// Answers `org.spool.Spool1`'s cache questions from the daemon's range cache,
 /// and prefetches: a `CachedByteSource` opened in the background, whose
 /// read-ahead fills the entry, closed once the entry is complete or failed.
+/// The cached sources playback opened, so clients can ask how their downloads go.
+/// Weak: a source lives as long as the engine holds it.
+final class PlaybackSources: Sendable {
+    private final class Weak: @unchecked Sendable {
+        weak var source: CachedByteSource?
+        init(_ source: CachedByteSource) { self.source = source }
+    }
+
+    private let sources = Mutex<[String: Weak]>([:])
+
+    /// Remembers `source` as the one playing `url`.
+    func register(_ source: CachedByteSource, for url: URL) {
+        sources.withLock { sources in
+            sources = sources.filter { $0.value.source != nil }
+            sources[url.absoluteString] = Weak(source)
+        }
+    }
+
+    /// The live source for `url`, if any.
+    func source(for url: URL) -> CachedByteSource? {
+        sources.withLock { $0[url.absoluteString]?.source }
+    }
+}
+
 final class CacheStatus: SpoolStatusProvider {
     private let cache: RangeCache?
     private let fetcher: Fetcher
     private let namespace: String
+    private let playback: PlaybackSources
     private let log = Logger(label: "prefetch")
     /// Prefetches by URL: the source while it runs, the last error once it failed.
     private let running = Mutex<[String: (source: CachedByteSource?, error: String?)]>([:])
@@ -20,7 +45,8 @@ final class CacheStatus: SpoolStatusProvider {
     /// How often a running prefetch checks whether its entry is complete.
     static let pollInterval: Duration = .milliseconds(100)
 
-    init(cache: RangeCache?, fetcher: Fetcher, namespace: String) {
+    init(cache: RangeCache?, fetcher: Fetcher, namespace: String, playback: PlaybackSources) {
+        self.playback = playback
         self.cache = cache
         self.fetcher = fetcher
         self.namespace = namespace
@@ -78,6 +104,17 @@ final class CacheStatus: SpoolStatusProvider {
                 self?.finish(key, source: source, error: "\(error)")
             }
         }
+    }
+
+    func downloadState(of url: URL) -> String {
+        guard !url.isFileURL else { return "" }
+        if let source = playback.source(for: url) { return source.downloadState }
+        if let prefetch = running.withLock({ $0[url.absoluteString] }) {
+            if let error = prefetch.error { return "failed: \(error)" }
+            if let source = prefetch.source { return source.downloadState }
+        }
+        guard let state = cacheState(of: url) else { return "" }
+        return state.length.map { length in state.ranges.reduce(0) { $0 + $1.count } >= length } == true ? "complete" : "idle"
     }
 
     func prefetches() -> [CachedResource] {

@@ -70,6 +70,7 @@ final class Daemon: Sendable {
         self.cache = cache
         let namespace = settings.account
         let revalidator = Revalidator(interval: settings.revalidateInterval)
+        let playback = PlaybackSources()
         let readAhead = CachedByteSource.ReadAheadPolicy(
             threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes)
         let engine = try GStreamerEngine(audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art")) { url throws(MediaSourceError) in
@@ -80,8 +81,10 @@ final class Daemon: Sendable {
                 guard case .success(let cache) = cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
                     return HTTPByteSource(url: url, fetcher: fetcher)  // no cache: stream from memory
                 }
-                return CachedByteSource(
+                let source = CachedByteSource(
                     url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
+                playback.register(source, for: url)
+                return source
             default:
                 throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
             }
@@ -113,7 +116,7 @@ final class Daemon: Sendable {
             preloadCount: settings.preloadCount, keyForURL: keyForURL)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
-        status = CacheStatus(cache: try? cache.get(), fetcher: fetcher, namespace: namespace)
+        status = CacheStatus(cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback)
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,

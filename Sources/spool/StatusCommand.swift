@@ -65,6 +65,9 @@ func statusLines(
         let nextTitle = next["xesam:title"]?.stringValue ?? next["xesam:url"]?.stringValue ?? "?"
         lines.append("next: \(nextTitle)  \(cacheNote(next))")
     }
+    if let download = spool["DownloadState"]?.stringValue, !download.isEmpty, download != "complete" {
+        lines.append("download: \(download)")
+    }
     if let error = spool["LastError"]?.stringValue, !error.isEmpty { lines.append("error: \(error)") }
     return lines
 }

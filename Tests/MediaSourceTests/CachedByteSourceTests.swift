@@ -251,4 +251,22 @@ struct CachedByteSourceTests {
         #expect(ranges.contains(later + window - 1))
         #expect(!ranges.contains(Int64(rig.body.count) - 1), "the end was not fetched")
     }
+
+    @Test func theDownloadStateSaysWhatTheTransferIsDoing() throws {
+        let rig = try CacheRig(
+            size: 200_000, faults: OriginFaults(errorResponses: .init(count: 1, status: 503, retryAfter: 1)))
+        let source = try rig.source()
+        defer { source.close() }
+        let opened = DispatchSemaphore(value: 0)
+        source.open { _ in opened.signal() }
+        var seen = ""
+        #expect(eventually(timeout: 5) {
+            seen = source.downloadState
+            return seen.hasPrefix("retrying in 1 s")
+        }, "state was '\(seen)'")
+        #expect(seen.contains("503"), "\(seen)")
+        #expect(opened.wait(timeout: .now() + 10) == .success)
+        _ = try readFully(source, at: 0, length: rig.body.count).get()
+        #expect(source.downloadState == "complete")
+    }
 }
