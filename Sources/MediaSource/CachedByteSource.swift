@@ -287,7 +287,8 @@ public final class CachedByteSource: ByteSource {
         let total = state.info?.length
         if let total, offset >= total - Self.tailRegion, state.main != nil, state.side == nil {
             // A small read near the end (tags, moov): its own short request; the main one goes on.
-            let end = min(total, max(offset + Self.tailRequestSize, offset + length), nextCached(after: offset) ?? total)
+            // Short on purpose: the main transfer may pass here later, and what both fetch counts twice.
+            let end = min(total, offset + Self.tailRequestSize, nextCached(after: offset) ?? total)
             let id = fetcher.start(request(offset, end: end, priority: .seekTarget, state)) { [weak self] id, event in
                 self?.handle(event, of: id)
             }

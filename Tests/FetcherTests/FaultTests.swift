@@ -191,7 +191,8 @@ struct FaultTests {
             Issue.record("expected a stall first: \(statuses)")
         }
         #expect(statuses.last == .reconnecting(from: 70_000))
-        #expect(try origin.requests(atLeast: 2).map(\.range) == ["bytes=0-", "bytes=70000-99999"])
+        // The stalled request is logged when its connection closes, which may come after the second.
+        #expect(try origin.requests(atLeast: 2).compactMap(\.range).sorted() == ["bytes=0-", "bytes=70000-99999"])
     }
 
     @Test func anExpiredURLIsReResolvedAndContinuedAtTheSameOffset() throws {

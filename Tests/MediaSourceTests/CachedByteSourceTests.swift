@@ -138,10 +138,13 @@ struct CachedByteSourceTests {
         // Let the read-ahead complete the entry, then play it all from the cache.
         #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count, timeout: 30).get(), rig.body) == nil)
         source.close()
-        let sent = try rig.origin.requests(atLeast: 1).reduce(0) { $0 + $1.bodyBytesSent }
-        // Per seek: what was asked (64 KiB) plus the origin's write burst in flight when the
-        // old transfer is cancelled (the issue's 64 KiB target counts only the first).
-        #expect(sent <= rig.body.count + 6 * 96 * 1024, "fetched \(sent) for \(rig.body.count) with 5 seeks")
+        // Bytes that reached Spool and were stored: a byte fetched twice would count twice.
+        // (The origin's own count also includes what was still in flight when a transfer
+        // was cancelled, which varies with timing; it is reported, not asserted.)
+        let received = rig.cache.stats.bytesFromNetwork
+        let sent = rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent }
+        #expect(received <= Int64(rig.body.count + 5 * 64 * 1024),
+                "stored \(received) (origin sent \(sent)) for \(rig.body.count) with 5 seeks at \(offsets): \(rig.origin.requests().map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
     }
 
     @Test func aSmallReadNearTheEndGetsItsOwnShortRequest() throws {
