@@ -25,7 +25,33 @@ func interfaceBlocks(_ xml: String) -> [String: [String]] {
 /// Collects signals from a stream in the background so a test can await one.
 actor SignalLog {
     private(set) var received: [DBusSignalMessage] = []
-    func append(_ message: DBusSignalMessage) { received.append(message) }
+    private var waiters: [UInt64: (accept: @Sendable ([DBusSignalMessage]) -> Bool, done: CheckedContinuation<Bool, Never>)] = [:]
+    private var nextWaiter: UInt64 = 0
+
+    func append(_ message: DBusSignalMessage) {
+        received.append(message)
+        for (id, waiter) in waiters where waiter.accept(received) {
+            waiters[id] = nil
+            waiter.done.resume(returning: true)
+        }
+    }
+
+    /// Waits until the signals received so far satisfy `accept`; false after `timeout`.
+    func waitFor(timeout: Duration = .seconds(10), _ accept: @escaping @Sendable ([DBusSignalMessage]) -> Bool) async -> Bool {
+        if accept(received) { return true }
+        let id = nextWaiter
+        nextWaiter += 1
+        let deadline = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
+            await self?.expire(id)
+        }
+        defer { deadline.cancel() }
+        return await withCheckedContinuation { waiters[id] = (accept, $0) }
+    }
+
+    private func expire(_ id: UInt64) {
+        waiters.removeValue(forKey: id)?.done.resume(returning: false)
+    }
 }
 
 /// The changed-properties dictionary of a PropertiesChanged signal.
@@ -84,12 +110,8 @@ struct InterfaceContractTests {
         }
         defer { listener.cancel() }
 
-        func waitForChange(_ accept: @escaping ([String: DBusValue]) -> Bool) async -> Bool {
-            for _ in 0..<1000 {
-                if await log.received.contains(where: { accept(changedProperties($0)) }) { return true }
-                try? await Task.sleep(for: .milliseconds(10))
-            }
-            return false
+        func waitForChange(_ accept: @escaping @Sendable ([String: DBusValue]) -> Bool) async -> Bool {
+            await log.waitFor { $0.contains { accept(changedProperties($0)) } }
         }
 
         #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
