@@ -13,8 +13,11 @@ runtime=(
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
+  gstreamer1.0-pulseaudio
 )
-testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light desktop-file-utils lame curl)
+# pulseaudio + pulseaudio-utils: a private sound server (and pactl, parec) for the output tests.
+testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light desktop-file-utils lame curl
+  pulseaudio pulseaudio-utils)
 
 wanted=("${runtime[@]}")
 [ "${1:-run}" = test ] && wanted+=("${testing[@]}")

@@ -1,0 +1,192 @@
+import DBusKit
+import Foundation
+import Testing
+import TestSupport
+
+/// A steady sine tone as stereo FLAC, for measurements on the recorded output.
+func steadyTone(frequency: Int, seconds: Double, amplitude: Double, in directory: TemporaryDirectory) throws -> URL {
+    let file = directory.file("tone-\(frequency).flac")
+    let made = try runCommand(
+        "gst-launch-1.0",
+        ["-q", "audiotestsrc", "wave=sine", "freq=\(frequency)", "volume=\(amplitude)",
+         "num-buffers=\(Int(seconds * 44_100 / 1024))", "samplesperbuffer=1024", "!",
+         "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "flacenc", "!", "filesink", "location=\(file.path)"])
+    guard made.status == 0 else { throw RigError("could not make a tone: \(made.stderr)") }
+    return file
+}
+
+/// The left channel of S16LE stereo PCM.
+func leftChannel(_ pcm: Data) -> [Int16] {
+    pcm.withUnsafeBytes { raw in
+        stride(from: 0, to: raw.count - 3, by: 4).map { raw.loadUnaligned(fromByteOffset: $0, as: Int16.self) }
+    }
+}
+
+/// The amplitude of a sine of `frequency` at every sample (from the sample and its
+/// neighbours: for a pure sine `y[n+1] − y[n−1] = 2·A·cos(ωn+φ)·sin ω`, so
+/// `A² = y[n]² + ((y[n+1] − y[n−1]) / (2 sin ω))²` holds exactly at each sample).
+/// A smooth volume change bends this curve gently; a step makes it jump.
+func sineEnvelope(_ samples: [Int16], frequency: Double, sampleRate: Double = 44_100) -> [Double] {
+    guard samples.count > 2 else { return [] }
+    let twoSinOmega = 2 * sin(2 * Double.pi * frequency / sampleRate)
+    var envelope = [Double](repeating: 0, count: samples.count)
+    for n in 1..<(samples.count - 1) {
+        let y = Double(samples[n])
+        let slope = (Double(samples[n + 1]) - Double(samples[n - 1])) / twoSinOmega
+        envelope[n] = (y * y + slope * slope).squareRoot()
+    }
+    envelope[0] = envelope[1]
+    envelope[samples.count - 1] = envelope[samples.count - 2]
+    return envelope
+}
+
+/// The median of `values` (nil when empty).
+func median(_ values: ArraySlice<Double>) -> Double? {
+    guard !values.isEmpty else { return nil }
+    return values.sorted()[values.count / 2]
+}
+
+/// Tests against a real PulseAudio server: the stream Spool opens there, the
+/// output choice with and without a server, and measurements on a recording of
+/// what the server played (volume changes without clicks, gapless hand-over).
+@Suite("Sound server output", .serialized)
+struct SoundServerTests {
+    /// A daemon that picks its own output (no `--audio-sink`) with `environment` added.
+    func daemon(_ environment: [String: String]) throws -> RunningDaemon {
+        try RunningDaemon(standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug"].merging(environment) { $1 })
+    }
+
+    /// Waits (polling the other process) until the MPRIS PlaybackStatus is `status`.
+    func waitForStatus(_ daemon: RunningDaemon, _ status: String, timeout: Double = 15) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if try await daemon.property("org.mpris.MediaPlayer2.Player", "PlaybackStatus")?.stringValue == status { return }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        throw RigError("PlaybackStatus never became \(status); daemon log:\n\(daemon.process.standardError)")
+    }
+
+    /// Waits until `recording` holds `milliseconds` more audio than it does now:
+    /// the server's own clock, so the test waits for the output, not for the wall.
+    func waitForRecording(_ recording: PulseRecording, toGrowBy milliseconds: Int) throws {
+        let target = recording.recordedBytes + milliseconds * PulseServer.sampleRate * 4 / 1000
+        guard eventually(timeout: Double(milliseconds) / 1000 + 5, { recording.recordedBytes >= target }) else {
+            throw RigError("the recording stalled at \(recording.recordedBytes) bytes")
+        }
+    }
+
+    @Test func theDaemonPlaysIntoTheSoundServerAsSpoolWithRoleMusicAndItsIcon() async throws {
+        let pulse = try PulseServer()
+        let recording = try pulse.recordOutput()
+        let track = try Fixtures.shared().fixture(.flac)
+        let daemon = try daemon(["PULSE_SERVER": pulse.server])
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
+        try await waitForStatus(daemon, "Playing")
+
+        var streams: [PulseStream] = []
+        #expect(try eventually(timeout: 10, interval: 0.02) {
+            streams = try pulse.sinkInputs()
+            return !streams.isEmpty
+        }, "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
+        let stream = try #require(streams.first)
+        #expect(streams.count == 1, "\(streams)")
+        #expect(stream.properties["application.name"] == "Spool", "\(stream)")
+        #expect(stream.properties["application.icon_name"] == "spool", "\(stream)")
+        #expect(stream.properties["media.role"] == "music", "\(stream)")
+        let client = try pulse.clients().first { $0.index == stream.client }
+        #expect(client?.properties["application.name"] == "Spool", "the stream's client: \(String(describing: client))")
+        let log = daemon.process.standardError
+        #expect(log.contains("audio output: PulseAudio"), "\(log)")
+        #expect(!log.contains("null sink"), "\(log)")
+
+        // And the track's tone is what the server plays.
+        try waitForRecording(recording, toGrowBy: 500)
+        let samples = leftChannel(try recording.stop())
+        let loud = samples.filter { abs(Int($0)) > 10_000 }.count
+        #expect(loud > 2_000, "the recording holds the tone: \(loud) loud samples of \(samples.count)")
+    }
+
+    @Test func withNoSoundDeviceTheDaemonPlaysInRealTimeIntoANullSinkWithOneWarning() async throws {
+        let dir = try TemporaryDirectory()
+        // No PulseAudio server at that address, and an ALSA configuration that defines
+        // no device, so the result is the same on a desktop with a sound card.
+        let emptyALSAConfig = dir.file("asound.conf")
+        try Data().write(to: emptyALSAConfig)
+        let track = try Fixtures.shared().fixture(.flac)
+        let daemon = try daemon(["PULSE_SERVER": "unix:\(dir.file("no-server").path)", "ALSA_CONFIG_PATH": emptyALSAConfig.path])
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
+        try await waitForStatus(daemon, "Playing")
+
+        // Positions advance with the wall clock: the null sink keeps real time.
+        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
+        let startPosition = try #require(try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value)
+        let started = Date()
+        try await Task.sleep(for: .milliseconds(1500))
+        let endPosition = try #require(try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value)
+        let played = Double(endPosition - startPosition) / 1_000_000
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(abs(played - elapsed) < 0.25, "played \(played) s in \(elapsed) s")
+
+        let log = daemon.process.standardError
+        let warnings = log.split(separator: "\n").filter { $0.localizedCaseInsensitiveContains("warn") }
+        #expect(warnings.count == 1, "exactly one warning: \(warnings)")
+        #expect(warnings.first?.contains("null sink") == true, "\(log)")
+        #expect(!log.contains("audio output: PulseAudio"), "\(log)")
+    }
+
+    @Test func twoTracksFollowEachOtherOnTheServerWithoutAGap() async throws {
+        let fixtures = try Fixtures.shared()
+        let first = fixtures.fixture(.flac)
+        let second = try #require(fixtures.withCover.first { $0.format == .flac })
+        let media = try TemporaryDirectory()
+        let firstPCM = try decodedPCM(first.url, in: media)
+        let secondPCM = try decodedPCM(second.url, in: media)
+        let list = media.file("two.m3u")
+        try Data("#EXTM3U\n\(first.url.path)\n\(second.url.path)\n".utf8).write(to: list)
+        let pulse = try PulseServer()
+        let recording = try pulse.recordOutput()
+        let daemon = try daemon(["PULSE_SERVER": pulse.server])
+        try await daemon.waitUntilReady()
+        try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(list.absoluteString)])
+        try await waitForStatus(daemon, "Playing")
+        try await waitForStatus(daemon, "Stopped", timeout: 20)
+        try waitForRecording(recording, toGrowBy: 300)  // the tail the server still held
+        let recorded = try recording.stop()
+
+        // At volume 1.0, with the server at the tracks' own rate and format, what the
+        // server plays is the decoded samples exactly, so the junction can be found to
+        // the sample: the second track starts where its first 10 ms first appear.
+        let tenMilliseconds = 441 * 4
+        let secondStart = try #require(
+            recorded.range(of: secondPCM.prefix(tenMilliseconds))?.lowerBound, "the second track is not in the recording")
+        let secondPlayed = recorded[secondStart...].prefix(secondPCM.count)
+        #expect(firstDifference(Data(secondPlayed), secondPCM) == nil,
+                "the second track as played: \(describeDifference(Data(secondPlayed), secondPCM))")
+        // The first track's last 10 ms, searched backwards from there (the tone repeats
+        // every second, so searching forwards would find an earlier period).
+        let firstEnd = try #require(
+            recorded.range(of: firstPCM.suffix(tenMilliseconds), options: .backwards, in: 0..<secondStart)?.upperBound,
+            "the end of the first track is not in the recording")
+        let gap = Double((secondStart - firstEnd) / 4) / 44.1
+        print("gapless on the sound server: \(gap) ms between the first track's last sample and the second's first")
+        #expect(gap == 0, "\(gap) ms between the tracks")
+        // The last second of the first track leads into the junction unchanged.
+        let oneSecond = 44_100 * 4
+        let firstTail = Data(recorded[(firstEnd - oneSecond)..<firstEnd])
+        #expect(firstDifference(firstTail, firstPCM.suffix(oneSecond)) == nil,
+                "the first track's last second: \(describeDifference(firstTail, firstPCM.suffix(oneSecond)))")
+    }
+
+    /// `file` decoded to S16LE stereo at 44.1 kHz, the null sink's own format.
+    func decodedPCM(_ file: URL, in directory: TemporaryDirectory) throws -> Data {
+        let output = directory.file(file.deletingPathExtension().lastPathComponent + ".raw")
+        let decoded = try runCommand(
+            "gst-launch-1.0",
+            ["-q", "filesrc", "location=\(file.path)", "!", "decodebin", "!", "audioconvert", "!",
+             "audio/x-raw,format=S16LE,channels=2,rate=44100", "!", "filesink", "location=\(output.path)"])
+        guard decoded.status == 0 else { throw RigError("could not decode \(file.lastPathComponent): \(decoded.stderr)") }
+        return try Data(contentsOf: output)
+    }
+}
