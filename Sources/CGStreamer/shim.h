@@ -1,3 +1,4 @@
 #include <gst/gst.h>
 #include <gst/app/gstappsrc.h>
 #include <gst/audio/audio.h>
+#include <gst/controller/controller.h>

@@ -4,8 +4,41 @@ import SpoolLog
 internal import CGStreamer
 
 /// Chooses and builds the audio sink: the user's own description, else the
-/// desktop's sound server, else ALSA, else a null sink that keeps real time.
+/// desktop's sound server, else ALSA, else a null sink that keeps real time;
+/// in front of it, the volume that changes without clicks.
 enum AudioOutput {
+    /// What playbin gets as its audio sink, and the volume inside it.
+    struct Output {
+        /// The bin `volume ! sink`; the caller owns this reference.
+        let bin: UnsafeMutablePointer<GstElement>
+        /// The output's gain.
+        let volume: SmoothVolume
+    }
+
+    /// Builds the sink (see ``makeSink(description:log:)``) behind a ``SmoothVolume``, in one bin.
+    static func make(description: String?, log: Logger) throws(EngineError) -> Output {
+        let sink = try makeSink(description: description, log: log)
+        defer { gst_object_unref(UnsafeMutableRawPointer(sink)) }
+        guard let volume = SmoothVolume() else {
+            throw EngineError("GStreamer's volume element is missing (install gstreamer1.0-plugins-base)")
+        }
+        guard let bin = gst_bin_new("spool-output") else { throw EngineError("could not create the output bin") }
+        gst_object_ref_sink(UnsafeMutableRawPointer(bin))
+        let asBin = UnsafeMutableRawPointer(bin).assumingMemoryBound(to: GstBin.self)
+        // The bin takes its own references to both elements.
+        gst_bin_add(asBin, volume.element)
+        gst_bin_add(asBin, sink)
+        let volumeInput = gst_element_get_static_pad(volume.element, "sink")
+        defer { gst_object_unref(UnsafeMutableRawPointer(volumeInput)) }
+        guard gst_element_link(volume.element, sink) != 0,
+              let ghost = gst_ghost_pad_new("sink", volumeInput), gst_element_add_pad(bin, ghost) != 0
+        else {
+            gst_object_unref(UnsafeMutableRawPointer(bin))
+            throw EngineError("the volume element does not link to the audio sink")
+        }
+        return Output(bin: bin, volume: volume)
+    }
+
     /// The sink used when no audio device answers: it consumes audio at the
     /// speed it would play, so positions and track changes stay true.
     static let nullSinkDescription = "fakesink sync=true"

@@ -54,8 +54,6 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var wantPlaying = false
         var busRunning = true
         var rate = 1.0
-        var volume = 1.0
-        var volumeTarget = 1.0
         /// The newest load asked for; older ones still queued are skipped (rapid Next).
         var latestLoad: UInt64 = 0
         /// The newest seek target not yet applied; a burst of seeks applies only the last.
@@ -66,6 +64,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     private let bus: UnsafeMutablePointer<GstBus>
     private let makeSource: SourceFactory
     private let coverArt: CoverArtStore?
+    /// The output's gain; it ramps itself along the audio (see SmoothVolume).
+    private let volume: SmoothVolume
     private let control = DispatchQueue(label: "spool.engine.control")
     private let eventQueue = DispatchQueue(label: "spool.engine.events")
     private let shared = Mutex(Shared())
@@ -87,9 +87,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         bus = gst_element_get_bus(playbin)
         setProperty(playbin, "flags", "audio+soft-volume")
         do {
-            let sink = try AudioOutput.makeSink(description: audioSink, log: log)
-            setProperty(playbin, "audio-sink", object: sink)
-            gst_object_unref(UnsafeMutableRawPointer(sink))
+            let output = try AudioOutput.make(description: audioSink, log: log)
+            setProperty(playbin, "audio-sink", object: output.bin)
+            gst_object_unref(UnsafeMutableRawPointer(output.bin))
+            volume = output.volume
         } catch {
             gst_object_unref(UnsafeMutableRawPointer(bus))
             gst_object_unref(UnsafeMutableRawPointer(playbin))
@@ -274,13 +275,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Moves the volume to `volume` (0.0–1.0) over a few milliseconds, so the change makes no click.
     public func setVolume(_ volume: Double) {
-        let target = min(1, max(0, volume))
-        let start = shared.withLock { state -> Bool in
-            let idle = state.volume == state.volumeTarget
-            state.volumeTarget = target
-            return idle
-        }
-        if start { rampVolume() }
+        self.volume.set(min(1, max(0, volume)))
     }
 
     /// The position of the loaded track, from the pipeline.
@@ -393,19 +388,6 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         if accepted == 0 {
             log.warning("seek to \(position) at rate \(rate) refused")
             shared.withLock { $0.current?.seeking = false }
-        }
-    }
-
-    private func rampVolume() {
-        control.asyncAfter(deadline: .now() + .milliseconds(4)) { [self] in
-            let (value, more) = shared.withLock { state -> (Double, Bool) in
-                let step = 0.05
-                let difference = state.volumeTarget - state.volume
-                state.volume = abs(difference) <= step ? state.volumeTarget : state.volume + (difference > 0 ? step : -step)
-                return (state.volume, state.volume != state.volumeTarget)
-            }
-            setProperty(playbin, "volume", double: value)
-            if more { rampVolume() }
         }
     }
 

@@ -136,6 +136,58 @@ struct SoundServerTests {
         #expect(!log.contains("audio output: PulseAudio"), "\(log)")
     }
 
+    @Test func volumeChangesOverMPRISReachTheOutputWithoutClicks() async throws {
+        let media = try TemporaryDirectory()
+        // A low, steady tone: its own sample-to-sample change is small (2π·200/44100 of its
+        // amplitude), so a step in the gain stands far above it.
+        let frequency = 200.0
+        let tone = try steadyTone(frequency: Int(frequency), seconds: 8, amplitude: 0.5, in: media)
+        let pulse = try PulseServer()
+        let recording = try pulse.recordOutput()
+        let daemon = try daemon(["PULSE_SERVER": pulse.server])
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", tone.absoluteString).status == 0)
+        try await waitForStatus(daemon, "Playing")
+        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+        try waitForRecording(recording, toGrowBy: 300)
+
+        // Abrupt requests, each held long enough to settle: 1.0 → 0.2 → 1.0 → 0.2 → 1.0.
+        for volume in [0.2, 1.0, 0.2, 1.0] {
+            try await daemon.set("org.mpris.MediaPlayer2.Player", "Volume", .double(volume))
+            try waitForRecording(recording, toGrowBy: 400)
+        }
+        let samples = leftChannel(try recording.stop())
+        let first = try #require(samples.firstIndex { abs(Int($0)) > 1_000 }, "the recording holds no tone")
+        let last = try #require(samples.lastIndex { abs(Int($0)) > 1_000 })
+        let toneSamples = Array(samples[first...last])
+        let envelope = sineEnvelope(toneSamples, frequency: frequency)
+        let full = try #require(median(envelope.prefix(4_410)))  // the first 100 ms, before any change
+        #expect(abs(full - 0.5 * 32_767) < 0.05 * 32_767, "the tone plays at full volume first: \(full)")
+
+        // The volume really changed: the quietest stretch is at a fifth of the tone.
+        let stretch = 2_205  // 50 ms
+        let quietest = stride(from: 0, to: envelope.count - stretch, by: stretch)
+            .compactMap { median(envelope[$0..<($0 + stretch)]) }.min() ?? full
+        #expect(abs(quietest / full - 0.2) < 0.03, "volume 0.2 gives a fifth of the amplitude: \(quietest / full)")
+
+        // No click: the envelope never moves by more than a tenth of the full amplitude
+        // within 1 ms (a step from 1.0 to 0.2 moves it by 0.8 at once), and no sample
+        // jumps further than the tone itself moves between two samples.
+        let millisecond = 44
+        var steepest = 0.0
+        for n in 0..<(envelope.count - millisecond) {
+            steepest = max(steepest, abs(envelope[n + millisecond] - envelope[n]) / full)
+        }
+        var biggestJump = 0.0
+        for n in 1..<toneSamples.count {
+            biggestJump = max(biggestJump, abs(Double(toneSamples[n]) - Double(toneSamples[n - 1])))
+        }
+        let toneStep = full * 2 * sin(Double.pi * frequency / 44_100)
+        print("volume ramp: steepest envelope change \(steepest) of full per ms; biggest sample jump \(biggestJump) (tone alone: \(toneStep))")
+        #expect(steepest <= 0.1, "the envelope moved \(steepest) of the full amplitude within 1 ms")
+        #expect(biggestJump <= toneStep * 1.1 + 8, "a sample jumped \(biggestJump); the tone moves at most \(toneStep)")
+    }
+
     @Test func twoTracksFollowEachOtherOnTheServerWithoutAGap() async throws {
         let fixtures = try Fixtures.shared()
         let first = fixtures.fixture(.flac)
