@@ -16,6 +16,7 @@ enum AudioOutput {
     }
 
     /// Builds the sink (see ``makeSink(description:log:)``) behind a ``SmoothVolume``, in one bin.
+    /// playbin's own volume (its `soft-volume` element) stays at 1.0, where it passes buffers through.
     static func make(description: String?, log: Logger) throws(EngineError) -> Output {
         let sink = try makeSink(description: description, log: log)
         defer { gst_object_unref(UnsafeMutableRawPointer(sink)) }

@@ -273,7 +273,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         }
     }
 
-    /// Moves the volume to `volume` (0.0–1.0) over a few milliseconds, so the change makes no click.
+    /// Moves the volume to `volume` (0.0–1.0) along a short ramp in the audio itself
+    /// (SmoothVolume: 50 ms for the whole range), so the change makes no click.
     public func setVolume(_ volume: Double) {
         self.volume.set(min(1, max(0, volume)))
     }
