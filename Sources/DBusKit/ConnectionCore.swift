@@ -29,6 +29,8 @@ final class ConnectionCore: Sendable {
     let shared = Mutex(Shared())
     let uniqueName: String
     let logger: Logger
+    /// Whether the connection negotiated Unix file descriptor passing (fixed once authenticated).
+    let canPassFileDescriptors: Bool
     /// The read end of the wake pipe, polled by the connection thread.
     let wakeReadFD: Int32
     /// The write end of the wake pipe: a byte written here interrupts poll().
@@ -38,7 +40,7 @@ final class ConnectionCore: Sendable {
     /// How many method returns and error replies this connection sent (for tests).
     let repliesSent = Atomic<Int>(0)
 
-    init(uniqueName: String, logger: Logger) throws {
+    init(uniqueName: String, canPassFileDescriptors: Bool, logger: Logger) throws {
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else { throw DBusError.failed("pipe failed: errno \(errno)") }
         for fd in fds {
@@ -48,12 +50,20 @@ final class ConnectionCore: Sendable {
         wakeReadFD = fds[0]
         wakeWriteFD = fds[1]
         self.uniqueName = uniqueName
+        self.canPassFileDescriptors = canPassFileDescriptors
         self.logger = logger
     }
 
     deinit {
         Glibc.close(wakeReadFD)
         Glibc.close(wakeWriteFD)
+    }
+
+    /// Throws `NotSupported` when `values` carry a file descriptor this connection cannot pass
+    /// (libdbus would refuse the message, with a warning that can abort the process).
+    func checkCanSend(_ values: [DBusValue]) throws {
+        guard !canPassFileDescriptors, values.contains(where: \.containsFileDescriptor) else { return }
+        throw DBusError.notSupported("this D-Bus connection cannot pass Unix file descriptors")
     }
 
     /// Queues `job` for the connection thread, or runs it at once with nil when the thread has ended.

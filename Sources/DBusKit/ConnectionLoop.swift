@@ -34,11 +34,7 @@ final class ConnectionLoop {
     func run() {
         core.shared.withLock { $0.owner = pthread_self() }
         while true {
-            let (jobs, closing) = core.shared.withLock { state in
-                defer { state.jobs.removeAll() }
-                return (state.jobs, state.closing)
-            }
-            for job in jobs { job(self) }
+            let closing = runJobs()
             dispatchIncoming()
             if closing || dbus_connection_get_is_connected(connection) == 0 { break }
             expireCalls()
@@ -46,6 +42,18 @@ final class ConnectionLoop {
         }
         flushOutgoing()
         finish()
+    }
+
+    /// Runs the posted jobs; returns whether close() was asked for. A function of its
+    /// own so that the jobs (and what they capture, a file descriptor in a reply, say)
+    /// are released before the thread sleeps in poll(), not when it next wakes.
+    private func runJobs() -> Bool {
+        let (jobs, closing) = core.shared.withLock { state in
+            defer { state.jobs.removeAll() }
+            return (state.jobs, state.closing)
+        }
+        for job in jobs { job(self) }
+        return closing
     }
 
     /// Sleeps until the socket or the wake fd is ready or the next call times out,
@@ -145,7 +153,10 @@ final class ConnectionLoop {
         switch result {
         case .success(let values):
             do {
+                try core.checkCanSend(values)
                 sendResponse(try OutgoingMessage.reply(to: address, values))
+            } catch let error as DBusError where error.name == DBusError.notSupported("").name {
+                sendResponse(OutgoingMessage.error(to: address, error))
             } catch {
                 logger.error("cannot marshal a reply: \(error)")
                 sendResponse(OutgoingMessage.error(to: address, .failed("the reply could not be marshalled")))

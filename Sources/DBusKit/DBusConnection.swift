@@ -67,7 +67,9 @@ public final class DBusConnection: Sendable {
         dbus_connection_set_exit_on_disconnect(connection, 0)
         let name = dbus_bus_get_unique_name(connection).map { String(cString: $0) } ?? ""
         do {
-            core = try ConnectionCore(uniqueName: name, logger: Logger(label: "dbus"))
+            // Known once authenticated (dbus_bus_register waited for that); the thread has not started yet.
+            let canPass = dbus_connection_can_send_type(connection, TypeCode.unixFD) != 0
+            core = try ConnectionCore(uniqueName: name, canPassFileDescriptors: canPass, logger: Logger(label: "dbus"))
         } catch {
             dbus_connection_close(connection)
             dbus_connection_unref(connection)
@@ -100,6 +102,11 @@ public final class DBusConnection: Sendable {
         if !core.isConnectionThread { core.finished.wait() }
     }
 
+    /// Whether `.unixFD` values can travel over this connection (both ends negotiated
+    /// descriptor passing, which needs a Unix socket). Sending one where they cannot
+    /// throws `NotSupported`.
+    public var canPassFileDescriptors: Bool { core.canPassFileDescriptors }
+
     /// Whether the connection thread is still running (false after `close()` or once the bus went away).
     public var isConnected: Bool { !core.shared.withLock { $0.finished } }
 
@@ -107,12 +114,14 @@ public final class DBusConnection: Sendable {
 
     /// Calls a method and returns its results; throws the `DBusError` of an
     /// error reply, `NoReply` after `timeout`, `Disconnected` when the
-    /// connection ends first, and `InvalidArgs` for names or values that
-    /// cannot be sent. An empty `interface` leaves the interface field out.
+    /// connection ends first, `InvalidArgs` for names or values that
+    /// cannot be sent, and `NotSupported` for file descriptors the connection
+    /// cannot pass. An empty `interface` leaves the interface field out.
     public func call(
         destination: String, path: String, interface: String, method: String,
         arguments: [DBusValue] = [], timeout: Duration = .seconds(5)
     ) async throws -> [DBusValue] {
+        try core.checkCanSend(arguments)
         let message = try OutgoingMessage.methodCall(
             destination: destination, path: path, interface: interface, method: method, arguments: arguments)
         let result = await withCheckedContinuation { continuation in
@@ -125,6 +134,7 @@ public final class DBusConnection: Sendable {
     public func callWithoutReply(
         destination: String, path: String, interface: String, method: String, arguments: [DBusValue] = []
     ) throws {
+        try core.checkCanSend(arguments)
         core.send(
             try OutgoingMessage.methodCall(
                 destination: destination, path: path, interface: interface, method: method,
@@ -204,6 +214,7 @@ public final class DBusConnection: Sendable {
     /// Emits a signal. Invalid names or values are logged and dropped.
     public func emitSignal(path: String, interface: String, name: String, arguments: [DBusValue]) {
         do {
+            try core.checkCanSend(arguments)
             core.send(try OutgoingMessage.signal(path: path, interface: interface, name: name, arguments: arguments))
         } catch {
             core.logger.error("cannot emit \(interface).\(name) from \(path): \(error)")

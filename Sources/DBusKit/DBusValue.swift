@@ -1,6 +1,6 @@
-/// One D-Bus value of any type the protocol can carry (except Unix file
-/// descriptors). Containers carry their element signatures so that empty
-/// arrays and dictionaries still have a complete type.
+/// One D-Bus value of any type the protocol can carry. Containers carry their
+/// element signatures so that empty arrays and dictionaries still have a
+/// complete type.
 public indirect enum DBusValue: Sendable, Equatable {
     /// `y`: an unsigned 8-bit integer.
     case byte(UInt8)
@@ -26,6 +26,9 @@ public indirect enum DBusValue: Sendable, Equatable {
     case objectPath(String)
     /// `g`: a type signature such as `a{sv}`.
     case signature(String)
+    /// `h`: a Unix file descriptor; only connections that can pass them
+    /// (`DBusConnection.canPassFileDescriptors`) send it.
+    case unixFD(DBusFileDescriptor)
     /// `aT`: an array whose elements all have the single complete type `elementSignature`.
     case array(elementSignature: String, [DBusValue])
     /// `a{KV}`: a dictionary, as an ordered list of entries.
@@ -50,6 +53,7 @@ public indirect enum DBusValue: Sendable, Equatable {
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
+        case .unixFD: "h"
         case .array(let element, _): "a" + element
         case .dictionary(let key, let value, _): "a{" + key + value + "}"
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
@@ -99,6 +103,27 @@ public indirect enum DBusValue: Sendable, Equatable {
     public var signatureValue: String? {
         if case .signature(let value) = self { return value }
         return nil
+    }
+
+    /// The descriptor of a `.unixFD` value; nil for any other case.
+    public var fileDescriptorValue: DBusFileDescriptor? {
+        if case .unixFD(let value) = self { return value }
+        return nil
+    }
+
+    /// Whether this value is or contains a Unix file descriptor.
+    public var containsFileDescriptor: Bool {
+        switch self {
+        case .unixFD: true
+        case .array(let element, let values):
+            // The element type says whether to look (a large byte array costs nothing).
+            (element.contains("h") || element.contains("v")) && values.contains { $0.containsFileDescriptor }
+        case .dictionary(_, _, let entries):
+            entries.contains { $0.key.containsFileDescriptor || $0.value.containsFileDescriptor }
+        case .structure(let fields): fields.contains { $0.containsFileDescriptor }
+        case .variant(let inner): inner.containsFileDescriptor
+        default: false
+        }
     }
 
     /// The flag of a `.boolean` value; nil for any other case.

@@ -1,10 +1,10 @@
 internal import CDBus
-import Glibc
 
 /// Converts between `DBusValue` and message bodies through `DBusMessageIter`
 /// (never the variadic `dbus_message_append_args`).
 enum Marshal {
-    /// Appends validated `values` to the body of `message`; false when libdbus runs out of memory.
+    /// Appends validated `values` to the body of `message`; false when libdbus runs
+    /// out of memory or cannot duplicate a file descriptor (closed since validation).
     static func append(_ values: [DBusValue], to message: OpaquePointer) -> Bool {
         var iter = DBusMessageIter()
         dbus_message_iter_init_append(message, &iter)
@@ -58,6 +58,10 @@ enum Marshal {
         case .string(let v): return appendString(TypeCode.string, v, to: &iter)
         case .objectPath(let v): return appendString(TypeCode.objectPath, v, to: &iter)
         case .signature(let v): return appendString(TypeCode.signature, v, to: &iter)
+        case .unixFD(let descriptor):
+            // libdbus dup()s the descriptor into the message; ours stays ours. Under
+            // its lock, so a close on another thread cannot slip in between.
+            return descriptor.withUnsafeDescriptor { fd in fd >= 0 && appendBasic(TypeCode.unixFD, fd, to: &iter) }
         case .array(let element, let values):
             return appendContainer(TypeCode.array, signature: element, to: &iter) { sub in
                 values.allSatisfy { append($0, to: &sub) }
@@ -128,8 +132,9 @@ enum Marshal {
         case TypeCode.objectPath: return .objectPath(String(cString: basic.str))
         case TypeCode.signature: return .signature(String(cString: basic.str))
         case TypeCode.unixFD:
-            Glibc.close(basic.fd)  // libdbus hands out a duplicate we own
-            throw DBusError.notSupported("Unix file descriptors are not supported")
+            // libdbus hands out a duplicate that we own from here on (-1 when it could not dup).
+            guard basic.fd >= 0 else { throw DBusError.failed("cannot take a file descriptor out of a message") }
+            return .unixFD(DBusFileDescriptor(taking: basic.fd))
         default:
             throw DBusError.invalidArgs("unsupported type code \(type)")
         }

@@ -40,7 +40,7 @@ struct OutgoingMessage: @unchecked Sendable {
         guard let pointer else { throw DBusError.failed("out of memory building a message") }
         guard Marshal.append(body, to: pointer) else {
             dbus_message_unref(pointer)
-            throw DBusError.failed("out of memory marshalling a message")
+            throw DBusError.failed("cannot marshal a message (out of memory, or a file descriptor closed meanwhile)")
         }
         return OutgoingMessage(pointer: pointer)
     }

@@ -119,6 +119,8 @@ extension DBusValue {
             for field in fields { try field.validate(depth: depth + 1) }
         case .variant(let inner):
             try inner.validate(depth: depth + 1)
+        case .unixFD(let descriptor):
+            guard descriptor.isOpen else { throw DBusError.invalidArgs("file descriptor is closed") }
         case .byte, .boolean, .int16, .uint16, .int32, .uint32, .int64, .uint64, .double:
             break
         }

@@ -420,7 +420,8 @@ public actor Player {
         }
         if playing { startSaving() } else { stopSaving() }
         prepareNext()
-        saveSession()
+        // The start, not position(): until the engine has loaded the new track it may still report the old one's.
+        saveSession(at: start)
     }
 
     private func unload(status: PlaybackStatus) {
@@ -596,8 +597,8 @@ public actor Player {
         saveSession()
     }
 
-    private func saveSession() {
-        let position = position()
+    private func saveSession(at known: Duration? = nil) {
+        let position = known ?? position()
         memory.save(
             SavedSession(
                 entries: queue.entries.map { .init(url: $0.url, title: $0.title) }, currentIndex: queue.currentIndex,

@@ -75,3 +75,138 @@ struct SessionRestoreTests {
         #expect(abs((Double(restored) ?? -1) - (Double(pausedAt) ?? -2)) < 0.05, "paused at \(pausedAt), restored \(restored)")
     }
 }
+
+/// What a client sees of the session: queue (URLs in order), current entry, position, status.
+private struct SessionView: CustomStringConvertible {
+    var queue: [String]
+    var current: String?
+    var position: Double
+    var status: String
+
+    var description: String {
+        "current \(current.map { URL(string: $0)?.lastPathComponent ?? $0 } ?? "none") at \(position) s (\(status)) of "
+            + queue.map { URL(string: $0)?.lastPathComponent ?? $0 }.joined(separator: ", ")
+    }
+}
+
+/// The moments a kill -9 lands in.
+private enum KillMoment: CaseIterable {
+    case playing, afterQueueEdit, afterSeek, duringTrackChange, paused
+}
+
+extension RunningDaemon {
+    fileprivate func sessionView() async throws -> SessionView {
+        let reply = try await mpris("org.spool.Spool1", "Queue")
+        let entries = reply.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+        let position = try await property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? -1_000_000_000
+        let status = try await property("org.mpris.MediaPlayer2.Player", "PlaybackStatus")?.stringValue ?? "?"
+        return SessionView(
+            queue: entries.compactMap { $0["xesam:url"]?.stringValue },
+            current: entries.first { $0["spool:current"]?.boolValue == true }?["xesam:url"]?.stringValue,
+            position: Double(position) / 1_000_000, status: status)
+    }
+
+    /// The MPRIS track ids of the queue, in order.
+    fileprivate func trackIDs() async throws -> [DBusValue] {
+        try await property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues ?? []
+    }
+}
+
+@Suite("Session restore after kill -9 at random moments", .serialized)
+struct RandomKillTests {
+    @Test func killedAtRandomMomentsItRestoresTheQueueAndLosesAtMostFiveSeconds() async throws {
+        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 1...UInt64(UInt32.max))
+        var random = SeededGenerator(seed: seed)
+        let replay = "seed \(seed); SPOOL_TEST_SEED=\(seed) replays it"
+        print("kill -9 at random moments: \(replay)")
+        func uniform(_ range: ClosedRange<Double>) -> Double {
+            range.lowerBound + Double(random.next() % 1_000_001) / 1_000_000 * (range.upperBound - range.lowerBound)
+        }
+
+        let media = try TemporaryDirectory()
+        let lengths = [40, 30, 25, 20, 15]
+        var seconds: [String: Double] = [:]
+        var files: [URL] = []
+        for length in lengths {
+            let file = try longTone(seconds: length, in: media)
+            seconds[file.absoluteString] = Double(length)
+            files.append(file)
+        }
+        let home = try TemporaryDirectory(prefix: "spool-home")
+        let bus = try PrivateBus()
+        var daemon = try RunningDaemon(bus: bus, home: home.url)
+        try await daemon.waitUntilReady()
+        try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray(files.prefix(4).map(\.absoluteString))])
+        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+
+        var moments = KillMoment.allCases
+        moments.shuffle(using: &random)
+        for (round, moment) in moments.enumerated() {
+            let context = "round \(round) (\(moment)), \(replay)"
+            if try daemon.query("status") != "Playing" {
+                let restored = try await daemon.sessionView().position
+                #expect(try daemon.playerctl("play").status == 0)
+                _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+                let playing = Double(try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }) ?? 0
+                #expect(playing >= restored - 0.5, "Play went on from \(playing), restored \(restored); \(context)")
+            }
+            switch moment {
+            case .playing:
+                // The random moment itself; up to past the second periodic save.
+                try await Task.sleep(for: .seconds(uniform(0.5...11)))
+            case .afterQueueEdit:
+                try await Task.sleep(for: .seconds(uniform(0.3...2)))
+                let view = try await daemon.sessionView()
+                let ids = try await daemon.trackIDs()
+                let removable = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
+                if view.queue.count > 3, !removable.isEmpty, random.next(below: 2) == 0 {
+                    try await daemon.mpris(
+                        "org.mpris.MediaPlayer2.TrackList", "RemoveTrack", [removable[random.next(below: removable.count)]])
+                } else {
+                    try await daemon.mpris("org.spool.Spool1", "Add", [.stringArray([files[4].absoluteString])])
+                }
+            case .afterSeek:
+                try await Task.sleep(for: .seconds(uniform(0.3...1.5)))
+                let view = try await daemon.sessionView()
+                let length = view.current.flatMap { seconds[$0] } ?? 15
+                let forward = uniform(4...10)
+                let offset = view.position + forward < length - 3 ? forward : -min(view.position, uniform(3...6))
+                try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Seek", [.int64(Int64(offset * 1_000_000))])
+                try await Task.sleep(for: .seconds(uniform(0...0.2)))
+            case .duringTrackChange:
+                try await Task.sleep(for: .seconds(uniform(0.3...1.5)))
+                let view = try await daemon.sessionView()
+                let ids = try await daemon.trackIDs()
+                let others = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
+                try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "GoTo", [others[random.next(below: others.count)]])
+                try await Task.sleep(for: .seconds(uniform(0...0.4)))
+            case .paused:
+                try await Task.sleep(for: .seconds(uniform(0.5...2)))
+                #expect(try daemon.playerctl("pause").status == 0)
+                try await Task.sleep(for: .seconds(uniform(0...1)))
+            }
+
+            let before = try await daemon.sessionView()
+            daemon.process.send(SIGKILL)
+            #expect(daemon.process.waitForExit(timeout: 10) != nil, "\(context)")
+            daemon = try RunningDaemon(bus: bus, home: home.url)
+            try await daemon.waitUntilReady()
+            let after = try await daemon.sessionView()
+            print("round \(round) (\(moment)): killed with \(before); restored \(after)")
+            #expect(after.queue == before.queue, "killed with \(before), restored \(after); \(context)")
+            #expect(after.current == before.current, "killed with \(before), restored \(after); \(context)")
+            #expect(
+                after.position <= before.position + 0.5 && after.position >= before.position - 5,
+                "killed at \(before.position) s, restored at \(after.position) s; \(context)")
+            #expect(after.status == "Paused", "\(context)")
+        }
+
+        // Play continues from the last restored position.
+        let restored = try await daemon.sessionView()
+        #expect(try daemon.playerctl("play").status == 0)
+        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        let resumed = try await daemon.sessionView()
+        #expect(resumed.current == restored.current && resumed.position >= restored.position - 0.5, "\(restored) → \(resumed)")
+    }
+}
