@@ -84,6 +84,11 @@ final class CachePreloader: Preloader {
                 let job = HeadJob(url: item.url, entry: entry, fetcher: fetcher, prefix: item.prefix, tail: item.tail) {
                     [weak self] job, error in self?.ended(job, key: key, error: error)
                 }
+                guard job.hasWork else {
+                    // The head is in (the plan predates it): nothing to start.
+                    entry.close()
+                    continue
+                }
                 state.jobs[key] = job
                 started.append(job)
             }
@@ -183,6 +188,9 @@ final class HeadJob: Sendable {
         self.onEnd = onEnd
     }
 
+    /// Whether part of the head is missing.
+    var hasWork: Bool { missingRange() != nil }
+
     /// Starts with the first missing range.
     func start() { next() }
 
@@ -216,7 +224,10 @@ final class HeadJob: Sendable {
             return .some(state.noRanges ? nil : missingRange())
         }
         guard let range else { return }  // cancelled
-        guard let range else { return finish(nil) }
+        guard let range else {
+            let noRanges = state.withLock { $0.noRanges }
+            return finish(noRanges ? "the origin ignores Range requests: the rest comes when it plays" : nil)
+        }
         let metadata = entry.metadata
         let held = RequestValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
         let request = RangeRequest(
