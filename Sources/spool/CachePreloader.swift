@@ -1,6 +1,7 @@
 import Fetcher
 import Foundation
 import MPRIS
+import MediaSource
 import PlayerCore
 import RangeCache
 import SpoolLog
@@ -27,13 +28,19 @@ final class CachePreloader: Preloader {
     private let fetcher: Fetcher
     private let namespace: String
     private let playback: PlaybackSources
+    private let revalidator: Revalidator
     private let concurrency: Int
     private let state = Mutex(State())
     private let log = Logger(label: "preload")
 
     /// Creates a preloader writing into `cache` (in `namespace`) through `fetcher`, running at
-    /// most `concurrency` jobs at once; `playback` tells whether a playing track downloads.
-    init(cache: RangeCache, fetcher: Fetcher, namespace: String, playback: PlaybackSources, concurrency: Int) {
+    /// most `concurrency` jobs at once; `playback` tells whether a playing track downloads; an
+    /// origin's answer counts as a check of the entry for `revalidator`.
+    init(
+        cache: RangeCache, fetcher: Fetcher, namespace: String, playback: PlaybackSources, revalidator: Revalidator,
+        concurrency: Int
+    ) {
+        self.revalidator = revalidator
         self.cache = cache
         self.fetcher = fetcher
         self.namespace = namespace
@@ -81,7 +88,10 @@ final class CachePreloader: Preloader {
                 guard state.jobs[key] == nil,
                     let entry = try? cache.entry(for: item.url, namespace: namespace)
                 else { continue }
-                let job = HeadJob(url: item.url, entry: entry, fetcher: fetcher, prefix: item.prefix, tail: item.tail) {
+                let job = HeadJob(
+                    url: item.url, entry: entry, fetcher: fetcher, revalidator: revalidator, prefix: item.prefix,
+                    tail: item.tail
+                ) {
                     [weak self] job, error in self?.ended(job, key: key, error: error)
                 }
                 guard job.hasWork else {
@@ -171,15 +181,17 @@ final class HeadJob: Sendable {
     let url: URL
     private let entry: CacheEntry
     private let fetcher: Fetcher
+    private let revalidator: Revalidator
     private let prefix: Int64
     private let tail: Int64
     private let onEnd: @Sendable (HeadJob, String?) -> Void
     private let state = Mutex(State())
 
     init(
-        url: URL, entry: CacheEntry, fetcher: Fetcher, prefix: Int64, tail: Int64,
+        url: URL, entry: CacheEntry, fetcher: Fetcher, revalidator: Revalidator, prefix: Int64, tail: Int64,
         onEnd: @escaping @Sendable (HeadJob, String?) -> Void
     ) {
+        self.revalidator = revalidator
         self.url = url
         self.entry = entry
         self.fetcher = fetcher
@@ -250,6 +262,7 @@ final class HeadJob: Sendable {
             _ = try? entry.setMetadata(
                 EntryMetadata(url: url, validator: validator, contentType: head.contentType, acceptsRanges: head.honoursRange))
             if !head.honoursRange { state.withLock { $0.noRanges = true } }
+            revalidator.markChecked(entry)  // the origin just named the version: no check needed soon
         case .data(let bytes, let offset):
             do throws(CacheError) {
                 try entry.write(bytes, at: offset)

@@ -111,7 +111,7 @@ final class Daemon: Sendable {
         if case .success(let cache) = cache {
             preloader = CachePreloader(
                 cache: cache, fetcher: fetcher, namespace: namespace, playback: playback,
-                concurrency: settings.preloadConcurrency)
+                revalidator: revalidator, concurrency: settings.preloadConcurrency)
         } else {
             preloader = nil
         }
