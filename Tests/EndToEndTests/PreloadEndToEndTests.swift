@@ -65,7 +65,8 @@ struct PreloadEndToEndTests {
         origin.serve(OriginResource(second, contentType: "audio/x-wav"), at: "/2.wav", faults: OriginFaults(bytesPerSecond: 600_000))
         // Slow enough that its head is still coming when the test removes it.
         origin.serve(OriginResource(third, contentType: "audio/x-wav"), at: "/3.wav", faults: OriginFaults(bytesPerSecond: 40_000))
-        let daemon = try RunningDaemon(extraEnvironment: ["SPOOL_PRELOAD_TRIGGER": "3s"])
+        // One head at a time: the third track's waits for the second's.
+        let daemon = try RunningDaemon(extraEnvironment: ["SPOOL_PRELOAD_TRIGGER": "3s", "SPOOL_PRELOAD_CONCURRENCY": "1"])
         try await daemon.waitUntilReady()
         let urls = ["/1.wav", "/2.wav", "/3.wav"].map { origin.url(for: $0).absoluteString }
         try await daemon.mpris("org.spool.Spool1", "Play", [.array(elementSignature: "s", urls.map(DBusValue.string))])
@@ -94,6 +95,12 @@ struct PreloadEndToEndTests {
             return rows.first { $0.url.hasSuffix("/3.wav") }.map { $0.cachedBytes > 0 } == true
         }
         #expect(started, "\(rows)")
+        let secondHead = origin.requests().filter { $0.path == "/2.wav" }.map(requested)
+        #expect(secondHead.prefix(2) == [0..<524_288, Int64(second.count - 65_536)..<Int64(second.count)],
+                "with preload.concurrency 1 the third head starts after the second: \(secondHead)")
+        let status = try daemon.spool("status")
+        #expect(status.stdout.contains("preload: 2.wav"), "\(status.stdout)")
+        #expect(status.stdout.contains("3.wav fetching-head"), "\(status.stdout)")
         let tracks = try await daemon.property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues ?? []
         #expect(tracks.count == 3)
         try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "RemoveTrack", [tracks[2]])
