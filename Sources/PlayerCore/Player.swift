@@ -127,6 +127,9 @@ public actor Player {
     private var preloadTicker: Task<Void, Never>?
     /// The last plan handed to the preloader.
     private var lastPlan = PreloadPlan()
+    /// Durations of upcoming entries remembered from earlier plays, looked up once per entry
+    /// (the preload check runs twice a second).
+    private var savedDurations: [TrackID: Duration?] = [:]
 
     /// Creates a player driving `engine`, remembering positions and the session in
     /// `memory`; `keyForURL` gives the stable key positions are saved under;
@@ -477,18 +480,26 @@ public actor Player {
             stopPreload()
             return
         }
+        let windowIDs = queue.upcoming(preloadPolicy.settings.count)
+        let followingID = queue.upcoming(automatic: true)
+        savedDurations = savedDurations.filter { windowIDs.contains($0.key) || $0.key == followingID }
         let upcoming: (TrackID) -> PreloadSituation.Upcoming? = { id in
             guard let entry = self.queue.entry(id) else { return nil }
-            let duration = entry.id == currentID
-                ? self.snapshot.nowPlaying?.duration
-                : self.memory.position(forKey: self.keyForURL(entry.url))?.duration
+            let duration: Duration?
+            if entry.id == currentID {
+                duration = self.snapshot.nowPlaying?.duration
+            } else if let known = self.savedDurations[id] {
+                duration = known
+            } else {
+                duration = self.memory.position(forKey: self.keyForURL(entry.url))?.duration
+                self.savedDurations[id] = .some(duration)  // nil is remembered too
+            }
             return .init(id: id, url: entry.url, download: preloader.download(of: entry.url), duration: duration)
         }
         let situation = PreloadSituation(
             current: preloader.download(of: current.url), position: position(),
             duration: snapshot.nowPlaying?.duration, rate: snapshot.rate,
-            window: queue.upcoming(preloadPolicy.settings.count).compactMap(upcoming),
-            following: queue.upcoming(automatic: true).flatMap(upcoming))
+            window: windowIDs.compactMap(upcoming), following: followingID.flatMap(upcoming))
         let plan = preloadPolicy.plan(situation)
         if plan != lastPlan {
             log.debug("preload: \(plan.items.map { "\($0.id) \($0.stage.rawValue)" })\(plan.paused ? " (paused)" : "")")

@@ -139,14 +139,16 @@ struct PlayerPreloadTests {
 
     /// A playing player on track 1 (300 s, 10 MB, half downloaded), window of `count`;
     /// the clock never ticks by itself (the test calls refreshPreload).
-    func makePlayer(count: Int = 2) async -> (FakeEngine, FakePreloader, Player, [TrackID]) {
+    func makePlayer(count: Int = 2, memory: PlaybackMemory = TransientMemory()) async
+        -> (FakeEngine, FakePreloader, Player, [TrackID])
+    {
         let engine = FakeEngine()
         let preloader = FakePreloader()
         preloader.set(url(1), TrackDownload(length: 10_000_000, ranges: [0..<5_000_000], downloading: true))
         var settings = PreloadSettings()
         settings.count = count
         settings.checkInterval = .seconds(3600)
-        let player = Player(engine: engine, retryDelay: .zero, preloader: preloader, preload: settings)
+        let player = Player(engine: engine, memory: memory, retryDelay: .zero, preloader: preloader, preload: settings)
         let recorder = UpdateRecorder()
         await player.observe { recorder.record($0) }
         await player.open(items)
@@ -187,6 +189,30 @@ struct PlayerPreloadTests {
         #expect(handed, "\(engine.commands)")
         #expect(preloader.lastPlan?.items.map(\.stage) == [.whole, .fetchingHead])
         #expect(await player.preloadPlan.handOverNext)
+    }
+
+    @Test func anAutomaticTransitionIsTheEnginesGaplessHandOverWithNoLoad() async {
+        let (engine, preloader, player, ids) = await makePlayer()
+        engine.setPosition(.seconds(295))
+        await player.refreshPreload()
+        #expect(nexts(engine) == [ids[1]])
+        let loads = engine.loads.count
+        engine.send(.trackStarted(ids[1]))  // the hand-over: track 2's audio follows track 1's
+        let moved = await waitFor { preloader.lastPlan?.items.map(\.id) == [ids[2], ids[3]] }
+        #expect(moved, "the window moves on with the hand-over")
+        #expect(await player.state.nowPlaying?.entry.id == ids[1])
+        #expect(engine.loads.count == loads, "no load: the engine played on without a gap")
+    }
+
+    @Test func theDurationFromAnEarlierPlaySizesThePrefix() async {
+        let memory = TransientMemory()
+        memory.save(SavedPosition(key: url(2).absoluteString, position: .zero, duration: .seconds(200), rate: 1, finished: true))
+        let (engine, preloader, player, _) = await makePlayer(memory: memory)
+        preloader.set(url(2), TrackDownload(length: 8_000_000, ranges: [0..<1000]))
+        engine.setPosition(.seconds(250))
+        await player.refreshPreload()
+        // 8 MB over 200 s is 40 kB/s: 15 s of it is 600 kB; track 3's rate is unknown: 512 KiB.
+        #expect(preloader.lastPlan?.items.map(\.prefix) == [600_000, 512 * 1024])
     }
 
     @Test func preloadCountSetsTheWindow() async {
