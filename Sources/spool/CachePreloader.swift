@@ -245,12 +245,10 @@ final class HeadJob: Sendable {
         let request = RangeRequest(
             url: url, start: range.lowerBound, end: range.upperBound, knownLength: metadata.validator.length,
             condition: entry.cachedRanges.isEmpty ? nil : held.map { .ifRange($0) }, priority: .preload)
-        let started = state.withLock { state -> Bool in
-            guard !state.over else { return false }
+        state.withLock { state in
+            guard !state.over else { return }  // cancelled meanwhile
             state.transfer = fetcher.start(request) { [weak self] id, event in self?.handle(event, of: id) }
-            return true
         }
-        _ = started
     }
 
     private func handle(_ event: TransferEvent, of id: TransferID) {
