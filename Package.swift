@@ -64,6 +64,11 @@ let package = Package(
             path: "bench/EngineBench"),
         .executableTarget(
             name: "SourceBench", dependencies: ["MediaSource", "RangeCache", "Fetcher"], path: "bench/SourceBench"),
+        // Next with the next track preloaded: latency to audio and requests (none expected).
+        .executableTarget(
+            name: "PreloadBench",
+            dependencies: ["PlayerCore", "EngineAPI", "GStreamerEngine", "MediaSource", "RangeCache", "Fetcher", "TestSupport"],
+            path: "bench/PreloadBench"),
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
         // MPRIS over a private bus against a real `spool daemon` (build `spool` in release mode first).
         .executableTarget(name: "MPRISBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/MPRISBench"),

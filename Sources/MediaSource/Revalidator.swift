@@ -1,4 +1,5 @@
 import Foundation
+import RangeCache
 import Synchronization
 
 /// Decides when a fully cached resource is checked against its origin again:
@@ -20,5 +21,18 @@ public final class Revalidator: Sendable {
             checked[key] = now
             return true
         }
+    }
+}
+
+extension Revalidator {
+    /// The key a ``CachedByteSource`` claims for `entry` (namespace and cache key).
+    public static func key(of entry: CacheEntry) -> String {
+        "\(entry.namespace)\u{0}\(entry.key.value)"
+    }
+
+    /// Counts `entry` as checked from now on: a download that continues it with If-Range (or
+    /// fetches it fresh) validates it, so replaying it soon after needs no conditional request.
+    public func markChecked(_ entry: CacheEntry) {
+        _ = claim(Self.key(of: entry))
     }
 }

@@ -131,10 +131,3 @@ public struct ResumePolicy: Sendable, Equatable {
         return max(.zero, saved.position - rewind)
     }
 }
-
-/// Fetches upcoming tracks into the cache ahead of need (the track after the
-/// next one and beyond; the engine prepares the next one itself).
-public protocol Prefetcher: Sendable {
-    /// The tracks to have ready, in play order; anything else being prefetched is cancelled.
-    func prefetch(_ urls: [URL])
-}

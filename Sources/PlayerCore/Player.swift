@@ -97,8 +97,8 @@ public actor Player {
     private let policy: ResumePolicy
     private let keyForURL: @Sendable (URL) -> String
     private let retryDelay: Duration
-    private let prefetcher: Prefetcher?
-    private let preloadCount: Int
+    private let preloader: Preloader?
+    private let preloadPolicy: PreloadPolicy
     private let log = Logger(label: "player")
     private var queue = PlayQueue()
     private var snapshot = PlayerSnapshot()
@@ -123,19 +123,29 @@ public actor Player {
     private var retried: TrackID?
     private var failuresInRow = 0
     private var saver: Task<Void, Never>?
+    /// Looks at the clock and the downloads while a track is loaded, for the preload trigger.
+    private var preloadTicker: Task<Void, Never>?
+    /// The last plan handed to the preloader.
+    private var lastPlan = PreloadPlan()
+    /// Durations of upcoming entries remembered from earlier plays, looked up once per entry
+    /// (the preload check runs twice a second).
+    private var savedDurations: [TrackID: Duration?] = [:]
 
     /// Creates a player driving `engine`, remembering positions and the session in
     /// `memory`; `keyForURL` gives the stable key positions are saved under;
-    /// a failed track is retried once after `retryDelay`.
+    /// a failed track is retried once after `retryDelay`. With a `preloader`, upcoming tracks
+    /// are prepared as `preload` says (``PreloadPolicy``); without one, the engine is given the
+    /// following track as soon as it is known.
     public init(
         engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
-        retryDelay: Duration = .milliseconds(500), prefetcher: Prefetcher? = nil, preloadCount: Int = 2,
+        retryDelay: Duration = .milliseconds(500), preloader: Preloader? = nil,
+        preload: PreloadSettings = PreloadSettings(),
         keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString }
     ) {
         self.engine = engine
         self.retryDelay = retryDelay
-        self.prefetcher = prefetcher
-        self.preloadCount = preloadCount
+        self.preloader = preloader
+        self.preloadPolicy = PreloadPolicy(settings: preload)
         self.memory = memory
         self.policy = policy
         self.keyForURL = keyForURL
@@ -148,6 +158,9 @@ public actor Player {
                 guard let self else { return }
                 await self.handle(event)
             }
+        }
+        preloader?.setChangeHandler { [weak self] in
+            Task { await self?.refreshPreload() }
         }
     }
 
@@ -388,6 +401,7 @@ public actor Player {
     public func shutdown() {
         rememberCurrent()
         stopSaving()
+        stopPreload()
         engine.shutdown()
         loadedID = nil
     }
@@ -411,6 +425,7 @@ public actor Player {
         pendingSeekable = [:]
         engine.load(EngineTrack(id: entry.id, url: entry.url), at: start, playing: playing)
         loadedID = entry.id
+        preparedID = nil  // a load drops what the engine had prepared
         // Restarting the same entry (Stop then Play, a retry) keeps what is known of it, so clients see no flicker.
         let known = snapshot.nowPlaying?.entry.id == entry.id ? snapshot.nowPlaying : nil
         update {
@@ -432,21 +447,95 @@ public actor Player {
         loadedID = nil
         preparedID = nil
         loopRestartQueued = false
+        stopPreload()
         update { $0.status = status }
         saveSession()
     }
 
-    /// Tells the engine which entry follows, for a gapless hand-over (the current
-    /// one again under loop Track).
+    /// Prepares what follows: without a preloader the engine gets the following entry at once
+    /// (for the gapless hand-over; the current one again under loop Track); with one, the
+    /// preload policy decides when.
     private func prepareNext() {
         guard loadedID != nil else { return }
-        // Beyond the next track (the engine's), the preload window goes to the prefetcher.
-        let window = queue.upcoming(preloadCount).dropFirst().compactMap { queue.entry($0)?.url }
-        prefetcher?.prefetch(Array(window))
-        let following = queue.upcoming(automatic: true)
+        guard preloader != nil else {
+            setNext(queue.upcoming(automatic: true))
+            return
+        }
+        refreshPreload()
+    }
+
+    /// Gives the engine `following` to play after the current track, unless it has it already.
+    private func setNext(_ following: TrackID?) {
         guard following != preparedID else { return }
         preparedID = following
         engine.setNext(following.flatMap(queue.entry).map { EngineTrack(id: $0.id, url: $0.url) })
+    }
+
+    /// Plans the preload of upcoming tracks from the clock, the queue and the cache, hands the
+    /// plan to the preloader and, when it says so, the following track to the engine. Runs at
+    /// every track or queue change, when a preload job ends, and every `checkInterval` while a
+    /// track is loaded (tests call it directly).
+    public func refreshPreload() {
+        guard let preloader else { return }
+        guard let currentID = loadedID, let current = queue.entry(currentID) else {
+            stopPreload()
+            return
+        }
+        let windowIDs = queue.upcoming(preloadPolicy.settings.count)
+        let followingID = queue.upcoming(automatic: true)
+        savedDurations = savedDurations.filter { windowIDs.contains($0.key) || $0.key == followingID }
+        let upcoming: (TrackID) -> PreloadSituation.Upcoming? = { id in
+            guard let entry = self.queue.entry(id) else { return nil }
+            let duration: Duration?
+            if entry.id == currentID {
+                duration = self.snapshot.nowPlaying?.duration
+            } else if let known = self.savedDurations[id] {
+                duration = known
+            } else {
+                duration = self.memory.position(forKey: self.keyForURL(entry.url))?.duration
+                self.savedDurations[id] = .some(duration)  // nil is remembered too
+            }
+            return .init(id: id, url: entry.url, download: preloader.download(of: entry.url), duration: duration)
+        }
+        let situation = PreloadSituation(
+            current: preloader.download(of: current.url), position: position(),
+            duration: snapshot.nowPlaying?.duration, rate: snapshot.rate,
+            window: windowIDs.compactMap(upcoming), following: followingID.flatMap(upcoming))
+        let plan = preloadPolicy.plan(situation)
+        if plan != lastPlan {
+            log.debug("preload: \(plan.items.map { "\($0.id) \($0.stage.rawValue)" })\(plan.paused ? " (paused)" : "")")
+        }
+        lastPlan = plan
+        preloader.apply(plan)
+        if plan.handOverNext {
+            setNext(situation.following?.id)
+        } else if let prepared = preparedID, prepared != situation.following?.id {
+            setNext(nil)  // the queue changed: the old follower leaves the engine at once
+        }
+        startPreloadTicker()
+    }
+
+    /// The last preload plan, for clients that show what is prepared.
+    public var preloadPlan: PreloadPlan { lastPlan }
+
+    private func startPreloadTicker() {
+        guard preloadTicker == nil else { return }
+        let interval = preloadPolicy.settings.checkInterval
+        preloadTicker = Task { [weak self] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: interval)
+                guard !Task.isCancelled else { return }
+                await self?.refreshPreload()
+            }
+        }
+    }
+
+    /// Nothing loaded: no preloading, and the ticker stops.
+    private func stopPreload() {
+        preloadTicker?.cancel()
+        preloadTicker = nil
+        lastPlan = PreloadPlan()
+        preloader?.apply(lastPlan)
     }
 
     private func queueChanged() {

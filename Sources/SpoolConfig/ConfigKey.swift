@@ -100,6 +100,10 @@ public enum ConfigKeys {
     /// How long before the end of the current track the next ones start to load.
     public static let preloadTrigger = ConfigKey<Duration>(
         "preload.trigger", default: .seconds(60), "how long before the current track ends the next ones start loading")
+    /// How many upcoming tracks are fetched at once.
+    public static let preloadConcurrency = ConfigKey<Int>(
+        "preload.concurrency", default: 2, "how many upcoming tracks are fetched at the same time",
+        check: { $0 >= 1 ? nil : "preload.concurrency must be at least 1" })
     /// Size from which a file is fetched in a window ahead of the playhead rather than whole.
     public static let readAheadLargeFileThreshold = ConfigKey<ByteCount>(
         "read-ahead.large-file-threshold", default: .mebibytes(256),
@@ -135,6 +139,7 @@ public enum ConfigKeys {
         AnyConfigKey(cacheBudget), AnyConfigKey(cacheFreeSpaceFloor), AnyConfigKey(cacheIgnoredQueryParameters),
         AnyConfigKey(account),
         AnyConfigKey(preloadCount), AnyConfigKey(preloadBudget), AnyConfigKey(preloadTrigger),
+        AnyConfigKey(preloadConcurrency),
         AnyConfigKey(readAheadLargeFileThreshold), AnyConfigKey(readAheadWindow),
         AnyConfigKey(resumeMinimum), AnyConfigKey(resumeEndMargin), AnyConfigKey(resumeRewind),
         AnyConfigKey(revalidateInterval), AnyConfigKey(audioSink), AnyConfigKey(logLevel),

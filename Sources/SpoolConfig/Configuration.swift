@@ -79,6 +79,8 @@ public struct Configuration: Sendable {
     public var preloadBudget: ByteCount { self[ConfigKeys.preloadBudget] }
     /// How long before the current track ends the next ones start loading.
     public var preloadTrigger: Duration { self[ConfigKeys.preloadTrigger] }
+    /// How many upcoming tracks are fetched at once.
+    public var preloadConcurrency: Int { self[ConfigKeys.preloadConcurrency] }
     /// Files at least this large are fetched a window ahead instead of whole.
     public var readAheadLargeFileThreshold: ByteCount { self[ConfigKeys.readAheadLargeFileThreshold] }
     /// How far ahead of the playhead a large file is fetched.

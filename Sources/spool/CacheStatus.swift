@@ -38,6 +38,7 @@ final class CacheStatus: SpoolStatusProvider {
     private let fetcher: Fetcher
     private let namespace: String
     private let playback: PlaybackSources
+    private let preloader: CachePreloader?
     private let log = Logger(label: "prefetch")
     /// Prefetches by URL: the source while it runs, the last error once it failed.
     private let running = Mutex<[String: (source: CachedByteSource?, error: String?)]>([:])
@@ -45,8 +46,11 @@ final class CacheStatus: SpoolStatusProvider {
     /// How often a running prefetch checks whether its entry is complete.
     static let pollInterval: Duration = .milliseconds(100)
 
-    init(cache: RangeCache?, fetcher: Fetcher, namespace: String, playback: PlaybackSources) {
+    init(
+        cache: RangeCache?, fetcher: Fetcher, namespace: String, playback: PlaybackSources, preloader: CachePreloader?
+    ) {
         self.playback = playback
+        self.preloader = preloader
         self.cache = cache
         self.fetcher = fetcher
         self.namespace = namespace
@@ -115,6 +119,10 @@ final class CacheStatus: SpoolStatusProvider {
         }
         guard let state = cacheState(of: url) else { return "" }
         return state.length.map { length in state.ranges.reduce(0) { $0 + $1.count } >= length } == true ? "complete" : "idle"
+    }
+
+    func preparedTracks() -> [PreparedTrack] {
+        preloader?.preparedTracks() ?? []
     }
 
     func prefetches() -> [CachedResource] {

@@ -39,7 +39,7 @@ final class Daemon: Sendable {
     /// The bus name this daemon owns.
     private let busName = Mutex(MPRISService.busName)
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
-    private let prefetcher: CachePrefetcher?
+    private let preloader: CachePreloader?
     /// The byte cache, or why it could not be opened (reported once the bus name is ours).
     private let cache: Result<RangeCache, CacheError>
     /// Hook for the layers still to come: hand them their settings from here.
@@ -81,6 +81,10 @@ final class Daemon: Sendable {
                 guard case .success(let cache) = cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
                     return HTTPByteSource(url: url, fetcher: fetcher)  // no cache: stream from memory
                 }
+                // A download that continues an incomplete entry (with If-Range) or fetches it fresh
+                // validates it: replaying it soon after needs no conditional request.
+                let length = entry.metadata.validator.length
+                if length.map({ entry.contiguousLength(from: 0) < $0 }) ?? true { revalidator.markChecked(entry) }
                 let source = CachedByteSource(
                     url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
                 playback.register(source, for: url)
@@ -103,20 +107,27 @@ final class Daemon: Sendable {
         let keyForURL: @Sendable (URL) -> String = { url in
             CacheKey(url: url, ignoring: settings.cacheIgnoredQueryParameters).value
         }
-        let prefetcher: CachePrefetcher?
+        let preloader: CachePreloader?
         if case .success(let cache) = cache {
-            prefetcher = CachePrefetcher(
-                cache: cache, fetcher: fetcher, namespace: namespace, budget: settings.preloadBudget.bytes)
+            preloader = CachePreloader(
+                cache: cache, fetcher: fetcher, namespace: namespace, playback: playback,
+                revalidator: revalidator, concurrency: settings.preloadConcurrency)
         } else {
-            prefetcher = nil
+            preloader = nil
         }
-        self.prefetcher = prefetcher
+        self.preloader = preloader
+        var preload = PreloadSettings()
+        preload.count = settings.preloadCount
+        preload.trigger = settings.preloadTrigger
+        preload.budget = settings.preloadBudget.bytes
+        preload.concurrency = settings.preloadConcurrency
         player = Player(
-            engine: engine, memory: memory, policy: resume, prefetcher: prefetcher,
-            preloadCount: settings.preloadCount, keyForURL: keyForURL)
+            engine: engine, memory: memory, policy: resume, preloader: preloader, preload: preload,
+            keyForURL: keyForURL)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
-        status = CacheStatus(cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback)
+        status = CacheStatus(
+            cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback, preloader: preloader)
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
@@ -173,7 +184,7 @@ final class Daemon: Sendable {
             status.shutdown()
             try? connection.releaseName(busName.withLock { $0 })
             connection.close()
-            prefetcher?.stop()
+            preloader?.stop()
             fetcher.shutdown()
             if case .success(let cache) = cache { cache.close() }
             exit(0)

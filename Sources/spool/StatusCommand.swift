@@ -65,11 +65,28 @@ func statusLines(
         let nextTitle = next["xesam:title"]?.stringValue ?? next["xesam:url"]?.stringValue ?? "?"
         lines.append("next: \(nextTitle)  \(cacheNote(next))")
     }
+    // The preload window: each upcoming track's stage and how much of it is here.
+    let preloads = spool["Preloads"]?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+    if !preloads.isEmpty {
+        lines.append("preload: " + preloads.map(preloadNote).joined(separator: ", "))
+    }
     if let download = spool["DownloadState"]?.stringValue, !download.isEmpty, download != "complete" {
         lines.append("download: \(download)")
     }
     if let error = spool["LastError"]?.stringValue, !error.isEmpty { lines.append("error: \(error)") }
     return lines
+}
+
+/// One track of `Preloads`: `name stage` and, for a remote file, the share cached.
+func preloadNote(_ row: [String: DBusValue]) -> String {
+    let url = row["spool:url"]?.stringValue ?? "?"
+    let name = URL(string: url).map { $0.lastPathComponent.removingPercentEncoding ?? $0.lastPathComponent } ?? url
+    var note = "\(name) \(row["spool:stage"]?.stringValue ?? "?")"
+    if let length = row["spool:contentLength"]?.int64Value, length > 0, let cached = row["spool:cachedBytes"]?.int64Value {
+        note += " \(cached * 100 / length)%"
+    }
+    if let error = row["spool:error"]?.stringValue { note += " (\(error))" }
+    return note
 }
 
 /// `spool status [--follow]`.

@@ -145,23 +145,4 @@ struct ResumeAndSessionTests {
         #expect(await player.state.status == .stopped)
         #expect(engine.commands.last == .stop)
     }
-
-    @Test func tracksAfterTheNextOneGoToThePrefetcherAndLeaveItWhenTheWindowMoves() async {
-        final class Recorder: Prefetcher, @unchecked Sendable {
-            private let lock = NSLock()
-            private var calls: [[URL]] = []
-            func prefetch(_ urls: [URL]) { lock.withLock { calls.append(urls) } }
-            var last: [URL]? { lock.withLock { calls.last } }
-        }
-        let prefetcher = Recorder()
-        let engine = FakeEngine()
-        let player = Player(engine: engine, retryDelay: .zero, prefetcher: prefetcher, preloadCount: 3)
-        let items = (1...5).map { (URL(string: "http://127.0.0.1:1/\($0).mp3")!, Optional<String>.none) }
-        await player.open(items)
-        // The engine prepares track 2; tracks 3 and 4 are prefetched.
-        #expect(prefetcher.last == [items[2].0, items[3].0])
-        await player.next()
-        #expect(prefetcher.last == [items[3].0, items[4].0])
-        await player.clear()
-    }
 }
