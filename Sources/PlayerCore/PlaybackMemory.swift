@@ -121,6 +121,12 @@ public struct ResumePolicy: Sendable, Equatable {
     /// after each save, so at 5 s a kill just before a save could lose a little more).
     public var saveInterval: Duration = .seconds(4)
 
+    /// The wall-clock time between saves at `rate`: `saveInterval` bounds the *media*
+    /// time a crash loses, so faster playback saves more often (slower, never less often).
+    public func saveInterval(atRate rate: Double) -> Duration {
+        rate > 1 ? saveInterval / rate : saveInterval
+    }
+
     /// The defaults.
     public init() {}
 

@@ -395,6 +395,7 @@ public actor Player {
         let clamped = min(1, max(0, volume.isNaN ? 0 : volume))
         engine.setVolume(clamped)
         update { $0.volume = clamped }
+        saveSession()  // a volume set while paused is otherwise lost to a crash
     }
 
     /// Saves everything and stops the engine, for shutdown (quit, SIGTERM, system sleep).
@@ -697,10 +698,11 @@ public actor Player {
 
     private func startSaving() {
         guard saver == nil else { return }
-        let interval = policy.saveInterval
+        let policy = policy
         saver = Task { [weak self] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                guard let rate = await self?.snapshot.rate else { return }
+                try? await Task.sleep(for: policy.saveInterval(atRate: rate))
                 guard !Task.isCancelled else { return }
                 await self?.rememberCurrent()
             }

@@ -24,4 +24,23 @@ struct SessionSaveTests {
         // The first track's own position is kept for it.
         #expect(memory.position(forKey: first.absoluteString)?.position == .seconds(42))
     }
+
+    /// Volume is part of the session; set while paused it must survive a crash too.
+    @Test func aVolumeChangeIsSavedAtOnce() async {
+        let memory = TransientMemory()
+        let player = Player(engine: FakeEngine(), memory: memory, retryDelay: .zero)
+        await player.open([(first, nil)])
+        await player.pause()
+        await player.setVolume(0.3)
+        #expect(memory.session()?.volume == 0.3)
+    }
+
+    /// At 2× a wall-clock interval of 4 s would lose 8 s of the track to a crash.
+    @Test func theSaveIntervalBoundsMediaTimeAtAnyRate() {
+        let policy = ResumePolicy()
+        #expect(policy.saveInterval(atRate: 1) == policy.saveInterval)
+        #expect(policy.saveInterval(atRate: 2) == policy.saveInterval / 2)
+        #expect(policy.saveInterval(atRate: 0.5) == policy.saveInterval)
+        #expect(policy.saveInterval(atRate: 2) * 2 <= .seconds(5))
+    }
 }
