@@ -205,6 +205,13 @@ public final class FaultOrigin: Sendable {
         return entries
     }
 
+    /// Every request, once each response under way has ended (a response is logged after its
+    /// last byte or when its client hangs up): the complete log after a client closed its
+    /// transfers. Throws after `timeout` seconds.
+    public func settledRequests(timeout: Double = 5) throws -> [ServedRequest] {
+        try requests(atLeast: core.log.begun, timeout: timeout)
+    }
+
     /// Empties the request log.
     public func clearRequests() { core.log.clear() }
 
@@ -231,6 +238,8 @@ struct OriginEntry: Sendable {
 final class OriginLog: Sendable {
     private struct State {
         var entries: [ServedRequest] = []
+        /// Requests whose response began, logged or not (less those cleared).
+        var begun = 0
         var waiters: [(count: Int, signal: DispatchSemaphore)] = []
     }
     private let state = Mutex(State())
@@ -248,7 +257,17 @@ final class OriginLog: Sendable {
 
     func entries() -> [ServedRequest] { state.withLock { $0.entries } }
 
-    func clear() { state.withLock { $0.entries.removeAll() } }
+    /// A response begins; it is appended when it ends.
+    func begin() { state.withLock { $0.begun += 1 } }
+
+    var begun: Int { state.withLock { $0.begun } }
+
+    func clear() {
+        state.withLock { state in
+            state.begun -= state.entries.count
+            state.entries.removeAll()
+        }
+    }
 
     func wait(forCount count: Int, timeout: Double) -> [ServedRequest] {
         let signal = DispatchSemaphore(value: 0)
