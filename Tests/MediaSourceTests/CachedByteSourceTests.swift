@@ -175,6 +175,60 @@ struct CachedByteSourceTests {
         #expect(firstDifference(try readFully(offline, at: 0, length: rig.body.count).get(), rig.body) == nil)
     }
 
+    @Test func aPartialEntryOfflinePlaysItsCachedPartThenFailsPromptlyAndRecoversWhenTheOriginIsBack() throws {
+        let rig = try CacheRig(size: 1_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
+        do {
+            let source = try rig.source()
+            _ = try open(source).get()
+            _ = try readFully(source, at: 0, length: 300_000).get()
+            source.close()  // the daemon stops mid-download
+        }
+        let port = rig.origin.port
+        rig.origin.stop()  // the origin is gone: its port refuses connections
+        try rig.reopenCache()
+        let cached = Int(try rig.cache.entry(for: rig.url).contiguousLength(from: 0))
+        #expect(cached >= 300_000 && cached < rig.body.count)
+        let source = try rig.source()
+        defer { source.close() }
+        #expect(try open(source).get().length == Int64(rig.body.count))
+        #expect(firstDifference(try readFully(source, at: 0, length: cached).get(), rig.body.prefix(cached)) == nil)
+        // The first missing byte: a clear network error, long before the fetcher's retry budget.
+        let asked = Date()
+        let missing = readFully(source, at: Int64(cached), length: 4096, timeout: 30)
+        let waited = Date().timeIntervalSince(asked)
+        guard case .failure(let error) = missing else {
+            Issue.record("read past the cached part succeeded offline: \(missing)")
+            return
+        }
+        #expect(error.description.contains("network error"), "\(error)")
+        #expect(error.description.contains("onnect"), "names the connection failure: \(error)")
+        #expect(waited < 3, "failed after \(waited) s")
+        // The origin comes back at the same address: the next read fetches, exactly.
+        let back = try FaultOrigin(port: port)
+        back.serve(OriginResource(rig.body, etag: "\"v1\""), at: rig.path)
+        let rest = try readFully(source, at: Int64(cached), length: rig.body.count - cached).get()
+        #expect(firstDifference(rest, rig.body.suffix(from: cached)) == nil)
+        #expect(try back.requests(atLeast: 1).first?.range?.hasPrefix("bytes=\(cached)-") == true)
+    }
+
+    @Test func aSeekWithinThreeSecondsOfAudioAheadWaitsForTheRunningTransfer() throws {
+        // 1 MB ahead of the running transfer: over 512 KiB, but under 3 s of a 500 kB/s stream.
+        let target = 1_000_000
+        for byteRate in [nil, 500_000.0] {
+            let rig = try CacheRig(size: 4_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
+            let source = try rig.source()
+            _ = try open(source).get()
+            if let byteRate { source.setByteRate(byteRate) }
+            _ = try readFully(source, at: 0, length: 4096).get()
+            let read = try readFully(source, at: Int64(target), length: 4096).get()
+            #expect(firstDifference(read, rig.body[target..<target + 4096]) == nil)
+            source.close()
+            let ranges = try rig.origin.settledRequests().compactMap(\.range)
+            let requestedThere = ranges.contains { $0.hasPrefix("bytes=\(target)-") }
+            #expect(requestedThere == (byteRate == nil), "byte rate \(byteRate ?? 0): \(ranges)")
+        }
+    }
+
     @Test func aSeekStormOpensFewConnectionsAndServesTheLastTarget() throws {
         let rig = try CacheRig(size: 8_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
         let source = try rig.source()

@@ -138,11 +138,17 @@ public final class FaultOrigin: Sendable {
     public let baseURL: URL
     private let core: OriginCore
 
-    /// Starts listening on a free port; the origin stops by itself after `lifetime` seconds.
-    public init(lifetime: Double = 600) throws {
+    /// Starts listening on `port` (0: a free one, the default); the origin stops by itself
+    /// after `lifetime` seconds. A given port may be one an origin stopped a moment ago
+    /// (the same server coming back): the address is reused.
+    public init(port requested: UInt16 = 0, lifetime: Double = 600) throws {
         let listener = try Sockets.tcp()
         do {
-            try Sockets.bindLoopback(listener, port: 0)
+            var reuse: Int32 = 1
+            if requested != 0 {
+                setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+            }
+            try Sockets.bindLoopback(listener, port: requested)
             guard listen(listener, 64) == 0 else { throw RigError("listen() failed: errno \(errno)") }
             port = try Sockets.boundPort(listener)
         } catch {
