@@ -9,12 +9,13 @@ import TestSupport
 final class CacheRig {
     let directory: TemporaryDirectory
     let origin: FaultOrigin
-    let fetcher = Fetcher(userAgent: "Spool/test")
+    let fetcher: Fetcher
     let body: Data
     let path = "/track.flac"
     private(set) var cache: RangeCache
 
-    init(size: Int = 1_500_000, faults: OriginFaults = OriginFaults()) throws {
+    init(size: Int = 1_500_000, faults: OriginFaults = OriginFaults(), fetcher: Fetcher = Fetcher(userAgent: "Spool/test")) throws {
+        self.fetcher = fetcher
         directory = try TemporaryDirectory(prefix: "spool-cache")
         origin = try FaultOrigin()
         body = patternedBody(size)
@@ -25,9 +26,10 @@ final class CacheRig {
     var url: URL { origin.url(for: path) }
 
     func source(
-        revalidator: Revalidator? = nil, readAhead: CachedByteSource.ReadAheadPolicy? = nil
+        url: URL? = nil, revalidator: Revalidator? = nil, readAhead: CachedByteSource.ReadAheadPolicy? = nil
     ) throws -> CachedByteSource {
-        CachedByteSource(
+        let url = url ?? self.url
+        return CachedByteSource(
             url: url, entry: try cache.entry(for: url), fetcher: fetcher, revalidator: revalidator,
             readAhead: readAhead)
     }
