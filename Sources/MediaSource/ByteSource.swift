@@ -71,9 +71,17 @@ public protocol ByteSource: AnyObject, Sendable {
     /// Marks the source as prepared ahead of need (the next track): its downloads
     /// yield to the playing track's. Set back to false when its audio starts.
     func setBackground(_ background: Bool)
+
+    /// Tells the source the stream's average bytes per second (length over duration, once the
+    /// player knows the duration), so a seek a few seconds of audio ahead of a running
+    /// download waits for it instead of opening a new request.
+    func setByteRate(_ bytesPerSecond: Double)
 }
 
 extension ByteSource {
     /// Sources with nothing to download ignore the hint.
     public func setBackground(_ background: Bool) {}
+
+    /// Sources with nothing to download ignore the rate.
+    public func setByteRate(_ bytesPerSecond: Double) {}
 }

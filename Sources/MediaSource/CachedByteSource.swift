@@ -20,12 +20,25 @@ import Synchronization
 /// - A resource that changed on the server is never spliced with the old copy:
 ///   the entry is emptied, and a track already playing fails so it is reopened.
 public final class CachedByteSource: ByteSource {
-    /// How far ahead of a running transfer a read may be and still wait for it.
+    /// How far ahead of a running transfer a read may be and still wait for it, at least;
+    /// with a known byte rate the limit is 3 s of audio when that is more
+    /// (``waitAheadSeconds``, ``setByteRate(_:)``).
     public static let waitAheadLimit: Int64 = 512 * 1024
+    /// Seconds of audio ahead of a running transfer a read may be and still wait for it.
+    public static let waitAheadSeconds: Double = 3
     /// The smallest request made for a far, small read near the end.
     public static let tailRequestSize: Int64 = 64 * 1024
     /// Reads in the last this-many bytes count as tail reads (tags, `moov`), not seeks.
     public static let tailRegion: Int64 = 1024 * 1024
+    /// How many transfers set aside by seeks stay paused (each holds a connection); beyond
+    /// that the oldest is cancelled. With the main and the tail transfer, six connections per
+    /// resource at most, the per-host limit browsers keep.
+    public static let maxParkedTransfers = 4
+    /// A transfer is set aside for a seek only if no held byte (cached, or about to be fetched)
+    /// lies less than this far ahead of it: while paused, its connection fills with up to the
+    /// kernel buffers' worth of bytes (0.3–0.6 MB measured on loopback), which past such a byte
+    /// would be sent for nothing. Closer, it is cancelled, losing only what is in flight now.
+    public static let parkReach: Int64 = 2 * 1024 * 1024
     /// A seek storm opens at most one connection per this interval; only the latest target counts.
     public static let seekConnectionInterval: Duration = .milliseconds(100)
 
@@ -77,6 +90,21 @@ public final class CachedByteSource: ByteSource {
         /// When the last transfer for a seek started, and whether a delayed one is due.
         var lastSeekStart: ContinuousClock.Instant?
         var seekScheduled = false
+        /// Transfers seeks set aside, oldest first: paused at the lowest priority with their
+        /// connections and the bytes already in flight kept, each resumed (as `main`) when the
+        /// reader comes back to it or the transfers before it are done. Cancelling them instead
+        /// would throw away whatever the origin had already sent.
+        var parked: [Transfer] = []
+        /// Where the last read ended: a read continuing there is playback, not a jump.
+        var lastReadEnd: Int64?
+        /// The stream's bytes per second, when the player knows it (duration and length).
+        var byteRate: Double?
+        /// The origin could not be reached (refused, no route, unknown host) while a reader
+        /// waited: reads of missing bytes fail with it until bytes arrive again, and each such
+        /// read tries the origin once more at once. Retries go on in the background.
+        var unreachable: MediaSourceError?
+        /// The answer for the next read of missing bytes: the origin was unreachable while it waited.
+        var readerError: MediaSourceError?
     }
 
     private let url: URL
@@ -150,21 +178,37 @@ public final class CachedByteSource: ByteSource {
                 wanted = maxLength
             }
             state.playHead = offset
+            let continuesPlayback = state.lastReadEnd == offset
+            state.lastReadEnd = offset
             let held = Int(min(Int64(wanted), entry.contiguousLength(from: offset)))
             if held == wanted, let bytes = entry.read(at: offset, maxLength: wanted), bytes.count == wanted {
+                state.lastReadEnd = offset + Int64(wanted)
                 if state.main == nil, windowEnd(state) != nil { refillWindowLocked(&state) }
                 return .data(bytes)
             }
             if let bytes = state.overflow.read(at: offset, maxLength: wanted), bytes.count == wanted {
+                state.lastReadEnd = offset + Int64(wanted)
                 return .data(bytes)
             }
             if info.length == nil, held > 0, let bytes = entry.read(at: offset, maxLength: held) {
+                state.lastReadEnd = offset + Int64(bytes.count)
                 return .data(bytes)  // a stream of unknown length: partial reads are fine
             }
             if let failure = state.failure { return .failed(failure) }
+            if let error = state.readerError {
+                state.readerError = nil
+                return .failed(error)
+            }
             let missing = offset + Int64(held)
             state.waiter = Waiter(offset: missing, wake: wake)
-            arrangeLocked(&state, for: missing, length: Int64(wanted - held))
+            if state.unreachable != nil, info.randomAccess {
+                // The last attempt found the origin unreachable and the transfer is backing off:
+                // try once more now, so a reader learns at once whether the network is back.
+                state.unreachable = nil
+                startLocked(&state, at: missing, priority: .playback)
+                return .pending
+            }
+            arrangeLocked(&state, for: missing, length: Int64(wanted - held), continuesPlayback: continuesPlayback || held > 0)
             return .pending
         }
     }
@@ -180,7 +224,25 @@ public final class CachedByteSource: ByteSource {
 
     /// Forgets the pending reader.
     public func cancelPendingReads() {
-        state.withLock { $0.waiter = nil }
+        state.withLock { state in
+            state.waiter = nil
+            state.readerError = nil
+        }
+    }
+
+    /// The stream's average bytes per second (the player knows it from the duration and the
+    /// length): a seek ahead of the running transfer waits for it when it is within 3 s of
+    /// audio, if that is more than ``waitAheadLimit``. Zero or less forgets it.
+    public func setByteRate(_ bytesPerSecond: Double) {
+        state.withLock { $0.byteRate = bytesPerSecond > 0 ? bytesPerSecond : nil }
+    }
+
+    /// How far ahead of a running transfer a read waits for it rather than starting a request:
+    /// about 512 KiB or 3 s of audio, whichever is more (a slow stream's 3 s are below 512 KiB
+    /// and waiting for them costs little; a fast one's 3 s arrive as quickly as a new connection would).
+    private func waitAhead(_ state: State) -> Int64 {
+        guard let rate = state.byteRate else { return Self.waitAheadLimit }
+        return max(Self.waitAheadLimit, Int64(rate * Self.waitAheadSeconds))
     }
 
     /// Cancels the transfers, makes written bytes durable and closes the entry.
@@ -193,7 +255,8 @@ public final class CachedByteSource: ByteSource {
                 state.main = nil
                 state.side = nil
             }
-            return [state.main?.id, state.side?.id, state.revalidation].compactMap { $0 }
+            defer { state.parked = [] }
+            return [state.main?.id, state.side?.id, state.revalidation].compactMap { $0 } + state.parked.map(\.id)
         }
         for id in transfers { fetcher.cancel(id) }
         try? entry.flush()
@@ -213,7 +276,7 @@ public final class CachedByteSource: ByteSource {
             if let length = state.info?.length, entry.contiguousLength(from: 0) >= length { return "complete" }
             if let failure = state.failure { return "failed: \(failure)" }
             if let status = state.transferStatus { return status }
-            return state.main != nil || state.side != nil ? "fetching" : "idle"
+            return state.main != nil || state.side != nil || !state.parked.isEmpty ? "fetching" : "idle"
         }
     }
 
@@ -230,7 +293,7 @@ public final class CachedByteSource: ByteSource {
     }
 
     /// Whether a download for this resource is running (not counting revalidation).
-    public var isDownloading: Bool { state.withLock { $0.main != nil || $0.side != nil } }
+    public var isDownloading: Bool { state.withLock { $0.main != nil || $0.side != nil || !$0.parked.isEmpty } }
 
     /// Whether the background check of a complete entry is still out.
     public var isRevalidating: Bool { state.withLock { $0.revalidation != nil } }
@@ -274,21 +337,28 @@ public final class CachedByteSource: ByteSource {
 
     // MARK: Transfers
 
+    /// Whether `transfer` will deliver `offset` after at most `limit` more bytes.
+    private static func reaches(_ transfer: Transfer?, _ offset: Int64, within limit: Int64) -> Bool {
+        guard let transfer else { return false }
+        return transfer.next <= offset && offset - transfer.next <= limit && transfer.end.map { offset < $0 } ?? true
+    }
+
     /// Makes sure some transfer will deliver `offset` soon.
-    private func arrangeLocked(_ state: inout State, for offset: Int64, length: Int64) {
-        if let main = state.main, main.next <= offset, offset - main.next <= Self.waitAheadLimit,
-            main.end.map({ offset < $0 }) ?? true
-        {
+    /// `continuesPlayback`: the read follows the last one (playback reached a hole), so it is
+    /// never a far tail read even near the end.
+    private func arrangeLocked(_ state: inout State, for offset: Int64, length: Int64, continuesPlayback: Bool) {
+        if Self.reaches(state.main, offset, within: waitAhead(state)), let main = state.main {
             if !state.background { fetcher.setPriority(main.id, .playback) }
             return  // the running transfer gets there soon
         }
-        if let side = state.side, side.next <= offset, offset < (side.end ?? .max) { return }
+        if Self.reaches(state.side, offset, within: .max) { return }
         guard state.info?.randomAccess != false else { return }  // only the one stream from 0 can bring it
+        if resumeParkedLocked(&state, for: offset) { return }  // back where a seek left off
         let total = state.info?.length
-        if let total, offset >= total - Self.tailRegion, state.main != nil, state.side == nil {
-            // A small read near the end (tags, moov): its own short request; the main one goes on.
-            // Short on purpose: the main transfer may pass here later, and what both fetch counts twice.
-            let end = min(total, offset + Self.tailRequestSize, nextCached(after: offset) ?? total)
+        if let total, offset >= total - Self.tailRegion, !continuesPlayback, state.main != nil, state.side == nil {
+            // A small read near the end (tags, moov): its own short request; the main one goes on,
+            // and stops if it reaches these bytes (see `stopIfAtHeldBytesLocked`).
+            let end = min(total, offset + Self.tailRequestSize, nextHeld(after: offset, state) ?? total)
             let id = fetcher.start(request(offset, end: end, priority: .seekTarget, state)) { [weak self] id, event in
                 self?.handle(event, of: id)
             }
@@ -299,7 +369,8 @@ public final class CachedByteSource: ByteSource {
         // 100 ms — then once that interval is over, for whatever the reader wants by then.
         let now = ContinuousClock.now
         if let last = state.lastSeekStart, now - last < Self.seekConnectionInterval {
-            // Stop the old transfer now, so it wastes nothing while the storm settles.
+            // The last seek's transfer is already left behind: stop it now, so it wastes nothing
+            // while the storm settles (what the first seek set aside stays parked).
             if let old = state.main {
                 fetcher.cancel(old.id)
                 state.main = nil
@@ -313,6 +384,7 @@ public final class CachedByteSource: ByteSource {
             return
         }
         state.lastSeekStart = now
+        parkLocked(&state, for: offset)
         startLocked(&state, at: offset, priority: .playback)
     }
 
@@ -321,18 +393,56 @@ public final class CachedByteSource: ByteSource {
         state.withLock { state in
             state.seekScheduled = false
             guard !state.closed, let waiter = state.waiter else { return }
-            if let main = state.main, main.next <= waiter.offset, waiter.offset - main.next <= Self.waitAheadLimit {
-                return
-            }
+            if Self.reaches(state.main, waiter.offset, within: waitAhead(state)) { return }
+            if resumeParkedLocked(&state, for: waiter.offset) { return }
             state.lastSeekStart = .now
+            parkLocked(&state, for: waiter.offset)
             startLocked(&state, at: waiter.offset, priority: .playback)
         }
+    }
+
+    /// Sets the main transfer aside for a seek instead of cancelling it: at the lowest priority
+    /// the fetcher pauses it (`curl_easy_pause`) while the seek's transfer receives, so what the
+    /// origin already sent waits in the socket and is used when it resumes, instead of being
+    /// thrown away with the connection. Beyond ``maxParkedTransfers`` the oldest is cancelled.
+    /// A transfer that would reach a held byte or `target` (a new transfer's start) within
+    /// ``parkReach`` is cancelled instead, and so are parked ones `target` lies just ahead of.
+    private func parkLocked(_ state: inout State, for target: Int64? = nil) {
+        func collides(_ transfer: Transfer) -> Bool {
+            let ahead = [nextHeld(after: transfer.next, state), target].compactMap { $0 }
+                .filter { $0 > transfer.next && $0 < (transfer.end ?? .max) }.min()
+            return ahead.map { $0 - transfer.next < Self.parkReach } ?? false
+        }
+        if target != nil {
+            let colliding = state.parked.filter(collides).map(\.id)
+            for id in colliding { fetcher.cancel(id) }
+            state.parked.removeAll { colliding.contains($0.id) }
+        }
+        guard let main = state.main else { return }
+        state.main = nil
+        if collides(main) { return fetcher.cancel(main.id) }
+        state.parked.append(main)
+        fetcher.setPriority(main.id, .fillHoles)
+        if state.parked.count > Self.maxParkedTransfers { fetcher.cancel(state.parked.removeFirst().id) }
+    }
+
+    /// Makes a parked transfer the main one again if it reaches `offset` soon (the current
+    /// main one is parked in its place); false when none does.
+    private func resumeParkedLocked(_ state: inout State, for offset: Int64) -> Bool {
+        let limit = waitAhead(state)
+        guard let index = state.parked.firstIndex(where: { Self.reaches($0, offset, within: limit) }) else { return false }
+        let parked = state.parked.remove(at: index)
+        parkLocked(&state)
+        state.main = parked
+        fetcher.setPriority(parked.id, state.background ? .preload : .playback)
+        return true
     }
 
     private func startLocked(_ state: inout State, at offset: Int64, priority wanted: FetchPriority) {
         if let old = state.main { fetcher.cancel(old.id) }
         let priority = state.background ? FetchPriority.preload : wanted
-        var end = state.info?.length.flatMap { _ in nextCached(after: offset) }
+        // Bounded by the next byte held or being fetched, so nothing is asked twice.
+        var end = state.info?.length.flatMap { _ in nextHeld(after: offset, state) }
         if let limit = windowEnd(state) {
             // A large resource: a window past the play head (or past this read), no further.
             let windowLimit = max(limit, offset + (readAhead?.window ?? 0) / 4)
@@ -358,8 +468,29 @@ public final class CachedByteSource: ByteSource {
         entry.cachedRanges.ranges.first { $0.lowerBound > offset }?.lowerBound
     }
 
+    /// The first byte after `offset` that is cached or that another transfer of this source
+    /// will deliver next: where a new request should stop.
+    private func nextHeld(after offset: Int64, _ state: State) -> Int64? {
+        ([nextCached(after: offset), state.side?.next] + state.parked.map(\.next)).compactMap { $0 }.filter { $0 > offset }.min()
+    }
+
+    /// Whether `offset` is cached or is the side transfer's to deliver.
+    private func isHeld(_ offset: Int64, _ state: State) -> Bool {
+        entry.contiguousLength(from: offset) > 0 || Self.reaches(state.side, offset, within: .max)
+    }
+
     private func firstMissing(length: Int64) -> Int64? {
         entry.missing(in: 0..<length).first?.lowerBound
+    }
+
+    /// The first missing byte that no running side transfer is about to deliver.
+    private func nextToFetch(length: Int64, _ state: State) -> Int64? {
+        for range in entry.missing(in: 0..<length) {
+            var start = range.lowerBound
+            if let side = state.side, let sideEnd = side.end, side.next <= start, start < sideEnd { start = sideEnd }
+            if start < range.upperBound { return start }
+        }
+        return nil
     }
 
     /// The end of the read-ahead window in a large resource; nil when it downloads whole.
@@ -381,9 +512,12 @@ public final class CachedByteSource: ByteSource {
         state.withLock { state in
             guard !state.closed else { return }
             let isMain = state.main?.id == id
-            guard isMain || state.side?.id == id else { return }  // a replaced transfer
+            let parkedIndex = state.parked.firstIndex { $0.id == id }
+            let isParked = parkedIndex != nil
+            guard isMain || isParked || state.side?.id == id else { return }  // a replaced transfer
             switch event {
             case .response(let head):
+                state.unreachable = nil
                 accept(head, &state, &callbacks)
             case .changed(let head):
                 // The file changed on the server: never splice it with what was cached.
@@ -393,8 +527,7 @@ public final class CachedByteSource: ByteSource {
                 if wasOpen {
                     log.warning("\(loggable(url)) changed on the server while playing: reopening it")
                     state.failure = .readFailed("the resource changed on the server")
-                    if let main = state.main { fetcher.cancel(main.id) }
-                    state.main = nil
+                    stopAllLocked(&state)
                     if let waiter = state.waiter {
                         state.waiter = nil
                         callbacks.append(waiter.wake)
@@ -406,8 +539,10 @@ public final class CachedByteSource: ByteSource {
                 break
             case .data(let bytes, let offset):
                 state.transferStatus = nil
+                state.unreachable = nil
                 store(bytes, at: offset, &state)
-                if isMain { state.main?.next = offset + Int64(bytes.count) } else { state.side?.next = offset + Int64(bytes.count) }
+                let next = offset + Int64(bytes.count)
+                if isMain { state.main?.next = next } else if let parkedIndex { state.parked[parkedIndex].next = next } else { state.side?.next = next }
                 if isMain, let limit = windowEnd(state), let main = state.main, main.next >= limit,
                     state.waiter.map({ $0.offset < limit }) ?? true
                 {
@@ -416,6 +551,7 @@ public final class CachedByteSource: ByteSource {
                     state.main = nil
                     try? entry.flush()
                 }
+                stopIfAtHeldBytesLocked(&state, &callbacks)
                 if let waiter = state.waiter, entry.contiguousLength(from: waiter.offset) > 0
                     || state.overflow.contains(waiter.offset)
                 {
@@ -424,11 +560,32 @@ public final class CachedByteSource: ByteSource {
                 }
             case .status(let status):
                 state.transferStatus = Self.describe(status)
+                if case .retrying(_, _, let reason) = status, !isParked, let error = Self.unreachable(reason) {
+                    // No connection at all: a reader waiting for bytes learns it now, while the
+                    // transfer keeps retrying in the background (its next read tries at once).
+                    state.unreachable = error
+                    if let waiter = state.waiter {
+                        state.waiter = nil
+                        state.readerError = error
+                        callbacks.append(waiter.wake)
+                    }
+                }
             case .finished:
-                if isMain { state.main = nil } else { state.side = nil }
+                if isMain { state.main = nil } else if let parkedIndex { state.parked.remove(at: parkedIndex) } else { state.side = nil }
                 try? entry.flush()
                 continueLocked(&state, &callbacks)
             case .failed(let error):
+                if let parkedIndex {
+                    // Set aside by a seek; nobody waits for it.
+                    state.parked.remove(at: parkedIndex)
+                    if case .resourceChanged = error {
+                        _ = try? entry.setMetadata(EntryMetadata())
+                        state.failure = .readFailed("the resource changed on the server")
+                        stopAllLocked(&state)
+                    } else {
+                        return
+                    }
+                }
                 if isMain { state.main = nil } else { state.side = nil }
                 log.warning("\(loggable(url)): \(error)")
                 if let completion = state.openCompletion {
@@ -448,6 +605,37 @@ public final class CachedByteSource: ByteSource {
             }
         }
         for callback in callbacks { callback() }
+    }
+
+    /// The clear error for a reader when `reason` means the origin cannot be reached at all
+    /// (unknown host, refused, no route), nil for other failures, which are retried silently.
+    private static func unreachable(_ reason: FetchError) -> MediaSourceError? {
+        guard case .transport(let code, let message) = reason, [5, 6, 7].contains(code) else { return nil }
+        return .readFailed("network error, cannot reach the server (\(message)); still retrying")
+    }
+
+    /// Cancels every transfer of this source (the resource changed under them).
+    private func stopAllLocked(_ state: inout State) {
+        for transfer in [state.main, state.side].compactMap({ $0 }) + state.parked { fetcher.cancel(transfer.id) }
+        state.main = nil
+        state.side = nil
+        state.parked = []
+    }
+
+    /// Stops the main or parked transfer when its next byte is already cached or is the side
+    /// transfer's to deliver (a tail read fetched it after the main request was made): past
+    /// that point it would only fetch bytes a second time. The main one continues elsewhere.
+    private func stopIfAtHeldBytesLocked(_ state: inout State, _ callbacks: inout [@Sendable () -> Void]) {
+        let reachedHeld = state.parked.filter { parked in
+            parked.end.map { parked.next < $0 } ?? true
+        }.filter { isHeld($0.next, state) }.map(\.id)
+        for id in reachedHeld { fetcher.cancel(id) }
+        state.parked.removeAll { reachedHeld.contains($0.id) }
+        if let main = state.main, main.end.map({ main.next < $0 }) ?? true, isHeld(main.next, state) {
+            fetcher.cancel(main.id)
+            state.main = nil
+            continueLocked(&state, &callbacks)
+        }
     }
 
     /// The first response: bind the entry to this version and finish opening.
@@ -479,17 +667,24 @@ public final class CachedByteSource: ByteSource {
             }
             return
         }
-        if let waiter = state.waiter, waiter.offset < length, entry.contiguousLength(from: waiter.offset) == 0 {
-            startLocked(&state, at: waiter.offset, priority: .playback)
+        if let waiter = state.waiter, waiter.offset < length, !isHeld(waiter.offset, state) {
+            if !resumeParkedLocked(&state, for: waiter.offset) {
+                startLocked(&state, at: waiter.offset, priority: .playback)
+            }
         } else if windowEnd(state) != nil {
             refillWindowLocked(&state)
             if state.main == nil, let waiter = state.waiter {
                 state.waiter = nil
                 callbacks.append(waiter.wake)
             }
-        } else if let missing = firstMissing(length: length), state.info?.randomAccess != false {
+        } else if let index = state.parked.firstIndex(where: { !isHeld($0.next, state) }) {
+            // The seek's transfer is done: the one it set aside goes on as the read-ahead.
+            let parked = state.parked.remove(at: index)
+            state.main = parked
+            fetcher.setPriority(parked.id, state.background ? .preload : .readAhead)
+        } else if let missing = nextToFetch(length: length, state), state.info?.randomAccess != false {
             startLocked(&state, at: missing, priority: .readAhead)
-        } else if let waiter = state.waiter {
+        } else if state.side == nil, let waiter = state.waiter {
             state.waiter = nil
             callbacks.append(waiter.wake)
         }

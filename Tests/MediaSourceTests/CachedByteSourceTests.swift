@@ -9,12 +9,13 @@ import TestSupport
 final class CacheRig {
     let directory: TemporaryDirectory
     let origin: FaultOrigin
-    let fetcher = Fetcher(userAgent: "Spool/test")
+    let fetcher: Fetcher
     let body: Data
     let path = "/track.flac"
     private(set) var cache: RangeCache
 
-    init(size: Int = 1_500_000, faults: OriginFaults = OriginFaults()) throws {
+    init(size: Int = 1_500_000, faults: OriginFaults = OriginFaults(), fetcher: Fetcher = Fetcher(userAgent: "Spool/test")) throws {
+        self.fetcher = fetcher
         directory = try TemporaryDirectory(prefix: "spool-cache")
         origin = try FaultOrigin()
         body = patternedBody(size)
@@ -25,9 +26,10 @@ final class CacheRig {
     var url: URL { origin.url(for: path) }
 
     func source(
-        revalidator: Revalidator? = nil, readAhead: CachedByteSource.ReadAheadPolicy? = nil
+        url: URL? = nil, revalidator: Revalidator? = nil, readAhead: CachedByteSource.ReadAheadPolicy? = nil
     ) throws -> CachedByteSource {
-        CachedByteSource(
+        let url = url ?? self.url
+        return CachedByteSource(
             url: url, entry: try cache.entry(for: url), fetcher: fetcher, revalidator: revalidator,
             readAhead: readAhead)
     }
@@ -121,30 +123,28 @@ struct CachedByteSourceTests {
         #expect(firstDifference(try readFully(fresh, at: 0, length: newer.count).get(), newer) == nil)
     }
 
-    @Test func randomSeeksReadExactBytesAndFetchLittleMoreThanTheFile() throws {
-        // The origin writes bandwidth-capped bodies in pieces of rate/20 (50 KB here): a
-        // cancelled transfer can leave at most about one piece unread.
+    @Test func randomSeeksReadExactBytesAndTheOriginSendsLittleMoreThanTheFile() throws {
+        // A bandwidth cap, so seeks land while transfers run; the origin counts the body bytes
+        // it wrote to its sockets, including any a cancelled transfer never read.
         let rig = try CacheRig(size: 3_000_000, faults: OriginFaults(bytesPerSecond: 1_000_000))
         let source = try rig.source()
         defer { source.close() }
         _ = try open(source).get()
-        var generator = SystemRandomNumberGenerator()
+        let seed = UInt64.random(in: 0...UInt64(UInt32.max))
+        var generator = SeededGenerator(seed: seed)
         var offsets: [Int] = [0]
-        for _ in 0..<5 { offsets.append(Int.random(in: 0..<(rig.body.count - 70_000), using: &generator)) }
+        for _ in 0..<5 { offsets.append(generator.next(below: rig.body.count - 70_000)) }
         for offset in offsets {
             let read = try readFully(source, at: Int64(offset), length: 65_536).get()
-            #expect(firstDifference(read, rig.body[offset..<(offset + 65_536)]) == nil, "at \(offset)")
+            #expect(firstDifference(read, rig.body[offset..<(offset + 65_536)]) == nil, "at \(offset), seed \(seed)")
         }
-        // Let the read-ahead complete the entry, then play it all from the cache.
+        // Then play it all from the start: what the seeks left out is fetched now (or was by the read-ahead).
         #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count, timeout: 30).get(), rig.body) == nil)
         source.close()
-        // Bytes that reached Spool and were stored: a byte fetched twice would count twice.
-        // (The origin's own count also includes what was still in flight when a transfer
-        // was cancelled, which varies with timing; it is reported, not asserted.)
-        let received = rig.cache.stats.bytesFromNetwork
-        let sent = rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent }
-        #expect(received <= Int64(rig.body.count + 5 * 64 * 1024),
-                "stored \(received) (origin sent \(sent)) for \(rig.body.count) with 5 seeks at \(offsets): \(rig.origin.requests().map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
+        let log = try rig.origin.settledRequests()
+        let sent = log.reduce(0) { $0 + $1.bodyBytesSent }
+        #expect(sent <= rig.body.count + 5 * 64 * 1024,
+                "origin sent \(sent) (stored \(rig.cache.stats.bytesFromNetwork)) for \(rig.body.count) with seeks at \(offsets) (seed \(seed)): \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
     }
 
     @Test func aSmallReadNearTheEndGetsItsOwnShortRequest() throws {
@@ -175,6 +175,60 @@ struct CachedByteSourceTests {
         defer { offline.close() }
         _ = try open(offline).get()
         #expect(firstDifference(try readFully(offline, at: 0, length: rig.body.count).get(), rig.body) == nil)
+    }
+
+    @Test func aPartialEntryOfflinePlaysItsCachedPartThenFailsPromptlyAndRecoversWhenTheOriginIsBack() throws {
+        let rig = try CacheRig(size: 1_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
+        do {
+            let source = try rig.source()
+            _ = try open(source).get()
+            _ = try readFully(source, at: 0, length: 300_000).get()
+            source.close()  // the daemon stops mid-download
+        }
+        let port = rig.origin.port
+        rig.origin.stop()  // the origin is gone: its port refuses connections
+        try rig.reopenCache()
+        let cached = Int(try rig.cache.entry(for: rig.url).contiguousLength(from: 0))
+        #expect(cached >= 300_000 && cached < rig.body.count)
+        let source = try rig.source()
+        defer { source.close() }
+        #expect(try open(source).get().length == Int64(rig.body.count))
+        #expect(firstDifference(try readFully(source, at: 0, length: cached).get(), rig.body.prefix(cached)) == nil)
+        // The first missing byte: a clear network error, long before the fetcher's retry budget.
+        let asked = Date()
+        let missing = readFully(source, at: Int64(cached), length: 4096, timeout: 30)
+        let waited = Date().timeIntervalSince(asked)
+        guard case .failure(let error) = missing else {
+            Issue.record("read past the cached part succeeded offline: \(missing)")
+            return
+        }
+        #expect(error.description.contains("network error"), "\(error)")
+        #expect(error.description.contains("onnect"), "names the connection failure: \(error)")
+        #expect(waited < 3, "failed after \(waited) s")
+        // The origin comes back at the same address: the next read fetches, exactly.
+        let back = try FaultOrigin(port: port)
+        back.serve(OriginResource(rig.body, etag: "\"v1\""), at: rig.path)
+        let rest = try readFully(source, at: Int64(cached), length: rig.body.count - cached).get()
+        #expect(firstDifference(rest, rig.body.suffix(from: cached)) == nil)
+        #expect(try back.requests(atLeast: 1).first?.range?.hasPrefix("bytes=\(cached)-") == true)
+    }
+
+    @Test func aSeekWithinThreeSecondsOfAudioAheadWaitsForTheRunningTransfer() throws {
+        // 1 MB ahead of the running transfer: over 512 KiB, but under 3 s of a 500 kB/s stream.
+        let target = 1_000_000
+        for byteRate in [nil, 500_000.0] {
+            let rig = try CacheRig(size: 4_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
+            let source = try rig.source()
+            _ = try open(source).get()
+            if let byteRate { source.setByteRate(byteRate) }
+            _ = try readFully(source, at: 0, length: 4096).get()
+            let read = try readFully(source, at: Int64(target), length: 4096).get()
+            #expect(firstDifference(read, rig.body[target..<target + 4096]) == nil)
+            source.close()
+            let ranges = try rig.origin.settledRequests().compactMap(\.range)
+            let requestedThere = ranges.contains { $0.hasPrefix("bytes=\(target)-") }
+            #expect(requestedThere == (byteRate == nil), "byte rate \(byteRate ?? 0): \(ranges)")
+        }
     }
 
     @Test func aSeekStormOpensFewConnectionsAndServesTheLastTarget() throws {

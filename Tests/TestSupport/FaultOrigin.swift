@@ -138,11 +138,17 @@ public final class FaultOrigin: Sendable {
     public let baseURL: URL
     private let core: OriginCore
 
-    /// Starts listening on a free port; the origin stops by itself after `lifetime` seconds.
-    public init(lifetime: Double = 600) throws {
+    /// Starts listening on `port` (0: a free one, the default); the origin stops by itself
+    /// after `lifetime` seconds. A given port may be one an origin stopped a moment ago
+    /// (the same server coming back): the address is reused.
+    public init(port requested: UInt16 = 0, lifetime: Double = 600) throws {
         let listener = try Sockets.tcp()
         do {
-            try Sockets.bindLoopback(listener, port: 0)
+            var reuse: Int32 = 1
+            if requested != 0 {
+                setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+            }
+            try Sockets.bindLoopback(listener, port: requested)
             guard listen(listener, 64) == 0 else { throw RigError("listen() failed: errno \(errno)") }
             port = try Sockets.boundPort(listener)
         } catch {
@@ -205,6 +211,13 @@ public final class FaultOrigin: Sendable {
         return entries
     }
 
+    /// Every request, once each response under way has ended (a response is logged after its
+    /// last byte or when its client hangs up): the complete log after a client closed its
+    /// transfers. Throws after `timeout` seconds.
+    public func settledRequests(timeout: Double = 5) throws -> [ServedRequest] {
+        try requests(atLeast: core.log.begun, timeout: timeout)
+    }
+
     /// Empties the request log.
     public func clearRequests() { core.log.clear() }
 
@@ -231,6 +244,8 @@ struct OriginEntry: Sendable {
 final class OriginLog: Sendable {
     private struct State {
         var entries: [ServedRequest] = []
+        /// Requests whose response began, logged or not (less those cleared).
+        var begun = 0
         var waiters: [(count: Int, signal: DispatchSemaphore)] = []
     }
     private let state = Mutex(State())
@@ -248,7 +263,17 @@ final class OriginLog: Sendable {
 
     func entries() -> [ServedRequest] { state.withLock { $0.entries } }
 
-    func clear() { state.withLock { $0.entries.removeAll() } }
+    /// A response begins; it is appended when it ends.
+    func begin() { state.withLock { $0.begun += 1 } }
+
+    var begun: Int { state.withLock { $0.begun } }
+
+    func clear() {
+        state.withLock { state in
+            state.begun -= state.entries.count
+            state.entries.removeAll()
+        }
+    }
 
     func wait(forCount count: Int, timeout: Double) -> [ServedRequest] {
         let signal = DispatchSemaphore(value: 0)

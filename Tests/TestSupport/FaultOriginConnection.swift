@@ -85,6 +85,7 @@ struct OriginConnection {
             method: request.method, path: request.target, range: request.header("range"),
             ifRange: request.header("if-range"), ifNoneMatch: request.header("if-none-match"),
             ifModifiedSince: request.header("if-modified-since"), status: response.status, bodyBytesSent: 0)
+        core.log.begin()
         defer { core.log.append(record) }
 
         if faults.firstByteLatency > 0, !pause(faults.firstByteLatency) { return false }
