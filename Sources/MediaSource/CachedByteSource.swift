@@ -129,7 +129,7 @@ public final class CachedByteSource: ByteSource {
         self.entry = entry
         self.fetcher = fetcher
         self.revalidator = revalidator
-        resource = "\(entry.namespace)\u{0}\(entry.key.value)"
+        resource = Revalidator.key(of: entry)
     }
 
     // MARK: ByteSource
