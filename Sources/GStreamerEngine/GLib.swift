@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 internal import CGStreamer
 
 /// `gst_init`, once per process, before any other GStreamer call.
