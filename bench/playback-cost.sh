@@ -3,13 +3,16 @@
 # by side in one run: spool daemon, gst-play-1.0 and mpv (when installed) on the
 # same file, each into a null output that keeps real time.
 #   bench/playback-cost.sh [seconds-of-audio]   (default 30; needs a release build)
+# SPOOL="old/spool new/spool" measures those binaries instead, one row each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-swift build -c release --product spool >/dev/null
-spool=$PWD/.build/release/spool
+if [ -z "${SPOOL:-}" ]; then
+  swift build -c release --product spool >/dev/null
+  SPOOL=$PWD/.build/release/spool
+fi
 
 # A tone of the asked length, as FLAC and MP3.
 buffers=$((seconds * 44100 / 1024))
@@ -28,7 +31,7 @@ print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss}")' "$@"
 # spool: a private bus, the daemon under `measure`, playback started over D-Bus,
 # Quit once the track has ended.
 play_with_spool() {
-  local file=$1
+  local spool=$1 file=$2
   dbus-daemon --session --fork --nopidfile --address="unix:dir=$work" --print-address=3 3>"$work/bus"
   export DBUS_SESSION_BUS_ADDRESS=$(head -n1 "$work/bus")
   measure "$spool" daemon --audio-sink "fakesink sync=true" >"$work/spool.cost" &
@@ -57,7 +60,11 @@ for format in flac mp3; do
   echo "$format, $seconds s of audio:"
   echo "| player | CPU per minute of audio | peak RSS |"
   echo "|---|---|---|"
-  row "spool daemon" "$(play_with_spool "$file")"
+  for spool in $SPOOL; do
+    label="spool daemon"
+    [ "$SPOOL" = "$spool" ] || label="spool daemon ($spool)"
+    row "$label" "$(play_with_spool "$spool" "$file")"
+  done
   row "gst-play-1.0" "$(measure gst-play-1.0 -q --no-interactive --audiosink='fakesink sync=true' "$file")"
   if command -v mpv >/dev/null; then
     row "mpv --no-video --ao=null" "$(measure mpv --no-video --ao=null --no-config --really-quiet "$file")"

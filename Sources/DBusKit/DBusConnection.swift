@@ -1,6 +1,6 @@
 internal import CDBus
 import Dispatch
-import Foundation
+import FoundationEssentials
 import SpoolLog
 import Synchronization
 
@@ -77,12 +77,10 @@ public final class DBusConnection: Sendable {
         }
         let core = self.core
         let handOver = UncheckedConnection(pointer: connection)
-        let thread = Thread {
+        core.finished.enter()
+        startThread(name: "dbus \(name)") {
             ConnectionLoop(core: core, connection: handOver.pointer).run()
         }
-        thread.name = "dbus \(name)"
-        core.finished.enter()
-        thread.start()
     }
 
     deinit { close() }

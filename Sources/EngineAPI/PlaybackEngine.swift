@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Identifies one entry of the play queue for the engine; unique and never reused.
 public struct TrackID: Hashable, Sendable, Comparable, CustomStringConvertible {

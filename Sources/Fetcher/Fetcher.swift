@@ -1,4 +1,5 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
 import SpoolLog
 import Synchronization
 
@@ -38,9 +39,7 @@ public final class Fetcher: Sendable {
         worker = FetcherWorker(configuration: configuration)
         // The thread holds only the worker, so releasing the fetcher stops it.
         let worker = self.worker
-        let thread = Thread { worker.run() }
-        thread.name = "spool.fetcher"
-        thread.start()
+        startThread(name: "spool.fetcher") { worker.run() }
     }
 
     /// Creates a fetcher with the production settings; `userAgent` names Spool and its version.

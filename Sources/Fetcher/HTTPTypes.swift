@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SpoolLog
 
 /// How urgently a transfer's bytes are needed, lowest first. While a transfer of a
 /// higher priority is receiving, every running transfer of a lower priority is paused
@@ -226,7 +227,7 @@ public struct TransferID: Hashable, Sendable, CustomStringConvertible {
 
 /// Parses a `Content-Range: bytes a-b/total` value into (a, b inclusive, total or nil for `*`).
 public func parseContentRange(_ value: String) -> (first: Int64, last: Int64, total: Int64?)? {
-    let trimmed = value.trimmingCharacters(in: .whitespaces)
+    let trimmed = value.trimmingWhitespace()
     guard trimmed.lowercased().hasPrefix("bytes ") else { return nil }
     let spec = trimmed.dropFirst(6)
     let halves = spec.split(separator: "/", maxSplits: 1)
@@ -241,7 +242,7 @@ public func parseContentRange(_ value: String) -> (first: Int64, last: Int64, to
 
 /// Parses the total of an unsatisfied range, `Content-Range: bytes */total`.
 func parseUnsatisfiedRange(_ value: String) -> Int64? {
-    let trimmed = value.trimmingCharacters(in: .whitespaces)
+    let trimmed = value.trimmingWhitespace()
     guard trimmed.lowercased().hasPrefix("bytes */") else { return nil }
     return Int64(trimmed.dropFirst(8))
 }

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SpoolLog
 
 /// Tunables of a ``Fetcher``. The defaults are the production values; tests shorten the times.
 public struct FetcherConfiguration: Sendable {
@@ -131,13 +133,29 @@ enum ResponsePolicy {
 
     /// `Retry-After` as seconds from now: delta-seconds or an HTTP date.
     static func parseRetryAfter(_ value: String) -> Double? {
-        let trimmed = value.trimmingCharacters(in: .whitespaces)
+        let trimmed = value.trimmingWhitespace()
         if let seconds = Int(trimmed) { return Double(max(0, seconds)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.date(from: trimmed).map { max(0, $0.timeIntervalSinceNow) }
+        return parseHTTPDate(trimmed).map { max(0, $0.timeIntervalSinceNow) }
+    }
+
+    /// An HTTP date, `Wed, 21 Oct 2015 07:28:00 GMT` (RFC 9110's IMF-fixdate; names in
+    /// any case), as a date; nil for any other form or an impossible date. Parsed by hand:
+    /// DateFormatter needs Foundation and ICU, which the daemon does not load (issue #5).
+    static func parseHTTPDate(_ text: String) -> Date? {
+        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
+        let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        let weekdays = ["mon,", "tue,", "wed,", "thu,", "fri,", "sat,", "sun,"]
+        guard parts.count == 6, weekdays.contains(parts[0].lowercased()), parts[5] == "GMT",
+            let day = Int(parts[1]), let month = months.firstIndex(of: parts[2].lowercased()), let year = Int(parts[3])
+        else { return nil }
+        let clock = parts[4].split(separator: ":", omittingEmptySubsequences: false).compactMap { Int($0) }
+        guard clock.count == 3, (0..<24).contains(clock[0]), (0..<60).contains(clock[1]), (0..<60).contains(clock[2])
+        else { return nil }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = .gmt
+        let date = DateComponents(year: year, month: month + 1, day: day, hour: clock[0], minute: clock[1], second: clock[2])
+        guard date.isValidDate(in: calendar) else { return nil }
+        return calendar.date(from: date)
     }
 
     /// The wait before attempt `attempt + 1` after `attempt` failures in a row: exponential

@@ -1,5 +1,5 @@
 import EngineAPI
-import Foundation
+import FoundationEssentials
 import SpoolLog
 internal import CGStreamer
 

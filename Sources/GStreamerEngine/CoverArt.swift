@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import SpoolLog
 internal import CGStreamer
 
@@ -39,7 +39,7 @@ struct CoverArtStore: Sendable {
             log.debug("stored cover art \(url.lastPathComponent) (\(data.count) bytes)")
             return url
         } catch {
-            log.warning("cannot store cover art: \(error.localizedDescription)")
+            log.warning("cannot store cover art: \(error)")
             return nil
         }
     }

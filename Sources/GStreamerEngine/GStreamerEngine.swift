@@ -1,5 +1,6 @@
+import Dispatch
 import EngineAPI
-import Foundation
+import FoundationEssentials
 import MediaSource
 import SpoolLog
 import Synchronization
@@ -107,9 +108,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         g_signal_connect_data(
             asGObject(playbin), "about-to-finish", unsafeBitCast(GStreamerEngine.onAboutToFinish, to: GCallback.self),
             context, nil, GConnectFlags(rawValue: 0))
-        let busThread = Thread { [self] in self.runBus() }
-        busThread.name = "spool.engine.bus"
-        busThread.start()
+        startThread(name: "spool.engine.bus") { [self] in self.runBus() }
     }
 
     // MARK: PlaybackEngine

@@ -1,6 +1,7 @@
 import DBusKit
+import Dispatch
 import EngineAPI
-import Foundation
+import FoundationEssentials
 import PlayerCore
 import SpoolLog
 import Synchronization

@@ -1,5 +1,5 @@
 import DBusKit
-import Foundation
+import FoundationEssentials
 import PlayerCore
 
 /// What the cache holds of one http(s) resource, as `org.spool.Spool1` reports it.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the playback engine learns about a resource when it opens.
 public struct ResourceInfo: Sendable, Equatable {

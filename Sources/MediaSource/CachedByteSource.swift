@@ -1,5 +1,6 @@
+import Dispatch
 import Fetcher
-import Foundation
+import FoundationEssentials
 import RangeCache
 import SpoolLog
 import Synchronization
@@ -283,9 +284,9 @@ public final class CachedByteSource: ByteSource {
     private static func describe(_ status: TransferStatus) -> String? {
         switch status {
         case .retrying(let seconds, _, let reason):
-            return String(format: "retrying in %.0f s: %@", seconds.rounded(.up), reason.description)
+            return "retrying in \(cFormat("%.0f", seconds.rounded(.up))) s: \(reason.description)"
         case .reresolving(let code): return "renewing the URL (HTTP \(code))"
-        case .stalled(let seconds): return String(format: "stalled for %.0f s, reconnecting", seconds)
+        case .stalled(let seconds): return cFormat("stalled for %.0f s, reconnecting", seconds)
         case .reconnecting: return "reconnecting"
         case .paused: return "waiting for the playing track's download"
         case .resumed: return nil

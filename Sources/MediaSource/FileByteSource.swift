@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Bytes of a local file, read with `pread`. Local reads are fast enough to

@@ -1,5 +1,5 @@
 import EngineAPI
-import Foundation
+import FoundationEssentials
 
 /// What happens at the end of a track or of the queue (MPRIS LoopStatus).
 public enum LoopMode: String, Sendable, Equatable, Codable, CaseIterable {

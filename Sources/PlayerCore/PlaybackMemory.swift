@@ -1,5 +1,5 @@
 import EngineAPI
-import Foundation
+import FoundationEssentials
 import Synchronization
 
 /// Where a listener was in one track, keyed by the track's cache key (not its raw URL).

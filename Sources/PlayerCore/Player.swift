@@ -1,5 +1,5 @@
 import EngineAPI
-import Foundation
+import FoundationEssentials
 import SpoolLog
 import Synchronization
 
@@ -37,7 +37,7 @@ public struct NowPlaying: Sendable, Equatable {
         if let title = tags.title, !title.isEmpty { return title }
         if let title = entry.title, !title.isEmpty { return title }
         let name = entry.url.lastPathComponent
-        return name.isEmpty ? entry.url.absoluteString : name.removingPercentEncoding ?? name
+        return name.isEmpty ? entry.url.absoluteString : removingPercentEncoding(name) ?? name
     }
 }
 

@@ -1,5 +1,5 @@
 import EngineAPI
-import Foundation
+import FoundationEssentials
 
 /// Settings of preloading: which upcoming tracks are prepared, when, and how much of each.
 public struct PreloadSettings: Sendable, Equatable {

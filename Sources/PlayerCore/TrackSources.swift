@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import SpoolLog
 
 /// A track to queue, as a source names it.
 public typealias TrackItem = (url: URL, title: String?)
@@ -27,8 +29,8 @@ public enum PlaylistParser {
 
     /// The entries of a playlist; empty when it has none.
     public static func parse(_ text: String, base: URL) -> [TrackItem] {
-        let lines = text.replacingOccurrences(of: "\r\n", with: "\n").replacingOccurrences(of: "\r", with: "\n")
-            .split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+        let lines = text.replacing("\r\n", with: "\n").replacing("\r", with: "\n")
+            .split(separator: "\n").map { $0.trimmingWhitespace() }
             .map { $0.hasPrefix("\u{FEFF}") ? String($0.dropFirst()) : $0 }
         if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || base.pathExtension.lowercased() == "pls" {
             return parsePLS(lines, base: base)
@@ -42,7 +44,7 @@ public enum PlaylistParser {
         for line in lines where !line.isEmpty {
             if line.hasPrefix("#") {
                 if line.uppercased().hasPrefix("#EXTINF:"), let comma = line.firstIndex(of: ",") {
-                    let name = line[line.index(after: comma)...].trimmingCharacters(in: .whitespaces)
+                    let name = line[line.index(after: comma)...].trimmingWhitespace()
                     title = name.isEmpty ? nil : name
                 }
                 continue
@@ -59,7 +61,7 @@ public enum PlaylistParser {
         for line in lines {
             guard let equals = line.firstIndex(of: "=") else { continue }
             let key = line[..<equals].lowercased()
-            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingWhitespace()
             if key.hasPrefix("file"), let number = Int(key.dropFirst(4)), let url = resolve(value, base: base) {
                 files[number] = url
             } else if key.hasPrefix("title"), let number = Int(key.dropFirst(5)) {
@@ -74,7 +76,7 @@ public enum PlaylistParser {
     static func resolve(_ entry: String, base: URL) -> URL? {
         if entry.hasPrefix("/") { return URL(fileURLWithPath: entry) }
         if let url = URL(string: entry), let scheme = url.scheme, scheme.count > 1 { return url }
-        let encoded = entry.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? entry
+        let encoded = percentEncodingPath(entry)
         return URL(string: encoded, relativeTo: base)?.absoluteURL
     }
 }
@@ -84,6 +86,11 @@ public enum PlaylistParser {
 public struct TrackResolver: Sendable {
     /// File extensions queued from directories.
     public static let audioExtensions: Set<String> = ["mp3", "flac", "ogg", "oga", "opus", "m4a", "mp4", "aac", "wav"]
+    private static let log = Logger(label: "tracks")
+
+    private static func fileExtension(of name: String) -> String {
+        name.lastIndex(of: ".").map { name[name.index(after: $0)...].lowercased() } ?? ""
+    }
 
     private let fetch: @Sendable (URL) async throws -> Data
 
@@ -96,7 +103,7 @@ public struct TrackResolver: Sendable {
     public func resolve(_ input: String) async throws(TrackSourceError) -> [TrackItem] {
         let url: URL
         if input.hasPrefix("/") || input.hasPrefix("./") || input.hasPrefix("../") || input.hasPrefix("~") {
-            let expanded = input.hasPrefix("~") ? NSString(string: input).expandingTildeInPath : input
+            let expanded = input.hasPrefix("~") ? expandingTilde(input) : input
             url = URL(fileURLWithPath: expanded)
         } else if let parsed = URL(string: input), let scheme = parsed.scheme?.lowercased(),
             ["file", "http", "https"].contains(scheme)
@@ -113,11 +120,11 @@ public struct TrackResolver: Sendable {
     /// The tracks `url` stands for.
     public func resolve(_ url: URL) async throws(TrackSourceError) -> [TrackItem] {
         if url.isFileURL {
-            var isDirectory: ObjCBool = false
+            var isDirectory = false
             guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
                 throw TrackSourceError("no such file: \(url.path)")
             }
-            if isDirectory.boolValue { return try directory(url) }
+            if isDirectory { return try directory(url) }
             guard PlaylistParser.isPlaylist(url) else { return [(url, nil)] }
             guard let data = FileManager.default.contents(atPath: url.path) else {
                 throw TrackSourceError("cannot read \(url.path)")
@@ -142,16 +149,32 @@ public struct TrackResolver: Sendable {
     }
 
     /// Audio files under a directory, in natural order of their relative paths ("2" before "10").
+    /// A subdirectory that cannot be listed is skipped with a warning (one unreadable folder
+    /// must not hide a whole library); symbolic links to directories are not followed, so a
+    /// link loop cannot recurse forever.
     private func directory(_ url: URL) throws(TrackSourceError) -> [TrackItem] {
-        guard let walker = FileManager.default.enumerator(at: url, includingPropertiesForKeys: [.isRegularFileKey])
+        guard let top = try? FileManager.default.contentsOfDirectory(atPath: url.path)
         else { throw TrackSourceError("cannot list \(url.path)") }
-        let root = url.standardizedFileURL.path
         var files: [(relative: String, url: URL)] = []
-        for case let file as URL in walker where Self.audioExtensions.contains(file.pathExtension.lowercased()) {
-            let path = file.standardizedFileURL.path
-            files.append((String(path.dropFirst(root.count)), file))
+        var pending: [(relative: String, names: [String])] = [("", top)]
+        while let (folder, names) = pending.popLast() {
+            for name in names {
+                let relative = folder.isEmpty ? name : folder + "/" + name
+                let path = url.path + "/" + relative
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                if info.st_mode & S_IFMT == S_IFDIR {
+                    if let inner = try? FileManager.default.contentsOfDirectory(atPath: path) {
+                        pending.append((relative, inner))
+                    } else {
+                        Self.log.warning("skipping \(path): it cannot be listed")
+                    }
+                } else if Self.audioExtensions.contains(Self.fileExtension(of: name)) {
+                    files.append((relative, url.appendingPathComponent(relative)))
+                }
+            }
         }
         guard !files.isEmpty else { throw TrackSourceError("no audio files in \(url.path)") }
-        return files.sorted { $0.relative.localizedStandardCompare($1.relative) == .orderedAscending }.map { ($0.url, nil) }
+        return files.sorted { naturallyPrecedes($0.relative, $1.relative) }.map { ($0.url, nil) }
     }
 }

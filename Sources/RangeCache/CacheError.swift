@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why the cache could not do what it was asked. Write failures are values the
 /// caller can survive: it keeps streaming from memory, and reads of what the

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// The identity of a cached resource within a namespace. By default it is the
 /// resource's URL, normalised so that spellings of one URL agree and stripped of

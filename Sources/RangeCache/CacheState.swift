@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One entry in memory. `committed` is what the index claims (durable);
 /// `available` adds bytes written but not yet synced, which are in the page
@@ -163,7 +164,7 @@ struct CacheState {
         index?.database.close()
         index = nil
         for id in Array(records.keys) { records[id]!.file = nil }
-        if lockDescriptor >= 0 { Foundation.close(lockDescriptor) }
+        if lockDescriptor >= 0 { Glibc.close(lockDescriptor) }
         lockDescriptor = -1
         closed = true
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// One resource's sparse data file: a 4 KiB header naming the file (so a file
 /// put in another's place is recognised as foreign), then the resource's bytes,
@@ -23,7 +24,7 @@ final class DataFile: Sendable {
     /// Creates the file `name` in `directory` (mode 0600, failing if it exists) and writes its header.
     static func create(in directory: String, name: String) throws(CacheError) -> DataFile {
         let path = directory + "/" + name
-        let fd = try systemCall("create \(name)") { Foundation.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
+        let fd = try systemCall("create \(name)") { Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
         let file = DataFile(descriptor: fd, writable: true)
         let failure = header(for: name).withUnsafeBytes { raw -> CacheError? in
             do throws(CacheError) { try file.writeAll(raw, atFileOffset: 0) } catch { return error }
@@ -49,10 +50,10 @@ final class DataFile: Sendable {
         var writable = !readOnly
         var fd: Int32 = -1
         if writable {
-            fd = Foundation.open(path, O_RDWR | O_CLOEXEC)
+            fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
             if fd < 0, errno == EROFS || errno == EACCES || errno == EPERM { writable = false }
         }
-        if !writable { fd = Foundation.open(path, O_RDONLY | O_CLOEXEC) }
+        if !writable { fd = Glibc.open(path, O_RDONLY | O_CLOEXEC) }
         if fd < 0 { throw errno == ENOENT ? Damage.missing : Damage.unreadable(errno) }
         let file = DataFile(descriptor: fd, writable: writable)
         var expected = header(for: name)

@@ -1,4 +1,6 @@
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import SpoolLog
 import Synchronization
 
@@ -213,7 +215,7 @@ public final class RangeCache: Sendable {
             var text = [UInt8](repeating: 0, count: 32)
             let count = text.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 31, 0) }
             Glibc.close(fd)
-            let pid = count > 0 ? Int32(String(decoding: text.prefix(count), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) : nil
+            let pid = count > 0 ? Int32(String(decoding: text.prefix(count), as: UTF8.self).trimmingWhitespaceAndNewlines()) : nil
             throw CacheError.inUseByAnotherProcess(directory: directory, pid: pid)
         }
         let pid = Array("\(getpid())\n".utf8)

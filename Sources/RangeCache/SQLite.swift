@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 internal import CSQLite
 
 /// One SQLite connection, used by one thread at a time (the cache's lock).
@@ -17,8 +17,8 @@ final class Database {
         var name = path
         if immutable {
             flags |= SQLITE_OPEN_URI
-            let escaped = path.replacingOccurrences(of: "%", with: "%25")
-                .replacingOccurrences(of: "?", with: "%3f").replacingOccurrences(of: "#", with: "%23")
+            let escaped = path.replacing("%", with: "%25")
+                .replacing("?", with: "%3f").replacing("#", with: "%23")
             name = "file:\(escaped)?immutable=1"
         }
         let code = sqlite3_open_v2(name, &handle, flags, nil)

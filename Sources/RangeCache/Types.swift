@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// What the cache records about a resource besides its bytes.
 public struct EntryMetadata: Sendable, Hashable {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The configuration file, read but not yet interpreted: which key was set
 /// to which text on which line. The format, one setting a line:
@@ -140,17 +141,14 @@ public struct ConfigFile: Sendable, Equatable {
     public static func quoted(_ text: String) -> String {
         let plain = !text.isEmpty && !text.contains { $0.isWhitespace || $0 == "\"" || $0 == "'" || $0 == "#" }
         if plain { return text }
-        return "\"" + text.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
+        return "\"" + text.replacing("\\", with: "\\\\").replacing("\"", with: "\\\"") + "\""
     }
 }
 
 /// The reason in a Foundation file error, without the path it repeats.
 private func reason(_ error: any Error) -> String {
-    let nsError = error as NSError
-    if let underlying = nsError.userInfo[NSUnderlyingErrorKey] as? NSError, underlying.domain == NSPOSIXErrorDomain,
-        let code = POSIXErrorCode(rawValue: Int32(underlying.code))
-    {
-        return String(cString: strerror(code.rawValue))
+    if let underlying = (error as? CocoaError)?.underlying as? POSIXError {
+        return String(cString: strerror(underlying.code.rawValue))
     }
-    return nsError.localizedDescription
+    return String(describing: error)
 }

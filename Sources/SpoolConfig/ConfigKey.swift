@@ -63,7 +63,7 @@ public struct AnyConfigKey: Sendable, Hashable {
     }
 
     /// The command-line flag that sets it: `--cache-budget`.
-    public var flag: String { "--" + name.replacingOccurrences(of: ".", with: "-") }
+    public var flag: String { "--" + name.replacing(".", with: "-") }
 
     /// Two keys are the same when their names are.
     public static func == (lhs: AnyConfigKey, rhs: AnyConfigKey) -> Bool { lhs.name == rhs.name }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import SpoolLog
 
 /// Where an effective value came from.
@@ -214,7 +214,7 @@ extension Configuration {
             output += "# File: \(filePath)\(fileFound ? "" : " (not found; defaults apply)")\n"
         }
         for (line, source) in lines {
-            output += line.padding(toLength: max(width, line.count), withPad: " ", startingAt: 0) + "  # \(source)\n"
+            output += line + String(repeating: " ", count: max(0, width - line.count)) + "  # \(source)\n"
         }
         return output
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// How important a log line is; lines below the configured level are dropped
@@ -54,7 +55,8 @@ public struct Logger: Sendable {
         LogLevel(name: ProcessInfo.processInfo.environment["SPOOL_LOG"] ?? "")?.rawValue
             ?? LogLevel.info.rawValue)
 
-    private static let output = Mutex<FileHandle>(FileHandle.standardError)
+    /// Serialises whole lines so that lines from different threads never interleave.
+    private static let output = Mutex<Void>(())
 
     /// Whether a line at `level` would be written.
     public func isEnabled(_ level: LogLevel) -> Bool { level >= Logger.minimumLevel }
@@ -62,9 +64,10 @@ public struct Logger: Sendable {
     /// Writes one line at `level` when that level is enabled.
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard isEnabled(level) else { return }
-        let text = message().replacingOccurrences(of: "\n", with: " ")
+        // Byte-wise so that a "\r\n" (one Character in Swift) loses its "\n" too.
+        let text = String(decoding: message().utf8.map { $0 == 0x0A ? 0x20 : $0 }, as: UTF8.self)
         let line = "\(level.name.uppercased()) \(label): \(text)\n"
-        Logger.output.withLock { $0.write(Data(line.utf8)) }
+        Logger.output.withLock { _ in writeAll(line, to: STDERR_FILENO) }
     }
 
     /// Writes a trace line: per-buffer and per-callback detail.

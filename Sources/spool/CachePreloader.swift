@@ -1,5 +1,5 @@
 import Fetcher
-import Foundation
+import FoundationEssentials
 import MPRIS
 import MediaSource
 import PlayerCore

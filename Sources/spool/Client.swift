@@ -1,5 +1,5 @@
 import DBusKit
-import Foundation
+import FoundationEssentials
 import MPRIS
 
 /// A failure the user sees as one line on stderr, with the exit status it maps to.

@@ -1,5 +1,7 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import SpoolConfig
+import SpoolLog
 
 /// The exit statuses of every `spool` command.
 enum ExitStatus {
@@ -13,7 +15,7 @@ enum ExitStatus {
 
 /// Writes one line to stderr (stdout is for results, and is block-buffered in pipes).
 func complain(_ message: String) {
-    FileHandle.standardError.write(Data("spool: \(message)\n".utf8))
+    writeAll("spool: \(message)\n", to: STDERR_FILENO)
 }
 
 /// The effective configuration for a command given `arguments` (its options);
@@ -44,7 +46,7 @@ func usage() -> String {
 
         """
     for command in ControlCommand.all {
-        text += "  " + command.usage.padding(toLength: 54, withPad: " ", startingAt: 0) + " " + command.summary + "\n"
+        text += "  " + command.usage + String(repeating: " ", count: max(0, 54 - command.usage.count)) + " " + command.summary + "\n"
     }
     text += """
 

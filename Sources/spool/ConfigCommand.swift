@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `spool config [options]`: prints the effective configuration as a
 /// configuration file, each value followed by where it came from.

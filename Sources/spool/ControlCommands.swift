@@ -1,7 +1,10 @@
 import DBusKit
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import MPRIS
 import SpoolConfig
+import SpoolLog
 
 /// One `spool` subcommand that talks to the daemon: its usage line, its help and what it does.
 struct ControlCommand: Sendable {
@@ -136,7 +139,7 @@ private func volume(_ arguments: [String]) async throws(CommandFailure) {
     let client = try SpoolClient.connect()
     guard let text = try optionalArgument(arguments, "volume") else {
         let value = try await client.properties(MPRISService.playerInterface)["Volume"]?.doubleValue ?? 0
-        print(String(format: "%.0f", value * 100))
+        print(cFormat("%.0f", value * 100))
         return
     }
     let trimmed = text.hasSuffix("%") ? String(text.dropLast()) : text
@@ -150,7 +153,7 @@ private func rate(_ arguments: [String]) async throws(CommandFailure) {
     let client = try SpoolClient.connect()
     let properties = try await client.properties(MPRISService.playerInterface)
     guard let text = try optionalArgument(arguments, "rate") else {
-        print(String(format: "%g", properties["Rate"]?.doubleValue ?? 1))
+        print(cFormat("%g", properties["Rate"]?.doubleValue ?? 1))
         return
     }
     let range = (properties["MinimumRate"]?.doubleValue ?? 1)...(properties["MaximumRate"]?.doubleValue ?? 1)
@@ -244,7 +247,7 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
             let bytes = entry["spool:cachedBytes"]?.int64Value ?? 0
             print("\(cacheNote(entry)) \(formatBytes(bytes)) \(entry["spool:namespace"]?.stringValue ?? "") \(url)")
         }
-        if entries.isEmpty { FileHandle.standardError.write(Data("the cache is empty\n".utf8)) }
+        if entries.isEmpty { writeAll("the cache is empty\n", to: STDERR_FILENO) }
     case "clear":
         try await client.spool("ClearCache", [.string(account)])
         print(account.isEmpty ? "Cleared the cache." : "Cleared the cache of account '\(account)'.")
@@ -275,7 +278,7 @@ private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(Comm
             let cached = fields["spool:cachedBytes"]?.int64Value ?? 0
             let fraction = length > 0 ? Double(cached) / Double(length) : 0
             let name = URL(string: fields["spool:url"]?.stringValue ?? "")?.lastPathComponent ?? "?"
-            lines.append("\(progressBar(played: fraction, cached: [])) \(String(format: "%3.0f%%", fraction * 100)) \(name)")
+            lines.append("\(progressBar(played: fraction, cached: [])) \(cFormat("%3.0f%%", fraction * 100)) \(name)")
         }
         let failures = mine.compactMap { $0["spool:error"]?.stringValue }
         let done = mine.count == Set(urls).count && mine.allSatisfy { $0["spool:complete"]?.boolValue == true || $0["spool:error"] != nil }

@@ -1,8 +1,10 @@
 import DBusKit
+import Dispatch
 import EngineAPI
 import Fetcher
-import Foundation
+import FoundationEssentials
 import GStreamerEngine
+import Glibc
 import MPRIS
 import MediaSource
 import PlayerCore

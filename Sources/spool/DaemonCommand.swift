@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import SpoolLog
 
 /// `spool daemon [options]`: runs the player until SIGTERM, SIGINT or MPRIS Quit.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import SpoolLog
 
 /// A seek target as the user writes it: `90`, `1:30`, `1h2m3s`, `50%`, each optionally `+`/`-` (relative).
 enum SeekTarget: Equatable {
@@ -51,15 +52,15 @@ func formatTime(_ seconds: Double) -> String {
     let whole = max(0, Int(seconds))
     let (hours, minutes, secs) = (whole / 3600, whole / 60 % 60, whole % 60)
     return hours > 0
-        ? String(format: "%d:%02d:%02d", hours, minutes, secs)
-        : String(format: "%d:%02d", minutes, secs)
+        ? cFormat("%ld:%02ld:%02ld", hours, minutes, secs)
+        : cFormat("%ld:%02ld", minutes, secs)
 }
 
 /// A byte count as `12.3 MiB`.
 func formatBytes(_ bytes: Int64) -> String {
     var value = Double(bytes)
     for unit in ["B", "KiB", "MiB", "GiB"] {
-        if value < 1024 || unit == "GiB" { return unit == "B" ? "\(bytes) B" : String(format: "%.1f %@", value, unit) }
+        if value < 1024 || unit == "GiB" { return unit == "B" ? "\(bytes) B" : "\(cFormat("%.1f", value)) \(unit)" }
         value /= 1024
     }
     return "\(bytes) B"

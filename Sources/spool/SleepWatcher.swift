@@ -1,5 +1,5 @@
 import DBusKit
-import Foundation
+import FoundationEssentials
 import PlayerCore
 import SpoolLog
 import Synchronization

@@ -1,6 +1,8 @@
 import DBusKit
-import Foundation
+import FoundationEssentials
+import Glibc
 import MPRIS
+import SpoolLog
 
 /// Where a block of status lines goes: redrawn in place on a terminal, appended when piped.
 final class Screen: @unchecked Sendable {
@@ -23,7 +25,7 @@ final class Screen: @unchecked Sendable {
         let shown = isTerminal ? lines.map { String($0.prefix(max(20, Self.columns() - 1))) } : lines
         text += shown.map { $0 + "\n" }.joined()
         drawn = lines.count
-        FileHandle.standardOutput.write(Data(text.utf8))
+        writeAll(text, to: STDOUT_FILENO)
     }
 }
 
@@ -80,7 +82,7 @@ func statusLines(
 /// One track of `Preloads`: `name stage` and, for a remote file, the share cached.
 func preloadNote(_ row: [String: DBusValue]) -> String {
     let url = row["spool:url"]?.stringValue ?? "?"
-    let name = URL(string: url).map { $0.lastPathComponent.removingPercentEncoding ?? $0.lastPathComponent } ?? url
+    let name = URL(string: url)?.lastPathComponent ?? url
     var note = "\(name) \(row["spool:stage"]?.stringValue ?? "?")"
     if let length = row["spool:contentLength"]?.int64Value, length > 0, let cached = row["spool:cachedBytes"]?.int64Value {
         note += " \(cached * 100 / length)%"

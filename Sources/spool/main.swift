@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 // `spool <command> [arguments]`: each command lives in its own file; this one only dispatches.
 var arguments = Array(CommandLine.arguments.dropFirst())

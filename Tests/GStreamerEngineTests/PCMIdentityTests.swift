@@ -56,13 +56,16 @@ func decodeThroughEngine(
 
 /// Decodes `file` with the same playbin, filter and sink as the engine, but
 /// GStreamer's own `filesrc` reading the file (`file://` URI), into raw PCM. Same
-/// pipeline, same caps negotiation: any difference comes from how the bytes were read.
+/// pipeline, same caps negotiation, same decoder (the engine ranks mpg123audiodec
+/// primary; gst-launch is told to): any difference comes from how the bytes were read.
 func decodeWithFilesrc(_ file: URL, into output: URL) throws {
     let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)"
+    var environment = ProcessInfo.processInfo.environment
+    environment["GST_PLUGIN_FEATURE_RANK"] = "mpg123audiodec:primary"
     let result = try runCommand(
         "gst-launch-1.0",
         ["-q", "playbin", "flags=audio+soft-volume", "audio-filter=scaletempo", "uri=\(file.absoluteString)",
-         "audio-sink=\(sink)"])
+         "audio-sink=\(sink)"], environment: environment)
     #expect(result.status == 0, "gst-launch failed: \(result.stderr)")
 }
 
