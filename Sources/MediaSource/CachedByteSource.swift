@@ -352,13 +352,29 @@ public final class CachedByteSource: ByteSource {
             if !state.background { fetcher.setPriority(main.id, .playback) }
             return  // the running transfer gets there soon
         }
-        if Self.reaches(state.side, offset, within: .max) { return }
+        let total = state.info?.length
+        if let side = state.side, Self.reaches(side, offset, within: .max) {
+            if continuesPlayback, let end = side.end, let total, end < total, !isHeld(end, state),
+                !Self.reaches(state.main, end, within: waitAhead(state))
+            {
+                // Reads go on from a short far request: it was a seek after all, so a transfer
+                // follows on from its end now rather than when the reader gets there.
+                if !resumeParkedLocked(&state, for: end) {
+                    state.lastSeekStart = .now
+                    parkLocked(&state, for: end)
+                    startLocked(&state, at: end, priority: .playback)
+                }
+            }
+            return
+        }
         guard state.info?.randomAccess != false else { return }  // only the one stream from 0 can bring it
         if resumeParkedLocked(&state, for: offset) { return }  // back where a seek left off
-        let total = state.info?.length
-        if let total, offset >= total - Self.tailRegion, !continuesPlayback, state.main != nil, state.side == nil {
-            // A small read near the end (tags, moov): its own short request; the main one goes on,
-            // and stops if it reaches these bytes (see `stopIfAtHeldBytesLocked`).
+        if let total, offset >= total - Self.tailRegion || length <= Self.tailRequestSize, !continuesPlayback,
+            state.main != nil, state.side == nil
+        {
+            // A small far read (tags or moov at the end, a type finder's probe of the middle): its
+            // own short request; the main one goes on, and stops if it reaches these bytes (see
+            // `stopIfAtHeldBytesLocked`). Reads that go on from it make it a seek (above).
             let end = min(total, offset + Self.tailRequestSize, nextHeld(after: offset, state) ?? total)
             let id = fetcher.start(request(offset, end: end, priority: .seekTarget, state)) { [weak self] id, event in
                 self?.handle(event, of: id)
@@ -565,6 +581,16 @@ public final class CachedByteSource: ByteSource {
                     // No connection at all: a reader waiting for bytes learns it now, while the
                     // transfer keeps retrying in the background (its next read tries at once).
                     state.unreachable = error
+                    if isMain, let completion = state.openCompletion, let main = state.main {
+                        // Nothing cached to play and no server to ask: say so now, not after the
+                        // retry budget; the player's own retry and skip take it from here.
+                        state.openCompletion = nil
+                        fetcher.cancel(main.id)
+                        state.main = nil
+                        let failure = MediaSourceError.unavailable(error.description)
+                        state.failure = failure
+                        callbacks.append { completion(.failure(failure)) }
+                    }
                     if let waiter = state.waiter {
                         state.waiter = nil
                         state.readerError = error

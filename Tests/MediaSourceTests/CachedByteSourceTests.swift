@@ -161,6 +161,49 @@ struct CachedByteSourceTests {
         #expect(ranges.filter { $0.hasPrefix("bytes=0-") }.count <= 1)
     }
 
+    /// GStreamer's type finders peek at the middle of a file before playback starts: that
+    /// probe must not stop (or set aside) the download that playback is about to read.
+    @Test func aSmallProbeOfTheMiddleGetsAShortRequestAndTheMainOneGoesOn() throws {
+        let rig = try CacheRig(size: 4_000_000, faults: OriginFaults(bytesPerSecond: 1_000_000))
+        let source = try rig.source()
+        defer { source.close() }
+        _ = try open(source).get()
+        _ = try readFully(source, at: 0, length: 4096).get()
+        let middle = rig.body.count / 2
+        let probe = try readFully(source, at: Int64(middle), length: 4096).get()
+        #expect(firstDifference(probe, rig.body[middle..<(middle + 4096)]) == nil)
+        let played = try readFully(source, at: 4096, length: 600_000).get()
+        #expect(firstDifference(played, rig.body[4096..<604_096]) == nil)
+        source.close()
+        let ranges = try rig.origin.settledRequests().compactMap(\.range)
+        let short = "bytes=\(middle)-\(middle + Int(CachedByteSource.tailRequestSize) - 1)"
+        #expect(ranges.contains(short), "\(ranges)")
+        // Playback's bytes came from the one transfer from 0, never restarted or moved.
+        #expect(Set(ranges).subtracting([short]).allSatisfy { $0.hasPrefix("bytes=0-") }, "\(ranges)")
+    }
+
+    /// A far read that reads on is a seek: a transfer follows on from the short request's end
+    /// before the reader gets there, and the bytes are exact across the join.
+    @Test func readsThatGoOnFromAFarReadTurnItIntoASeek() throws {
+        let rig = try CacheRig(size: 4_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
+        let source = try rig.source()
+        defer { source.close() }
+        _ = try open(source).get()
+        _ = try readFully(source, at: 0, length: 4096).get()
+        let target = 2_500_000
+        var offset = target
+        while offset < target + 400_000 {
+            let chunk = try readFully(source, at: Int64(offset), length: 4096).get()
+            #expect(firstDifference(chunk, rig.body[offset..<(offset + 4096)]) == nil)
+            offset += 4096
+        }
+        source.close()
+        let ranges = try rig.origin.settledRequests().compactMap(\.range)
+        let join = target + Int(CachedByteSource.tailRequestSize)
+        #expect(ranges.contains { $0.hasPrefix("bytes=\(join)-") }, "\(ranges)")
+        #expect(!ranges.contains { $0.hasPrefix("bytes=\(target + 4096)-") }, "\(ranges)")
+    }
+
     @Test func aCompleteEntryPlaysWithTheNetworkDown() throws {
         let rig = try CacheRig(size: 200_000)
         do {
@@ -211,6 +254,23 @@ struct CachedByteSourceTests {
         let rest = try readFully(source, at: Int64(cached), length: rig.body.count - cached).get()
         #expect(firstDifference(rest, rig.body.suffix(from: cached)) == nil)
         #expect(try back.requests(atLeast: 1).first?.range?.hasPrefix("bytes=\(cached)-") == true)
+    }
+
+    @Test func openingAnUncachedResourceOfflineFailsPromptlyWithANetworkError() throws {
+        let rig = try CacheRig(size: 100_000, faults: OriginFaults())
+        rig.origin.stop()  // its port now refuses connections
+        let source = try rig.source()
+        defer { source.close() }
+        let asked = Date()
+        let opened = open(source)
+        let waited = Date().timeIntervalSince(asked)
+        guard case .failure(let error) = opened else {
+            Issue.record("opened with no origin and nothing cached: \(opened)")
+            return
+        }
+        #expect(error.description.contains("cannot reach the server"), "\(error)")
+        #expect(waited < 3, "failed after \(waited) s, not at once")
+        #expect(source.isDownloading == false, "the transfer is stopped, not left retrying")
     }
 
     @Test func aSeekWithinThreeSecondsOfAudioAheadWaitsForTheRunningTransfer() throws {
