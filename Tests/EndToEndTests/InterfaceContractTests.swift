@@ -22,37 +22,8 @@ func interfaceBlocks(_ xml: String) -> [String: [String]] {
     return blocks
 }
 
-/// Collects signals from a stream in the background so a test can await one.
-actor SignalLog {
-    private(set) var received: [DBusSignalMessage] = []
-    private var waiters: [UInt64: (accept: @Sendable ([DBusSignalMessage]) -> Bool, done: CheckedContinuation<Bool, Never>)] = [:]
-    private var nextWaiter: UInt64 = 0
-
-    func append(_ message: DBusSignalMessage) {
-        received.append(message)
-        for (id, waiter) in waiters where waiter.accept(received) {
-            waiters[id] = nil
-            waiter.done.resume(returning: true)
-        }
-    }
-
-    /// Waits until the signals received so far satisfy `accept`; false after `timeout`.
-    func waitFor(timeout: Duration = .seconds(10), _ accept: @escaping @Sendable ([DBusSignalMessage]) -> Bool) async -> Bool {
-        if accept(received) { return true }
-        let id = nextWaiter
-        nextWaiter += 1
-        let deadline = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            await self?.expire(id)
-        }
-        defer { deadline.cancel() }
-        return await withCheckedContinuation { waiters[id] = (accept, $0) }
-    }
-
-    private func expire(_ id: UInt64) {
-        waiters.removeValue(forKey: id)?.done.resume(returning: false)
-    }
-}
+/// Signals from a stream, collected in the background so a test can await one.
+typealias SignalLog = AwaitableLog<DBusSignalMessage>
 
 /// The changed-properties dictionary of a PropertiesChanged signal.
 func changedProperties(_ message: DBusSignalMessage) -> [String: DBusValue] {
@@ -126,7 +97,7 @@ struct InterfaceContractTests {
         #expect(try daemon.playerctl("pause").status == 0)
         #expect(await waitForChange { $0["PlaybackStatus"]?.stringValue == "Paused" })
 
-        let all = await log.received
+        let all = await log.items
         #expect(all.allSatisfy { changedProperties($0)["Position"] == nil })
         #expect(all.allSatisfy { $0.arguments.count == 3 && $0.arguments[2].arrayValues?.isEmpty == true },
                 "nothing is ever sent as invalidated")

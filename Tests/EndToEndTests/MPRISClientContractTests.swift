@@ -62,7 +62,7 @@ final class MPRISSignals {
     deinit { listener.cancel() }
 
     /// How many signals have arrived: a mark for ``since(_:until:)``.
-    var mark: Int { get async { await log.received.count } }
+    var mark: Int { get async { await log.items.count } }
 
     /// Waits until a signal after `mark` satisfies `expected`, then returns every daemon
     /// signal after `mark` up to that point and beyond: all the daemon sent before it answered
@@ -70,13 +70,13 @@ final class MPRISSignals {
     func since(_ mark: Int, until expected: (DBusSignalMessage) -> Bool) async throws -> [DBusSignalMessage] {
         var found = false
         for _ in 0..<1000 {
-            if await log.received.dropFirst(mark).contains(where: expected) {
+            if await log.items.dropFirst(mark).contains(where: expected) {
                 found = true
                 break
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-        if !found { Issue.record("the expected signal never came; got \(await log.received.dropFirst(mark).map(describe))") }
+        if !found { Issue.record("the expected signal never came; got \(await log.items.dropFirst(mark).map(describe))") }
         return Array(try await flushed().dropFirst(mark))
     }
 
@@ -86,7 +86,7 @@ final class MPRISSignals {
         var state: [String: DBusValue] = [:]
         for _ in 0..<1000 {
             state = [:]
-            for message in await log.received { state.merge(playerChanges(message)) { $1 } }
+            for message in await log.items { state.merge(playerChanges(message)) { $1 } }
             if accept(state) { return }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -106,8 +106,8 @@ final class MPRISSignals {
         let marker = UUID().uuidString
         daemon.client.emitSignal(path: playerPath, interface: Self.markerInterface, name: "Marker", arguments: [.string(marker)])
         for _ in 0..<1000 {
-            if await markers.received.contains(where: { $0.arguments.first?.stringValue == marker }) {
-                return await log.received
+            if await markers.items.contains(where: { $0.arguments.first?.stringValue == marker }) {
+                return await log.items
             }
             try await Task.sleep(for: .milliseconds(5))
         }

@@ -113,7 +113,7 @@ struct QueueOverMPRISTests {
         // A duplicate would already be queued behind the first: a Ping round trip
         // orders after everything the daemon has sent so far.
         _ = try await daemon.mpris("org.freedesktop.DBus.Peer", "Ping")
-        let seeked = await log.received
+        let seeked = await log.items
         #expect(seeked.count == 1, "\(seeked)")
         let position = seeked.first?.arguments.first?.int64Value ?? 0
         #expect(abs(position - 10_000_000) < 50_000, "Seeked at \(position) µs")

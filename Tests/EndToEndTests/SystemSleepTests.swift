@@ -81,36 +81,7 @@ final class InhibitorDesk: Sendable {
 }
 
 /// The fake logind's events, awaitable.
-actor LogindLog {
-    private(set) var events: [LogindEvent] = []
-    private var waiters: [UInt64: (accept: @Sendable ([LogindEvent]) -> Bool, done: CheckedContinuation<Bool, Never>)] = [:]
-    private var nextWaiter: UInt64 = 0
-
-    func append(_ event: LogindEvent) {
-        events.append(event)
-        for (id, waiter) in waiters where waiter.accept(events) {
-            waiters[id] = nil
-            waiter.done.resume(returning: true)
-        }
-    }
-
-    /// Waits until the events so far satisfy `accept`; false after `timeout`.
-    func waitFor(timeout: Duration = .seconds(10), _ accept: @escaping @Sendable ([LogindEvent]) -> Bool) async -> Bool {
-        if accept(events) { return true }
-        let id = nextWaiter
-        nextWaiter += 1
-        let deadline = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            await self?.expire(id)
-        }
-        defer { deadline.cancel() }
-        return await withCheckedContinuation { waiters[id] = (accept, $0) }
-    }
-
-    private func expire(_ id: UInt64) {
-        waiters.removeValue(forKey: id)?.done.resume(returning: false)
-    }
-}
+typealias LogindLog = AwaitableLog<LogindEvent>
 
 extension RunningDaemon {
     /// playerctl's answer for `arguments`, trimmed.
@@ -133,7 +104,7 @@ struct SystemSleepTests {
 
         // Taken at start-up, as a sleep delay lock, and held.
         #expect(await logind.log.waitFor { $0.contains { if case .inhibited(1, _) = $0 { true } else { false } } })
-        let first = await logind.log.events.first
+        let first = await logind.log.items.first
         guard case .inhibited(1, let arguments) = first, arguments.count == 4 else {
             Issue.record("first event \(String(describing: first))")
             return
@@ -142,7 +113,7 @@ struct SystemSleepTests {
 
         #expect(try daemon.playerctl("open", long.absoluteString).status == 0)
         _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.5 }
-        #expect(await logind.log.events == [first], "the inhibitor is still held when the system prepares to sleep")
+        #expect(await logind.log.items == [first], "the inhibitor is still held when the system prepares to sleep")
 
         // Kill the daemon the instant it lets go: what it had not saved by then is lost.
         let pid = try #require(daemon.process.programPID)
@@ -166,7 +137,7 @@ struct SystemSleepTests {
         #expect(await logind.log.waitFor { $0.contains(.released(2)) })
         logind.prepareForSleep(false)
         #expect(await logind.log.waitFor { $0.count == 5 })
-        let events = await logind.log.events
+        let events = await logind.log.items
         #expect(events.count == 5)
         if events.count == 5 {
             #expect(events[1] == .released(1))
