@@ -2,14 +2,17 @@
 # CPU seconds per minute of audio and peak resident memory while playing, side
 # by side in one run: spool daemon, gst-play-1.0 and mpv (when installed) on the
 # same file, each into a null output that keeps real time.
-#   bench/playback-cost.sh [seconds-of-audio]   (default 30; needs a release build)
+#   bench/playback-cost.sh [seconds-of-audio]   (default 30; builds the release spool)
+#   SPOOL=/path/to/spool bench/playback-cost.sh 20   (measures that binary instead, e.g. an older build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
-swift build -c release --product spool >/dev/null
-spool=$PWD/.build/release/spool
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+if [ -z "${SPOOL:-}" ]; then
+  swift build -c release --product spool >/dev/null
+fi
+spool=${SPOOL:-$PWD/.build/release/spool}
 
 # A tone of the asked length, as FLAC and MP3.
 buffers=$((seconds * 44100 / 1024))
@@ -26,7 +29,9 @@ print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss}")' "$@"
 }
 
 # spool: a private bus, the daemon under `measure`, playback started over D-Bus,
-# Quit once the track has ended.
+# Quit once the track has ended. The end is awaited through PropertiesChanged
+# (`playerctl --follow`), not by asking for the status: polling GetAll five times
+# a second cost the daemon about 15% of its CPU, which is no part of playing.
 play_with_spool() {
   local file=$1
   dbus-daemon --session --fork --nopidfile --address="unix:dir=$work" --print-address=3 3>"$work/bus"
@@ -35,9 +40,14 @@ play_with_spool() {
   local runner=$!
   until dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 \
       org.freedesktop.DBus.Peer.Ping >/dev/null 2>&1; do sleep 0.05; done
+  stdbuf -oL playerctl -p spool status --follow >"$work/status" 2>/dev/null &
+  local follower=$!
+  until [ -s "$work/status" ]; do sleep 0.05; done  # following before the track starts
   dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 \
     org.mpris.MediaPlayer2.Player.OpenUri "string:file://$file" >/dev/null
-  until [ "$(playerctl -p spool status 2>/dev/null)" = Stopped ]; do sleep 0.2; done
+  until grep -q Playing "$work/status"; do sleep 0.1; done
+  until [ "$(tail -n1 "$work/status")" = Stopped ]; do sleep 0.1; done
+  kill "$follower"; wait "$follower" 2>/dev/null || true
   dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 org.mpris.MediaPlayer2.Quit >/dev/null
   wait $runner
   pkill -f "address=unix:dir=$work" || true
