@@ -370,6 +370,33 @@ struct PlaybackBehaviourTests {
         #expect(server.accessLog().count == downloaded, "\(server.accessLog())")
     }
 
+    /// A rate change in the last second, after the next track was handed to
+    /// playbin: the rebuilt pipeline plays this track to its end at the new rate and
+    /// hands over to the next one again, which plays at that rate too.
+    @Test func aRateChangeAfterTheNextTrackWasQueuedStillHandsOver() throws {
+        let fixtures = try Fixtures.shared()
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+            FileByteSource(path: url.path)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
+        engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
+        #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
+        engine.setRate(1.5)
+        #expect(recorder.waitFor { $0 == .trackStarted(TrackID(2)) } != nil, "\(recorder.all)")
+        let started = ContinuousClock.now
+        #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(2)), "\(recorder.all)")
+        // 3.48 s of audio lasts about 2.3 s at 1.5×.
+        let played = ContinuousClock.now - started
+        #expect(played < .milliseconds(2900), "the next track took \(played) at 1.5×")
+        let events = recorder.all
+        #expect(!events.contains { if case .seeked = $0 { true } else { false } }, "\(events)")
+        #expect(!events.contains(.endOfTrack(TrackID(1))), "the first track handed over, not ended: \(events)")
+        #expect(events.filter { $0 == .trackStarted(TrackID(1)) }.count == 1, "\(events)")
+    }
+
     @Test func tracksOfOtherFormatsPlayInTurnAtAnotherRate() throws {
         // At 1.5×, a FLAC after an Ogg track crashed a reused scaletempo (GStreamer 1.22).
         let fixtures = try Fixtures.shared()
