@@ -414,7 +414,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Whether the filter in place is not the one the rate needs: scaletempo at
     /// any rate other than 1.0 (when installed), none (or a pass-through) at 1.0.
+    /// Only a track that can seek is rebuilt: a stream restarted from its first byte
+    /// could not go back to where it was (its rate change stays a plain seek).
     private func filterMismatchLocked(_ state: Shared) -> Bool {
+        guard state.current?.feeder?.randomAccess == true else { return false }
         let wanted = hasScaletempo && state.rate != 1
         return wanted != (state.filter == .scaletempo)
     }
