@@ -697,14 +697,23 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     }
                 }
             }
-            if needsRate {
-                // A new stream starts at rate 1.0; carry the listener's rate over.
-                control.async { [self] in
-                    shared.withLock {
-                        $0.current?.seeking = true
-                        $0.current?.silentSeek = true
-                    }
-                    performSeek(to: position() ?? .zero)
+            // A new stream starts at rate 1.0; carry the listener's rate over. The filter
+            // may not fit the new track (one that could not seek kept its rate change as
+            // a plain seek, without a rebuild): rebuild then.
+            control.async { [self] in
+                enum Plan { case seek, rebuild, nothing }
+                let plan = shared.withLock { state -> Plan in
+                    guard state.current?.track.id == id else { return .nothing }
+                    if filterMismatchLocked(state) { return .rebuild }
+                    guard needsRate else { return .nothing }
+                    state.current?.seeking = true
+                    state.current?.silentSeek = true
+                    return .seek
+                }
+                switch plan {
+                case .seek: performSeek(to: position() ?? .zero)
+                case .rebuild: reconfigure(at: position() ?? .zero)
+                case .nothing: break
                 }
             }
         case .none:
