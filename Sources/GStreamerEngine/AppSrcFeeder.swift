@@ -24,6 +24,8 @@ final class AppSrcFeeder: Sendable {
     private struct State {
         /// The appsrc, referenced while attached; nil once detached.
         var appsrc: UnsafeMutablePointer<GstAppSrc>?
+        /// The appsrc's source pad, compared only: a flush on a replaced appsrc's pad is not ours.
+        var pad: UnsafeMutablePointer<GstPad>?
         var offset: Int64 = 0
         var generation: UInt64 = 0
         var pending: Request?
@@ -58,10 +60,27 @@ final class AppSrcFeeder: Sendable {
     /// Whether GStreamer may read at any offset: the length is known and the origin honours ranges.
     var randomAccess: Bool { info.randomAccess && info.length != nil }
 
-    /// Configures `appsrc` and starts answering its callbacks.
+    /// Configures `appsrc` and starts answering its callbacks. Attaching again
+    /// (playbin rebuilt its source, for a new rate filter) moves the feeder to the
+    /// new appsrc: the old one's callbacks are ignored from then on.
     func attach(to appsrc: UnsafeMutablePointer<GstAppSrc>) {
         gst_object_ref(UnsafeMutableRawPointer(appsrc))
-        lock.withLock { $0.state.appsrc = appsrc }
+        let pad = gst_element_get_static_pad(UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self), "src")
+        let previous = lock.withLock { box -> UnsafeMutablePointer<GstAppSrc>? in
+            defer {
+                box.state.appsrc = appsrc
+                box.state.pad = pad
+                box.state.offset = 0
+                box.state.generation &+= 1
+                box.state.pending = nil
+                box.state.waitingSince = nil
+            }
+            return box.state.appsrc
+        }
+        if let previous {
+            source.cancelPendingReads()
+            gst_object_unref(UnsafeMutableRawPointer(previous))
+        }
         if let length = info.length {
             gst_app_src_set_size(appsrc, gint64(length))
         }
@@ -74,9 +93,7 @@ final class AppSrcFeeder: Sendable {
 
         // Demuxers seek in pull mode by sending flush-start upstream to unblock a
         // pending pull; a read answered after that would land in the new segment.
-        if let pad = gst_element_get_static_pad(
-            UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self), "src")
-        {
+        if let pad {
             gst_pad_add_probe(
                 pad, GST_PAD_PROBE_TYPE_EVENT_UPSTREAM, AppSrcFeeder.onUpstreamEvent,
                 Unmanaged.passRetained(self).toOpaque(), AppSrcFeeder.release)
@@ -90,6 +107,7 @@ final class AppSrcFeeder: Sendable {
         let appsrc = lock.withLock { box -> UnsafeMutablePointer<GstAppSrc>? in
             defer {
                 box.state.appsrc = nil
+                box.state.pad = nil
                 box.state.pending = nil
                 box.state.generation &+= 1
             }
@@ -102,25 +120,25 @@ final class AppSrcFeeder: Sendable {
     // MARK: Callbacks (GStreamer streaming threads)
 
     static let onNeedData: @convention(c) (UnsafeMutablePointer<GstAppSrc>?, guint, gpointer?) -> Void = {
-        _, length, context in
-        guard let context else { return }
-        Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().needData(Int(length))
+        appsrc, length, context in
+        guard let appsrc, let context else { return }
+        Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().needData(Int(length), from: appsrc)
     }
 
     static let onSeekData: @convention(c) (UnsafeMutablePointer<GstAppSrc>?, guint64, gpointer?) -> gboolean = {
-        _, offset, context in
-        guard let context else { return 0 }
-        Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().seek(to: Int64(offset))
+        appsrc, offset, context in
+        guard let appsrc, let context else { return 0 }
+        Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().seek(to: Int64(offset), from: appsrc)
         return 1
     }
 
     static let onUpstreamEvent:
         @convention(c) (UnsafeMutablePointer<GstPad>?, UnsafeMutablePointer<GstPadProbeInfo>?, gpointer?) ->
-        GstPadProbeReturn = { _, info, context in
-            guard let context, let data = info?.pointee.data else { return GST_PAD_PROBE_OK }
+        GstPadProbeReturn = { pad, info, context in
+            guard let pad, let context, let data = info?.pointee.data else { return GST_PAD_PROBE_OK }
             let event = data.assumingMemoryBound(to: GstEvent.self)
             if event.pointee.type == GST_EVENT_FLUSH_START {
-                Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().invalidatePending()
+                Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().invalidatePending(on: pad)
             }
             return GST_PAD_PROBE_OK
         }
@@ -130,27 +148,31 @@ final class AppSrcFeeder: Sendable {
         Unmanaged<AppSrcFeeder>.fromOpaque(context).release()
     }
 
-    private func seek(to offset: Int64) {
-        source.cancelPendingReads()
-        lock.withLock { box in
+    private func seek(to offset: Int64, from appsrc: UnsafeMutablePointer<GstAppSrc>) {
+        let current = lock.withLock { box -> Bool in
+            guard box.state.appsrc == appsrc else { return false }  // a replaced appsrc
             box.state.generation &+= 1
             box.state.offset = offset
             box.state.pending = nil
             box.state.waitingSince = nil
+            return true
         }
+        guard current else { return }
+        source.cancelPendingReads()
         log.trace("\(label): seek-data \(offset)")
     }
 
-    private func invalidatePending() {
+    private func invalidatePending(on pad: UnsafeMutablePointer<GstPad>) {
         lock.withLock { box in
+            guard box.state.pad == pad else { return }
             box.state.generation &+= 1
             box.state.pending = nil
         }
     }
 
-    private func needData(_ length: Int) {
+    private func needData(_ length: Int, from appsrc: UnsafeMutablePointer<GstAppSrc>) {
         let change = lock.withLock { box -> Bool? in
-            guard box.state.appsrc != nil else { return nil }
+            guard box.state.appsrc == appsrc else { return nil }  // detached, or a replaced appsrc
             box.state.pending = Request(generation: box.state.generation, length: max(1, length))
             serveLocked(&box.state)
             return bufferingChangeLocked(&box.state)

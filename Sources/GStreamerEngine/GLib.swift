@@ -49,11 +49,11 @@ func setProperty<T>(_ object: UnsafeMutablePointer<T>, _ name: String, _ value: 
     gst_util_set_object_arg(asGObject(object), name, value)
 }
 
-/// Sets an object-valued property (g_object_set_property with a GValue holding `value`).
-func setProperty<T, U>(_ object: UnsafeMutablePointer<T>, _ name: String, object value: UnsafeMutablePointer<U>) {
+/// Sets an object-valued property (g_object_set_property with a GValue holding `value`; nil unsets it).
+func setProperty<T, U>(_ object: UnsafeMutablePointer<T>, _ name: String, object value: UnsafeMutablePointer<U>?) {
     var gvalue = GValue()
     g_value_init(&gvalue, gst_element_get_type())
-    g_value_set_object(&gvalue, UnsafeMutableRawPointer(value))
+    g_value_set_object(&gvalue, value.map(UnsafeMutableRawPointer.init))
     g_object_set_property(asGObject(object), name, &gvalue)
     g_value_unset(&gvalue)
 }

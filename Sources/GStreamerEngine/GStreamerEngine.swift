@@ -34,7 +34,31 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var seeking = false
         /// The seek in flight only applies a rate (or starts at 0 at a rate): no Seeked for it.
         var silentSeek = false
+        /// The start position is where a rate change found the track: no Seeked for it.
+        var silentStart = false
+        /// The pipeline is being rebuilt around this track for a new rate filter: the
+        /// stream restarts without counting as a new start, pause or seek.
+        var reconfiguring = false
+        /// The position reported while the pipeline is being rebuilt (it answers no query then).
+        var heldPosition: Duration?
+        /// The restart marker the rebuilt pipeline's messages follow: an ASYNC_DONE
+        /// posted before it (a seek that ended as the rebuild began) is stale.
+        var restartMarker: UInt64 = 0
+        /// Where the last seek went: the position while the pipeline answers no query during it.
+        var seekTarget: Duration?
         var duration: Duration?
+    }
+
+    /// What stands in playbin's audio-filter slot.
+    private enum RateFilter {
+        /// No filter: decoders negotiate the formats they would without Spool (S16 for MP3/AAC).
+        case none
+        /// An `identity`: scaletempo had to leave while the pipeline was only in READY,
+        /// where playsink swaps a filter but cannot drop one.
+        case passThrough
+        /// A `scaletempo`, which keeps the pitch at a rate other than 1.0 (and makes
+        /// decoders output float).
+        case scaletempo
     }
 
     /// A following track whose source is open (or opening), for the gapless hand-over.
@@ -55,10 +79,15 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var wantPlaying = false
         var busRunning = true
         var rate = 1.0
+        /// The filter in playbin now; it changes at a load or when a rate change needs another.
+        var filter = RateFilter.none
         /// The newest load asked for; older ones still queued are skipped (rapid Next).
         var latestLoad: UInt64 = 0
         /// The newest seek target not yet applied; a burst of seeks applies only the last.
         var pendingSeek: Duration?
+        /// Restart markers posted on the bus (by ``reconfigure(at:)``), and seen by the bus thread.
+        var markersPosted: UInt64 = 0
+        var markersSeen: UInt64 = 0
     }
 
     private let playbin: UnsafeMutablePointer<GstElement>
@@ -72,6 +101,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     private let shared = Mutex(Shared())
     private let busStopped = DispatchSemaphore(value: 0)
     private let log = Logger(label: "engine")
+    /// Whether scaletempo is installed (without it a rate change also changes the pitch).
+    private let hasScaletempo: Bool
 
     /// Creates the pipeline. `audioSink` is a gst-launch description (nil: the
     /// desktop's sound server, falling back to a real-time null sink);
@@ -97,7 +128,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             gst_object_unref(UnsafeMutableRawPointer(playbin))
             throw error
         }
-        if !installRateFilter() {
+        hasScaletempo = GStreamer.hasElement("scaletempo")
+        if !hasScaletempo {
             log.warning("scaletempo is missing: rates other than 1.0 will change the pitch")
         }
         // playbin holds these unretained pointers until it is disposed, in shutdown().
@@ -237,6 +269,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 }
                 if !current.prerolled {
                     state.current?.startPosition = position  // applied once prerolled
+                    state.current?.silentStart = false  // the listener's seek is reported
+                    if current.reconfiguring { state.current?.heldPosition = position }
                     return .later
                 }
                 state.current?.seeking = true
@@ -257,18 +291,34 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     }
 
     /// Changes the rate with a seek to the current position; the pitch is kept.
+    /// A change to or from 1.0 also swaps the rate filter, which rebuilds the
+    /// pipeline around the open source (see ``reconfigure(at:)``): 1.0 plays
+    /// without scaletempo, so decoders output exactly what they would without Spool.
     public func setRate(_ rate: Double) {
         let clamped = min(Self.rates.upperBound, max(Self.rates.lowerBound, rate))
         control.async { [self] in
-            let ready = shared.withLock { state -> Bool in
-                guard state.rate != clamped else { return false }
+            enum Plan { case seek, reconfigure, nothing }
+            let plan = shared.withLock { state -> Plan in
+                guard state.rate != clamped else { return .nothing }
                 state.rate = clamped
-                guard state.current?.prerolled == true else { return false }
+                // Not prerolled yet: asyncDone applies the rate (and the filter it needs).
+                guard let current = state.current, current.prerolled else { return .nothing }
+                if filterMismatchLocked(state) { return .reconfigure }
                 state.current?.seeking = true
                 state.current?.silentSeek = true
-                return true
+                return .seek
             }
-            if ready, let position = position() { performSeek(to: position) }
+            log.trace("rate \(clamped): \(plan)")
+            // A seek in flight answers no position query: it is going to its target.
+            let position = position() ?? shared.withLock { $0.current?.seekTarget } ?? .zero
+            switch plan {
+            case .seek:
+                performSeek(to: position)
+            case .reconfigure:
+                reconfigure(at: position)
+            case .nothing:
+                break
+            }
         }
     }
 
@@ -278,9 +328,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         self.volume.set(min(1, max(0, volume)))
     }
 
+    /// The name of the application message that marks a pipeline rebuild on the bus.
+    private static let restartMarkerName = "spool-restart"
+
     /// The position of the loaded track, from the pipeline.
     public func position() -> Duration? {
-        guard shared.withLock({ $0.current?.prerolled ?? false }) else { return nil }
+        let (prerolled, held) = shared.withLock { ($0.current?.prerolled ?? false, $0.current?.heldPosition) }
+        if let held { return held }
+        guard prerolled else { return nil }
         var position: gint64 = 0
         guard gst_element_query_position(playbin, GST_FORMAT_TIME, &position) != 0, position >= 0 else {
             return nil
@@ -344,23 +399,84 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             state.current = Current(track: track, uri: uri, feeder: feeder, startPosition: start)
             return state.wantPlaying && start == nil
         }
-        // A fresh scaletempo for every loaded track: one reused across tracks of other
-        // formats at a rate other than 1.0 crashed in its memcpy (GStreamer 1.22).
-        installRateFilter()
+        // The pipeline is stopped (NULL): the filter can be set or dropped.
+        installRateFilter(stopped: true)
         setProperty(playbin, "uri", uri)
         if gst_element_set_state(playbin, playing ? GST_STATE_PLAYING : GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
             log.warning("\(track.id): the pipeline refused to start")
         }
     }
 
-    /// Gives playbin a new scaletempo as its audio filter (only while the pipeline is
-    /// stopped); false when the element is not installed. Rate changes keep the
-    /// pitch: scaletempo stretches by the segment's rate.
-    @discardableResult
-    private func installRateFilter() -> Bool {
-        guard let scaletempo = gst_element_factory_make("scaletempo", nil) else { return false }
-        setProperty(playbin, "audio-filter", object: scaletempo)
-        return true
+    /// Whether the filter in place is not the one the rate needs: scaletempo at
+    /// any rate other than 1.0 (when installed), none (or a pass-through) at 1.0.
+    /// Only a track that can seek is rebuilt: a stream restarted from its first byte
+    /// could not go back to where it was (its rate change stays a plain seek).
+    private func filterMismatchLocked(_ state: Shared) -> Bool {
+        guard state.current?.feeder?.randomAccess == true else { return false }
+        let wanted = hasScaletempo && state.rate != 1
+        return wanted != (state.filter == .scaletempo)
+    }
+
+    /// Gives playbin the filter the current rate needs; only while the pipeline is
+    /// in NULL (`stopped`) or READY, when playsink rebuilds its audio chain.
+    /// scaletempo stretches by the segment's rate and keeps the pitch. Every
+    /// element is new: a scaletempo reused across tracks of other formats at a
+    /// rate other than 1.0 crashed in its memcpy (GStreamer 1.22). In READY,
+    /// playsink swaps a filter but ignores its removal, so an `identity` replaces
+    /// scaletempo there; the next load drops it.
+    private func installRateFilter(stopped: Bool) {
+        let (rate, filter) = shared.withLock { ($0.rate, $0.filter) }
+        var wanted: RateFilter = hasScaletempo && rate != 1 ? .scaletempo : .none
+        if wanted == .none && filter != .none && !stopped { wanted = .passThrough }
+        switch wanted {
+        case .none:
+            if filter != .none { setProperty(playbin, "audio-filter", object: nil as UnsafeMutablePointer<GstElement>?) }
+        case .passThrough, .scaletempo:
+            guard let element = gst_element_factory_make(wanted == .scaletempo ? "scaletempo" : "identity", nil) else {
+                log.warning("cannot create the rate filter")
+                return
+            }
+            setProperty(playbin, "audio-filter", object: element)
+        }
+        shared.withLock { $0.filter = wanted }
+    }
+
+    /// Rebuilds the pipeline around the open source so that playsink takes another
+    /// rate filter, then resumes at `position` at the current rate. playbin takes a
+    /// new audio filter only in NULL or READY; READY keeps the sink open and the
+    /// track's feeder (its source and cache reads) alive: playbin makes a new appsrc,
+    /// the feeder answers it from the same source, and the start is a seek to
+    /// `position`. No Seeked, no new start, no pause is reported for it.
+    private func reconfigure(at position: Duration) {
+        let uri = shared.withLock { state -> String? in
+            guard let current = state.current else { return nil }
+            state.markersPosted &+= 1
+            state.current?.restartMarker = state.markersPosted
+            state.current?.reconfiguring = true
+            state.current?.heldPosition = position
+            state.current?.prerolled = false
+            state.current?.seeking = false
+            // A fresh pipeline starts at 0 at 1.0: no seek then (an AAC decoder primes
+            // differently after one), else a seek to where the change found the track.
+            state.current?.startPosition = position == .zero && state.rate == 1 ? nil : position
+            state.current?.silentStart = true
+            // playbin may already hold the next URI (about-to-finish): play this
+            // track again; the next one is handed over again near the end.
+            state.handedOver = false
+            return current.uri
+        }
+        guard let uri else { return }
+        log.debug("rate \(shared.withLock { $0.rate }): rebuilding the pipeline at \(position)")
+        gst_element_set_state(playbin, GST_STATE_READY)
+        // Everything on the bus before this marker belongs to the pipeline before the rebuild.
+        if let structure = gst_structure_new_empty(Self.restartMarkerName) {
+            gst_bus_post(bus, gst_message_new_application(UnsafeMutableRawPointer(playbin).assumingMemoryBound(to: GstObject.self), structure))
+        }
+        installRateFilter(stopped: false)
+        setProperty(playbin, "uri", uri)
+        if gst_element_set_state(playbin, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
+            log.warning("the pipeline refused to restart for a new rate")
+        }
     }
 
     private func teardown() {
@@ -380,14 +496,23 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     }
 
     private func performSeek(to position: Duration) {
-        let rate = shared.withLock { $0.rate }
+        let rate = shared.withLock { state -> Double in
+            state.current?.seekTarget = position
+            return state.rate
+        }
         let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
         let accepted = gst_element_seek(
             playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(nanoseconds(position)),
             GST_SEEK_TYPE_NONE, -1)
         if accepted == 0 {
             log.warning("seek to \(position) at rate \(rate) refused")
-            shared.withLock { $0.current?.seeking = false }
+            let playing = shared.withLock { state -> Bool in
+                state.current?.seeking = false
+                state.current?.reconfiguring = false
+                state.current?.heldPosition = nil
+                return state.wantPlaying
+            }
+            if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }
         }
     }
 
@@ -435,6 +560,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         let wanted = [
             GST_MESSAGE_EOS, GST_MESSAGE_ERROR, GST_MESSAGE_WARNING, GST_MESSAGE_STATE_CHANGED,
             GST_MESSAGE_TAG, GST_MESSAGE_STREAM_START, GST_MESSAGE_DURATION_CHANGED, GST_MESSAGE_ASYNC_DONE,
+            GST_MESSAGE_APPLICATION,
         ].reduce(0) { $0 | $1.rawValue }
         while shared.withLock({ $0.busRunning }) {
             guard let message = gst_bus_timed_pop_filtered(bus, 100_000_000, GstMessageType(rawValue: wanted))
@@ -449,6 +575,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         let fromPlaybin = UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(playbin)
         if message.pointee.type == GST_MESSAGE_STREAM_START {
             streamStarted()
+            return
+        }
+        if message.pointee.type == GST_MESSAGE_APPLICATION {
+            if let structure = gst_message_get_structure(message),
+                String(cString: gst_structure_get_name(structure)) == Self.restartMarkerName
+            {
+                shared.withLock { $0.markersSeen &+= 1 }
+            }
             return
         }
         guard let current = shared.withLock({ $0.current }) else { return }
@@ -475,7 +609,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             gst_message_parse_warning(message, &error, &debug)
             log.warning("\(id): \(error.map { String(cString: $0.pointee.message) } ?? "") \(takeGString(debug) ?? "")")
             if let error { g_error_free(error) }
-        case GST_MESSAGE_STATE_CHANGED where fromPlaybin:
+        case GST_MESSAGE_STATE_CHANGED where fromPlaybin && !current.reconfiguring:
             var old = GST_STATE_NULL
             var new = GST_STATE_NULL
             var pending = GST_STATE_NULL
@@ -501,7 +635,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         case GST_MESSAGE_DURATION_CHANGED:
             reportDuration(of: current)
         case GST_MESSAGE_ASYNC_DONE where fromPlaybin:
-            asyncDone(current)
+            asyncDone(current, afterMarker: shared.withLock { $0.markersSeen })
         default:
             break
         }
@@ -522,7 +656,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     next.track.id, old?.feeder, needsRate: state.rate != 1,
                     seekable: next.feeder?.randomAccess ?? false)
             }
-            if let current = state.current, current.uri == playing { return .first(current.track.id) }
+            if let current = state.current, current.uri == playing {
+                return current.reconfiguring ? .none : .first(current.track.id)
+            }
             return .none
         }
         switch start {
@@ -543,14 +679,23 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     }
                 }
             }
-            if needsRate {
-                // A new stream starts at rate 1.0; carry the listener's rate over.
-                control.async { [self] in
-                    shared.withLock {
-                        $0.current?.seeking = true
-                        $0.current?.silentSeek = true
-                    }
-                    performSeek(to: position() ?? .zero)
+            // A new stream starts at rate 1.0; carry the listener's rate over. The filter
+            // may not fit the new track (one that could not seek kept its rate change as
+            // a plain seek, without a rebuild): rebuild then.
+            control.async { [self] in
+                enum Plan { case seek, rebuild, nothing }
+                let plan = shared.withLock { state -> Plan in
+                    guard state.current?.track.id == id else { return .nothing }
+                    if filterMismatchLocked(state) { return .rebuild }
+                    guard needsRate else { return .nothing }
+                    state.current?.seeking = true
+                    state.current?.silentSeek = true
+                    return .seek
+                }
+                switch plan {
+                case .seek: performSeek(to: position() ?? .zero)
+                case .rebuild: reconfigure(at: position() ?? .zero)
+                case .nothing: break
                 }
             }
         case .none:
@@ -559,33 +704,49 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     }
 
     /// A state change or seek finished: apply a pending start position, report a finished seek.
-    private func asyncDone(_ current: Current) {
+    private func asyncDone(_ current: Current, afterMarker marker: UInt64) {
         reportDuration(of: current)
         control.async { [self] in
-            enum Next { case seek(Duration), seeked(playing: Bool, silent: Bool), nothing }
+            enum Next { case seek(Duration), reconfigure(Duration), seeked(playing: Bool, silent: Bool), stale, nothing }
             let next = shared.withLock { state -> Next in
-                guard state.current?.uri == current.uri else { return .nothing }
+                guard let now = state.current, now.uri == current.uri else { return .nothing }
+                // A seek or preroll of the pipeline before a rebuild ended late: not the restart.
+                if now.reconfiguring && marker != now.restartMarker { return .stale }
+                if !now.prerolled && filterMismatchLocked(state) {
+                    // The rate crossed 1.0 before the track was ready: another filter first.
+                    return .reconfigure(now.startPosition ?? now.heldPosition ?? .zero)
+                }
                 state.current?.prerolled = true
-                if let start = state.current?.startPosition {
+                if let start = now.startPosition {
                     state.current?.startPosition = nil
                     state.current?.seeking = true
-                    state.current?.silentSeek = start == .zero  // a rate applied at the start
+                    // A rate applied at the start, or the position a rate change found.
+                    state.current?.silentSeek = start == .zero || now.silentStart
+                    state.current?.silentStart = false
                     return .seek(start)
                 }
-                if state.current?.seeking == true {
-                    let silent = state.current?.silentSeek ?? false
+                if now.seeking {
                     state.current?.seeking = false
                     state.current?.silentSeek = false
-                    return .seeked(playing: state.wantPlaying, silent: silent)
+                    state.current?.reconfiguring = false
+                    state.current?.heldPosition = nil
+                    return .seeked(playing: state.wantPlaying, silent: now.silentSeek)
                 }
+                state.current?.reconfiguring = false  // a rebuild that needed no seek is done
+                state.current?.heldPosition = nil
                 return .nothing
             }
+            log.trace("async-done (marker \(marker)): \(next)")
             switch next {
+            case .reconfigure(let position):
+                reconfigure(at: position)
             case .seek(let start):
                 performSeek(to: start)
             case .seeked(let playing, let silent):
                 if !silent, let position = position() { emit(.seeked(current.track.id, position: position)) }
                 if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }
+            case .stale:
+                break
             case .nothing:
                 if shared.withLock({ $0.wantPlaying && $0.current?.uri == current.uri }) {
                     gst_element_set_state(playbin, GST_STATE_PLAYING)

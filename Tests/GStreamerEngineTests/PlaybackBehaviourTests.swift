@@ -3,6 +3,7 @@ import Fetcher
 import Foundation
 import GStreamerEngine
 import MediaSource
+import RangeCache
 import Testing
 import TestSupport
 
@@ -50,6 +51,32 @@ func longestSilence(in pcm: Data, around center: Int, window: Int, threshold: In
         }
     }
     return Double(longest * frameSize) / pcmBytesPerMillisecond
+}
+
+/// The largest difference between two S16 samples at the same place in `a` and `b`.
+func maxSampleDifference(_ a: Data, _ b: Data) -> Int {
+    let count = min(a.count, b.count) / 2
+    var largest = 0
+    a.withUnsafeBytes { a in
+        b.withUnsafeBytes { b in
+            for index in 0..<count {
+                let x = Int(a.loadUnaligned(fromByteOffset: index * 2, as: Int16.self))
+                let y = Int(b.loadUnaligned(fromByteOffset: index * 2, as: Int16.self))
+                largest = max(largest, abs(x - y))
+            }
+        }
+    }
+    return largest
+}
+
+/// Polls the engine's position (there is no event for it) until it reaches `target`.
+func waitForPosition(_ engine: GStreamerEngine, atLeast target: Duration, timeout: Duration = .seconds(10)) -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if let position = engine.position(), position >= target { return true }
+        Thread.sleep(forTimeInterval: 0.01)
+    }
+    return false
 }
 
 @Suite("Engine behaviour", .serialized)
@@ -235,6 +262,139 @@ struct PlaybackBehaviourTests {
         let ratio = Double(fast) / Double(normal)
         #expect(abs(ratio - 0.5) < 0.03, "2x output is \(ratio) of normal")
         #expect(engine.supportedRates.contains(0.5) && engine.supportedRates.contains(2.0))
+    }
+
+    /// Back to 1.0 after another rate, the engine decodes exactly as a plain
+    /// gst-launch decode: scaletempo left the chain (MP3 decoders output S16 again,
+    /// not float) and the rebuilt pipeline restarted at the same sample.
+    @Test(arguments: [FixtureFormat.mp3CBR, .mp3VBR, .m4aFaststart])
+    func backAt1xAfterAnotherRateTheOutputIsExactlyThePlainDecode(format: FixtureFormat) throws {
+        let fixture = try Fixtures.shared().fixture(format)
+        let dir = try TemporaryDirectory()
+        try decodeWithFilesrc(fixture.url, into: dir.file("plain.raw"))
+        let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"))
+        defer { engine.shutdown() }
+        engine.setRate(1.5)
+        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: false)
+        #expect(recorder.waitFor { $0 == .stateChanged(.paused) } != nil, "\(recorder.all)")
+        engine.setRate(1.0)
+        engine.play()
+        #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(1)), "\(recorder.all)")
+        let plain = try Data(contentsOf: dir.file("plain.raw"))
+        let played = try Data(contentsOf: dir.file("out.raw"))
+        #expect(plain.count > 100_000)
+        if format == .m4aFaststart {
+            // The AAC decoder outputs float either way, and the converter to S16 that
+            // outlives the rebuild carries its dither state on: same samples within ±1.
+            #expect(played.count == plain.count)
+            #expect(maxSampleDifference(played, plain) <= 1, "\(format): \(maxSampleDifference(played, plain))")
+        } else {
+            #expect(firstDifference(played, plain) == nil, "\(format): \(describeDifference(played, plain))")
+        }
+        #expect(!recorder.all.contains { if case .seeked = $0 { true } else { false } }, "\(recorder.all)")
+    }
+
+    /// Plays `url` in real time and changes the rate to 1.5 and back to 1.0 while it
+    /// plays. Checks that the position never jumps, that audio runs at each rate,
+    /// and that no seek, new start or pause is reported for the changes.
+    func changeRateWhilePlaying(_ engine: GStreamerEngine, _ recorder: EventRecorder, _ url: URL) throws {
+        engine.load(EngineTrack(id: TrackID(1), url: url), at: .zero, playing: true)
+        #expect(waitForPosition(engine, atLeast: .milliseconds(400)), "\(recorder.all)")
+        for rate in [1.5, 1.0] {
+            var last = try #require(engine.position())
+            var lastTime = ContinuousClock.now
+            engine.setRate(rate)
+            // The position follows the clock across the change: it never goes back, never
+            // leaps; after the change it runs at the new rate.
+            let start = ContinuousClock.now
+            var samples: [(ContinuousClock.Instant, Duration)] = []
+            while ContinuousClock.now - start < .milliseconds(700) {
+                Thread.sleep(forTimeInterval: 0.01)  // a sampling interval, not a wait for an event
+                guard let now = engine.position() else { continue }
+                let time = ContinuousClock.now
+                #expect(now >= last - .milliseconds(20), "at \(rate)×: position went back from \(last) to \(now)")
+                #expect(now - last <= (time - lastTime) * 2 + .milliseconds(60), "at \(rate)×: leapt from \(last) to \(now)")
+                samples.append((time, now))
+                (last, lastTime) = (now, time)
+            }
+            let settled = samples.drop { $0.0 - start < .milliseconds(250) }
+            if let first = settled.first, let end = settled.last, end.0 > first.0 {
+                let measured = (end.1 - first.1) / (end.0 - first.0)
+                #expect(abs(measured - rate) < 0.15, "playing at \(measured)× instead of \(rate)×")
+            }
+        }
+        #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(1)), "\(recorder.all)")
+        let events = recorder.all
+        #expect(!events.contains { if case .seeked = $0 { true } else { false } }, "a rate change is no seek: \(events)")
+        #expect(events.filter { $0 == .trackStarted(TrackID(1)) }.count == 1, "\(events)")
+        #expect(!events.contains(.stateChanged(.paused)), "\(events)")
+    }
+
+    @Test(arguments: [FixtureFormat.mp3CBR, .flac])
+    func changingTheRateWhilePlayingKeepsThePositionTrueAndReportsNoSeek(format: FixtureFormat) throws {
+        let fixture = try Fixtures.shared().fixture(format)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+            FileByteSource(path: url.path)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        try changeRateWhilePlaying(engine, recorder, fixture.url)
+    }
+
+    /// A rate change on a track in the cache rebuilds the pipeline from the open
+    /// source: no request reaches the origin.
+    @Test func aRateChangeOnACachedTrackFetchesNothing() throws {
+        let fixtures = try Fixtures.shared()
+        let fixture = fixtures.fixture(.mp3VBR)
+        let server = try NginxServer(serving: fixtures.directory)
+        let cacheDirectory = try TemporaryDirectory(prefix: "spool-cache")
+        let cache = try RangeCache(directory: cacheDirectory.url)
+        defer { cache.close() }
+        let fetcher = Fetcher(userAgent: "Spool/test")
+        let cached: GStreamerEngine.SourceFactory = { url throws(MediaSourceError) in
+            guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
+            return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+        }
+        let url = server.url(for: fixture.fileName)
+        // A first play fills the cache.
+        let dir = try TemporaryDirectory()
+        _ = try decodeThroughEngine(url, source: cached, into: dir.file("first.raw"))
+        let downloaded = try server.accessLog(atLeast: 1).count
+
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true", makeSource: cached)
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        try changeRateWhilePlaying(engine, recorder, url)
+        #expect(server.accessLog().count == downloaded, "\(server.accessLog())")
+    }
+
+    /// A rate change in the last second, after the next track was handed to
+    /// playbin: the rebuilt pipeline plays this track to its end at the new rate and
+    /// hands over to the next one again, which plays at that rate too.
+    @Test func aRateChangeAfterTheNextTrackWasQueuedStillHandsOver() throws {
+        let fixtures = try Fixtures.shared()
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+            FileByteSource(path: url.path)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
+        engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
+        #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
+        engine.setRate(1.5)
+        #expect(recorder.waitFor { $0 == .trackStarted(TrackID(2)) } != nil, "\(recorder.all)")
+        let started = ContinuousClock.now
+        #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(2)), "\(recorder.all)")
+        // 3.48 s of audio lasts about 2.3 s at 1.5×.
+        let played = ContinuousClock.now - started
+        #expect(played < .milliseconds(2900), "the next track took \(played) at 1.5×")
+        let events = recorder.all
+        #expect(!events.contains { if case .seeked = $0 { true } else { false } }, "\(events)")
+        #expect(!events.contains(.endOfTrack(TrackID(1))), "the first track handed over, not ended: \(events)")
+        #expect(events.filter { $0 == .trackStarted(TrackID(1)) }.count == 1, "\(events)")
     }
 
     @Test func tracksOfOtherFormatsPlayInTurnAtAnotherRate() throws {
