@@ -39,7 +39,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// The pipeline is being rebuilt around this track for a new rate filter: the
         /// stream restarts without counting as a new start, pause or seek.
         var reconfiguring = false
-        /// The position reported while the pipeline is being rebuilt (it answers no query then).
+        /// The position reported while the pipeline is being rebuilt (it answers no query then),
+        /// or while a load that replaces this track is queued.
         var heldPosition: Duration?
         /// The restart marker the rebuilt pipeline's messages follow: an ASYNC_DONE
         /// posted before it (a seek that ended as the rebuild began) is stale.
@@ -158,10 +159,13 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         let ticket = shared.withLock { state -> UInt64 in
             state.latestLoad &+= 1
             state.pendingSeek = nil
+            // Until the queued load replaces it, the old track must not report its position as
+            // the new one's (a session saved in between resumed the new track there).
+            state.current?.heldPosition = position
             return state.latestLoad
         }
         control.async { [self] in
-            guard shared.withLock({ $0.latestLoad == ticket }) else { return }  // superseded
+            guard shared.withLock({ $0.latestLoad == ticket && $0.busRunning }) else { return }  // superseded, or shut down
             teardown()
             let generation = shared.withLock { state -> UInt64 in
                 state.generation &+= 1
@@ -170,7 +174,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             }
             log.info("loading \(track.id): \(loggable(track.url))")
             open(track) { [self] result in
-                guard shared.withLock({ $0.generation == generation }) else {
+                guard shared.withLock({ $0.generation == generation && $0.busRunning }) else {
                     if case .success(let feeder) = result { feeder.detach() }
                     return
                 }
@@ -333,9 +337,11 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// The position of the loaded track, from the pipeline.
     public func position() -> Duration? {
-        let (prerolled, held) = shared.withLock { ($0.current?.prerolled ?? false, $0.current?.heldPosition) }
+        let (prerolled, held, start) = shared.withLock {
+            ($0.current?.prerolled ?? false, $0.current?.heldPosition, $0.current?.startPosition)
+        }
         if let held { return held }
-        guard prerolled else { return nil }
+        guard prerolled else { return start }  // loading: where it is about to start
         var position: gint64 = 0
         guard gst_element_query_position(playbin, GST_FORMAT_TIME, &position) != 0, position >= 0 else {
             return nil
@@ -346,7 +352,11 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Stops playback, ends the bus thread and frees the pipeline.
     public func shutdown() {
         let first = shared.withLock { state -> Bool in
-            defer { state.busRunning = false }
+            defer {
+                state.busRunning = false
+                // A load whose source is still opening must not start on a freed pipeline.
+                state.generation &+= 1
+            }
             return state.busRunning
         }
         guard first else { return }
@@ -764,7 +774,13 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             state.current?.duration = value
             return true
         }
-        if changed { emit(.duration(current.track.id, value)) }
+        if changed {
+            if let feeder = current.feeder, let bytes = feeder.info.length, bytes > 0 {
+                // The source's wait-or-seek rule counts seconds of audio as well as bytes.
+                feeder.source.setByteRate(Double(bytes) / (Double(length) / 1e9))
+            }
+            emit(.duration(current.track.id, value))
+        }
     }
 
     private func emit(_ event: EngineEvent) {

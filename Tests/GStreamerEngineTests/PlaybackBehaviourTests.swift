@@ -96,7 +96,9 @@ struct PlaybackBehaviourTests {
         let end = recorder.waitFor(isEnd)
         #expect(end == .endOfTrack(TrackID(2)), "\(recorder.all)")
         #expect(!recorder.all.contains(.endOfTrack(TrackID(1))), "the first track must hand over, not end")
-        #expect(recorder.all.contains { if case .duration(TrackID(2), _) = $0 { true } else { false } },
+        // Decoding faster than real time, the track can end before the engine's follow-up
+        // duration query (playbin answers it only once the new stream settles): await it.
+        #expect(recorder.waitFor(timeout: 3) { if case .duration(TrackID(2), _) = $0 { true } else { false } } != nil,
                 "the next track's length is reported: \(recorder.all.suffix(6))")
         let firstLength = try Data(contentsOf: dir.file("a.raw")).count
         let alone = firstLength + (try Data(contentsOf: dir.file("b.raw")).count)
