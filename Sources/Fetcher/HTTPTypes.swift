@@ -176,6 +176,14 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .superseded: "superseded by a newer transfer of the same resource"
         }
     }
+
+    /// "network error, cannot reach the server (…)" when no connection could be made at all
+    /// (unknown proxy or host, refused, no route: curl 5, 6, 7); nil for every other failure,
+    /// which a retry may well cure.
+    public var unreachableServer: String? {
+        guard case .transport(let code, let message) = self, [5, 6, 7].contains(code) else { return nil }
+        return "network error, cannot reach the server (\(message))"
+    }
 }
 
 /// A transient state of a transfer, reported for clients to show (and tests to await).

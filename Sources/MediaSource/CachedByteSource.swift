@@ -637,8 +637,7 @@ public final class CachedByteSource: ByteSource {
     /// The clear error for a reader when `reason` means the origin cannot be reached at all
     /// (unknown host, refused, no route), nil for other failures, which are retried silently.
     private static func unreachable(_ reason: FetchError) -> MediaSourceError? {
-        guard case .transport(let code, let message) = reason, [5, 6, 7].contains(code) else { return nil }
-        return .readFailed("network error, cannot reach the server (\(message)); still retrying")
+        reason.unreachableServer.map { .readFailed("\($0); still retrying") }
     }
 
     /// Cancels every transfer of this source (the resource changed under them).

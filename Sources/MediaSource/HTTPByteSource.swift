@@ -165,6 +165,25 @@ public final class HTTPByteSource: ByteSource {
                     state.waiter = nil
                     callbacks.append(waiter.wake)  // at the end: the reader will see end of stream
                 }
+            case .status(.retrying(_, _, let reason)):
+                // Nothing is kept on disk to play meanwhile: with no server to reach, the reader
+                // (or the opener) hears it now instead of after the fetcher's retry budget.
+                guard let problem = reason.unreachableServer, state.waiter != nil || state.openCompletion != nil
+                else { break }
+                if let transfer = state.transfer { fetcher.cancel(transfer.id) }
+                state.transfer = nil
+                log.warning("\(loggable(url)): \(problem)")
+                if let completion = state.openCompletion {
+                    state.openCompletion = nil
+                    state.failure = .unavailable(problem)
+                    callbacks.append { completion(.failure(.unavailable(problem))) }
+                } else {
+                    state.failure = .readFailed(problem)
+                }
+                if let waiter = state.waiter {
+                    state.waiter = nil
+                    callbacks.append(waiter.wake)
+                }
             case .notModified, .status:
                 break
             case .failed(let error):
