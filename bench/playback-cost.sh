@@ -10,7 +10,8 @@ seconds=${1:-30}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 if [ -z "${SPOOL:-}" ]; then
-  swift build -c release --product spool >/dev/null
+  # As `make build` builds it (static Swift runtime).
+  swift build -c release --static-swift-stdlib --product spool >/dev/null
   SPOOL=$PWD/.build/release/spool
 fi
 
