@@ -10,20 +10,24 @@ seconds=${1:-30}
 work=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 if [ -z "${SPOOL:-}" ]; then
-  swift build -c release --product spool >/dev/null
+  # As `make build` builds it (static Swift runtime).
+  swift build -c release --static-swift-stdlib --product spool >/dev/null
   SPOOL=$PWD/.build/release/spool
 fi
+
+# The registry every player here uses, wherever XDG_CACHE_HOME points later.
+export GST_REGISTRY=${GST_REGISTRY:-${XDG_CACHE_HOME:-$HOME/.cache}/gstreamer-1.0/registry.$(uname -m).bin}
 
 # A tone of the asked length, as FLAC and MP3.
 buffers=$((seconds * 44100 / 1024))
 gst-launch-1.0 -q audiotestsrc num-buffers=$buffers freq=440 ! audioconvert ! flacenc ! filesink location="$work/a.flac"
 gst-launch-1.0 -q audiotestsrc num-buffers=$buffers freq=440 ! audioconvert ! lamemp3enc ! xingmux ! filesink location="$work/a.mp3"
 
-# Runs a command and prints "cpu_seconds max_rss_kib" of it and its children.
+# Runs a command and prints "cpu_seconds max_rss_kib" of it and its children; its stderr passes through.
 measure() {
   /usr/bin/python3 -c '
 import resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)
 usage = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss}")' "$@"
 }
@@ -34,19 +38,30 @@ print(f"{usage.ru_utime + usage.ru_stime:.3f} {usage.ru_maxrss}")' "$@"
 # a second cost the daemon about 15% of its CPU, which is no part of playing.
 play_with_spool() {
   local spool=$1 file=$2
+  # Its own cache and state: another daemon on this machine may hold ~/.cache/spool. GStreamer's
+  # registry stays the user's one (GST_REGISTRY, set above), as for gst-play: a fresh one would
+  # be rebuilt by a plugin scan inside the measured run.
+  rm -rf "$work/xdg"
+  export XDG_CACHE_HOME=$work/xdg/cache XDG_STATE_HOME=$work/xdg/state
   dbus-daemon --session --fork --nopidfile --address="unix:dir=$work" --print-address=3 3>"$work/bus"
   export DBUS_SESSION_BUS_ADDRESS=$(head -n1 "$work/bus")
-  measure "$spool" daemon --audio-sink "fakesink sync=true" >"$work/spool.cost" &
+  measure "$spool" daemon --audio-sink "fakesink sync=true" >"$work/spool.cost" 2>"$work/spool.err" &
   local runner=$!
   until dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 \
-      org.freedesktop.DBus.Peer.Ping >/dev/null 2>&1; do sleep 0.05; done
+      org.freedesktop.DBus.Peer.Ping >/dev/null 2>&1; do
+    kill -0 $runner 2>/dev/null || { echo "spool daemon exited before it answered: $(cat "$work/spool.err")" >&2; exit 1; }
+    sleep 0.05
+  done
   stdbuf -oL playerctl -p spool status --follow >"$work/status" 2>/dev/null &
   local follower=$!
   until [ -s "$work/status" ]; do sleep 0.05; done  # following before the track starts
   dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 \
     org.mpris.MediaPlayer2.Player.OpenUri "string:file://$file" >/dev/null
   until grep -q Playing "$work/status"; do sleep 0.1; done
-  until [ "$(tail -n1 "$work/status")" = Stopped ]; do sleep 0.1; done
+  until [ "$(tail -n1 "$work/status")" = Stopped ]; do
+    kill -0 $runner 2>/dev/null || { echo "spool daemon exited while playing: $(cat "$work/spool.err")" >&2; exit 1; }
+    sleep 0.1
+  done
   kill "$follower"; wait "$follower" 2>/dev/null || true
   dbus-send --session --print-reply --dest=org.mpris.MediaPlayer2.spool /org/mpris/MediaPlayer2 org.mpris.MediaPlayer2.Quit >/dev/null
   wait $runner
@@ -70,11 +85,12 @@ for format in flac mp3; do
   for spool in $SPOOL; do
     label="spool daemon"
     [ "$SPOOL" = "$spool" ] || label="spool daemon ($spool)"
-    row "$label" "$(play_with_spool "$spool" "$file")"
+    cost=$(play_with_spool "$spool" "$file")  # an assignment, so that a failed run stops the script
+    row "$label" "$cost"
   done
-  row "gst-play-1.0" "$(measure gst-play-1.0 -q --no-interactive --audiosink='fakesink sync=true' "$file")"
+  row "gst-play-1.0" "$(measure gst-play-1.0 -q --no-interactive --audiosink='fakesink sync=true' "$file" 2>/dev/null)"
   if command -v mpv >/dev/null; then
-    row "mpv --no-video --ao=null" "$(measure mpv --no-video --ao=null --no-config --really-quiet "$file")"
+    row "mpv --no-video --ao=null" "$(measure mpv --no-video --ao=null --no-config --really-quiet "$file" 2>/dev/null)"
   else
     echo "| mpv | not installed | |"
   fi

@@ -31,15 +31,34 @@ import Synchronization
 /// - Pick ``FetchPriority`` by need and raise it with ``setPriority(_:_:)`` when a reader
 ///   starts waiting on the transfer.
 public final class Fetcher: Sendable {
-    private let worker: FetcherWorker
+    private let configuration: FetcherConfiguration
+    /// The worker and its thread, from the first transfer on. Started lazily because
+    /// `curl_global_init` (OpenSSL's set-up) makes about 2 MiB of libcrypto and libcurl
+    /// resident: a daemon that only plays local files never pays it (issue #5).
+    private let worker = Mutex<(worker: FetcherWorker?, shutDown: Bool)>((nil, false))
 
-    /// Creates a fetcher with `configuration` and starts its thread.
+    /// Creates a fetcher with `configuration`; libcurl and the fetcher's thread start
+    /// with the first transfer.
     public init(configuration: FetcherConfiguration) {
-        CurlGlobal.initialize()
-        worker = FetcherWorker(configuration: configuration)
-        // The thread holds only the worker, so releasing the fetcher stops it.
-        let worker = self.worker
-        startThread(name: "spool.fetcher") { worker.run() }
+        self.configuration = configuration
+    }
+
+    /// The running worker, started on first use: `curl_global_init` runs once (under the
+    /// lock, before any other curl call of this fetcher), then the thread that owns the
+    /// multi handle starts.
+    private var running: FetcherWorker {
+        let (worker, lateStart) = worker.withLock { state -> (FetcherWorker, Bool) in
+            if let worker = state.worker { return (worker, false) }
+            CurlGlobal.initialize()
+            let started = FetcherWorker(configuration: configuration)
+            state.worker = started
+            // The thread holds only the worker, so releasing the fetcher stops it.
+            startThread(name: "spool.fetcher") { started.run() }
+            return (started, state.shutDown)
+        }
+        // Used after shutdown: stopped at once (freeing its handles), so nothing runs, as before.
+        if lateStart { worker.shutdown() }
+        return worker
     }
 
     /// Creates a fetcher with the production settings; `userAgent` names Spool and its version.
@@ -56,26 +75,29 @@ public final class Fetcher: Sendable {
         _ request: RangeRequest, reresolve: URLResolver? = nil,
         events: @escaping @Sendable (TransferID, TransferEvent) -> Void
     ) -> TransferID {
-        worker.start(request, resolver: reresolve, events: events)
+        running.start(request, resolver: reresolve, events: events)
     }
 
     /// Changes a transfer's priority (e.g. read-ahead becomes playback when the reader waits).
     public func setPriority(_ id: TransferID, _ priority: FetchPriority) {
-        worker.post(.setPriority(id, priority))
+        running.post(.setPriority(id, priority))
     }
 
     /// Cancels a transfer; no event of it is delivered after the fetcher thread handles this,
     /// which is when `completion` runs (on that thread).
     public func cancel(_ id: TransferID, completion: (@Sendable () -> Void)? = nil) {
-        worker.post(.cancel(id, completion))
+        running.post(.cancel(id, completion))
     }
 
     /// Cancels every transfer, stops the thread and frees libcurl's handles. Idempotent.
     public func shutdown() {
-        worker.shutdown()
+        worker.withLock { state in
+            state.shutDown = true
+            return state.worker
+        }?.shutdown()
     }
 
-    deinit { worker.shutdown() }
+    deinit { shutdown() }
 }
 
 /// The state shared between callers and the fetcher thread, and the thread's loop.

@@ -131,6 +131,35 @@ struct DaemonEndToEndTests {
         #expect(try daemon.playerctl("metadata", "artist").stdout.contains(track.artist))
     }
 
+    /// Issue #5: libcurl's global set-up (OpenSSL's, about 2 MiB resident) and the fetcher's
+    /// thread wait for the first HTTP transfer, so a daemon that plays local files never
+    /// pays for them; the first HTTP track then starts them and plays.
+    @Test func theFetcherThreadStartsWithTheFirstHTTPTrackNotBefore() async throws {
+        let fixtures = try Fixtures.shared()
+        let server = try NginxServer(serving: fixtures.directory)
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        let pid = try #require(daemon.process.programPID)
+        func threadNames() -> [String] {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+            return tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }
+                .map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        }
+        // Without this the check below could pass on a process whose threads cannot be read.
+        #expect(threadNames().contains("spool.engine.bu"), "\(threadNames())")
+
+        let local = fixtures.fixture(.mp3CBR)
+        #expect(try daemon.playerctl("open", local.url.absoluteString).status == 0)
+        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
+        #expect(!threadNames().contains("spool.fetcher"), "\(threadNames())")
+
+        let remote = fixtures.fixture(.flac)
+        #expect(try daemon.playerctl("open", server.url(for: remote.fileName).absoluteString).status == 0)
+        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == remote.title }
+        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
+        #expect(threadNames().contains("spool.fetcher"), "\(threadNames())")
+    }
+
     @Test func aSecondDaemonOnTheSameBusExitsWithAClearMessage() async throws {
         let first = try RunningDaemon()
         try await first.waitUntilReady()
