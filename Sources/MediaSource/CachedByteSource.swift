@@ -375,8 +375,11 @@ public final class CachedByteSource: ByteSource {
             // A small far read (tags or moov at the end, a type finder's probe of the middle): its
             // own short request; the main one goes on, and stops if it reaches these bytes (see
             // `stopIfAtHeldBytesLocked`). Reads that go on from it make it a seek (above).
+            // At the download's own priority, so the fetcher does not pause it meanwhile: a paused
+            // connection keeps filling its socket, bytes lost if that transfer is later cancelled.
             let end = min(total, offset + Self.tailRequestSize, nextHeld(after: offset, state) ?? total)
-            let id = fetcher.start(request(offset, end: end, priority: .seekTarget, state)) { [weak self] id, event in
+            let priority: FetchPriority = state.background ? .preload : .playback
+            let id = fetcher.start(request(offset, end: end, priority: priority, state)) { [weak self] id, event in
                 self?.handle(event, of: id)
             }
             state.side = Transfer(id: id, next: offset, end: end)

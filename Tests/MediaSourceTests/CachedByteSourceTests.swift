@@ -130,7 +130,9 @@ struct CachedByteSourceTests {
         let source = try rig.source()
         defer { source.close() }
         _ = try open(source).get()
-        let seed = UInt64.random(in: 0...UInt64(UInt32.max))
+        // SPOOL_TEST_SEED=<seed> replays a failing run's seeks.
+        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
+            ?? UInt64.random(in: 0...UInt64(UInt32.max))
         var generator = SeededGenerator(seed: seed)
         var offsets: [Int] = [0]
         for _ in 0..<5 { offsets.append(generator.next(below: rig.body.count - 70_000)) }
