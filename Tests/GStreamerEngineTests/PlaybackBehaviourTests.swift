@@ -9,8 +9,13 @@ import TestSupport
 
 /// An engine writing raw PCM to a file as fast as it can decode.
 func pcmEngine(into output: URL, artDirectory: URL? = nil) throws -> (GStreamerEngine, EventRecorder) {
-    let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)"
-    let engine = try GStreamerEngine(audioSink: sink, artDirectory: artDirectory) { url throws(MediaSourceError) in
+    try fileEngine(
+        audioSink: "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)", artDirectory: artDirectory)
+}
+
+/// An engine playing local files into `audioSink`, with its events recorded.
+func fileEngine(audioSink: String, artDirectory: URL? = nil) throws -> (GStreamerEngine, EventRecorder) {
+    let engine = try GStreamerEngine(audioSink: audioSink, artDirectory: artDirectory) { url throws(MediaSourceError) in
         FileByteSource(path: url.path)
     }
     let recorder = EventRecorder()
@@ -160,12 +165,8 @@ struct PlaybackBehaviourTests {
     @Test(arguments: [FixtureFormat.mp3CBR, .mp3VBR, .flac, .oggVorbis, .oggOpus, .m4aFaststart, .m4aMoovAtEnd, .wav])
     func seeksLandWithin50Milliseconds(format: FixtureFormat) throws {
         let fixture = try Fixtures.shared().fixture(format)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
-            FileByteSource(path: url.path)
-        }
+        let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=false")
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .milliseconds(1700), playing: false)
         guard case .seeked(_, let position)? = recorder.waitFor({ if case .seeked = $0 { true } else { false } }) else {
             Issue.record("\(format): no seek completed: \(recorder.all)")
@@ -187,12 +188,8 @@ struct PlaybackBehaviourTests {
     @Test func aSeekAfterTheNextTrackWasQueuedStillWorks() throws {
         let fixtures = try Fixtures.shared()
         // A sink that keeps real time, so the seek lands while the first track still plays.
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
-            FileByteSource(path: url.path)
-        }
+        let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
         engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
         #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
@@ -335,12 +332,8 @@ struct PlaybackBehaviourTests {
     @Test(arguments: [FixtureFormat.mp3CBR, .flac])
     func changingTheRateWhilePlayingKeepsThePositionTrueAndReportsNoSeek(format: FixtureFormat) throws {
         let fixture = try Fixtures.shared().fixture(format)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
-            FileByteSource(path: url.path)
-        }
+        let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         try changeRateWhilePlaying(engine, recorder, fixture.url)
     }
 
@@ -377,12 +370,8 @@ struct PlaybackBehaviourTests {
     /// hands over to the next one again, which plays at that rate too.
     @Test func aRateChangeAfterTheNextTrackWasQueuedStillHandsOver() throws {
         let fixtures = try Fixtures.shared()
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
-            FileByteSource(path: url.path)
-        }
+        let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
         engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
         #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")

@@ -53,12 +53,8 @@ struct SourceHintsTests {
     /// reported (and saved) as the new track's.
     @Test func aQueuedLoadReportsItsStartNotTheOldTracksPosition() throws {
         let fixtures = try Fixtures.shared()
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
-            FileByteSource(path: url.path)
-        }
+        let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
         #expect(waitForPosition(engine, atLeast: .milliseconds(1500)))
         engine.load(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url), at: .zero, playing: true)
