@@ -307,7 +307,13 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.rate = clamped
                 // Not prerolled yet: asyncDone applies the rate (and the filter it needs).
                 guard let current = state.current, current.prerolled else { return .nothing }
-                if filterMismatchLocked(state) { return .reconfigure }
+                if filterMismatchLocked(state) {
+                    // playbin already holds the next track (about-to-finish): a rebuild now races the
+                    // hand-over (seen under load: the next track never started). What is left of this
+                    // track is already decoded ahead; the hand-over rebuilds for the new rate instead.
+                    if state.handedOver { return .nothing }
+                    return .reconfigure
+                }
                 state.current?.seeking = true
                 state.current?.silentSeek = true
                 return .seek

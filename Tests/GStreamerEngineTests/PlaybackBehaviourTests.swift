@@ -365,9 +365,9 @@ struct PlaybackBehaviourTests {
         #expect(server.accessLog().count == downloaded, "\(server.accessLog())")
     }
 
-    /// A rate change in the last second, after the next track was handed to
-    /// playbin: the rebuilt pipeline plays this track to its end at the new rate and
-    /// hands over to the next one again, which plays at that rate too.
+    /// A rate change in the last moments, after the next track was handed to playbin:
+    /// the hand-over still happens (no seek, no second start, no end of the first track)
+    /// and the next track plays at the new rate.
     @Test func aRateChangeAfterTheNextTrackWasQueuedStillHandsOver() throws {
         let fixtures = try Fixtures.shared()
         let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
