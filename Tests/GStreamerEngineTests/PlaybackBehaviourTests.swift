@@ -13,6 +13,15 @@ func pcmEngine(into output: URL, artDirectory: URL? = nil) throws -> (GStreamerE
         audioSink: "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)", artDirectory: artDirectory)
 }
 
+/// Plays the FLAC fixture as track 1 with the WAV one queued as track 2, and waits until
+/// playbin has taken track 2 for the gapless hand-over (about-to-finish).
+func playFLACWithWAVQueued(_ engine: GStreamerEngine, _ recorder: EventRecorder) throws {
+    let fixtures = try Fixtures.shared()
+    engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
+    engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
+    #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
+}
+
 /// An engine playing local files into `audioSink`, with its events recorded.
 func fileEngine(audioSink: String, artDirectory: URL? = nil) throws -> (GStreamerEngine, EventRecorder) {
     let engine = try GStreamerEngine(audioSink: audioSink, artDirectory: artDirectory) { url throws(MediaSourceError) in
@@ -186,13 +195,10 @@ struct PlaybackBehaviourTests {
     }
 
     @Test func aSeekAfterTheNextTrackWasQueuedStillWorks() throws {
-        let fixtures = try Fixtures.shared()
         // A sink that keeps real time, so the seek lands while the first track still plays.
         let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
-        engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
-        #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
+        try playFLACWithWAVQueued(engine, recorder)
         engine.seek(to: .milliseconds(2500))
         let seeked = recorder.waitFor { if case .seeked(TrackID(1), _) = $0 { true } else { false } }
         guard case .seeked(_, let position)? = seeked else {
@@ -369,12 +375,9 @@ struct PlaybackBehaviourTests {
     /// the hand-over still happens (no seek, no second start, no end of the first track)
     /// and the next track plays at the new rate.
     @Test func aRateChangeAfterTheNextTrackWasQueuedStillHandsOver() throws {
-        let fixtures = try Fixtures.shared()
         let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
-        engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url))
-        #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
+        try playFLACWithWAVQueued(engine, recorder)
         engine.setRate(1.5)
         #expect(recorder.waitFor { $0 == .trackStarted(TrackID(2)) } != nil, "\(recorder.all)")
         let started = ContinuousClock.now

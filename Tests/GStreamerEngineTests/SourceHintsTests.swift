@@ -53,7 +53,7 @@ struct SourceHintsTests {
     /// reported (and saved) as the new track's.
     @Test func aQueuedLoadReportsItsStartNotTheOldTracksPosition() throws {
         let fixtures = try Fixtures.shared()
-        let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
+        let (engine, _) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
         engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
         #expect(waitForPosition(engine, atLeast: .milliseconds(1500)))
