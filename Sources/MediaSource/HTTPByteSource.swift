@@ -213,6 +213,9 @@ struct ByteRuns {
     /// Whether the byte at `offset` is held.
     func contains(_ offset: Int64) -> Bool { index(containing: offset) != nil }
 
+    /// The held ranges, in order.
+    var ranges: [Range<Int64>] { runs.map { $0.start..<($0.start + Int64($0.bytes.count)) } }
+
     /// Up to `maxLength` contiguous bytes from `offset`, or nil if that byte is not held.
     func read(at offset: Int64, maxLength: Int) -> Data? {
         guard let i = index(containing: offset) else { return nil }

@@ -125,11 +125,15 @@ struct CachedByteSourceFaultTests {
         #expect(all(match: rig.body) || all(match: OriginFault.newer.body), "spliced versions (seed \(seed))")
         if let failure { #expect(failure.description.contains("changed"), "\(failure)") }
         source.close()
-        // Opened again, it plays the new version whole.
+        // Opened again, it plays the new version whole — once a response showed the change. (Short
+        // requests may all end before the origin's swap point: then the old copy, complete in the
+        // cache, is what a replay plays until its revalidation.)
+        let sawChange = failure != nil || !all(match: rig.body)
         let again = try rig.source(url: url)
         defer { again.close() }
         _ = try open(again).get()
-        let newer = try readFully(again, at: 0, length: OriginFault.newer.body.count).get()
-        #expect(firstDifference(newer, OriginFault.newer.body) == nil)
+        let replay = try readFully(again, at: 0, length: OriginFault.newer.body.count).get()
+        let expected = sawChange ? OriginFault.newer.body : rig.body.prefix(OriginFault.newer.body.count)
+        #expect(firstDifference(replay, expected) == nil, "saw the change: \(sawChange) (seed \(seed))")
     }
 }

@@ -1,0 +1,562 @@
+import Fetcher
+import RangeCache
+
+/// The download decisions of one cached http resource, as a pure value: given what is cached,
+/// the transfers in flight and the read being asked for, it says whether the read is served,
+/// waits, ends or fails, and which transfers to start, park, resume or cancel.
+///
+/// ``CachedByteSource`` owns one planner under its lock and executes the returned
+/// ``Action``s outside it; the planner never touches the network, the disk or a clock
+/// (the time is passed in), so every rule is tested alone (`DownloadPlannerTests`).
+///
+/// The rules, in the order a read meets them:
+/// - **Serve** what is here: at least the read's minimum, at most its maximum.
+/// - **End of stream** past the known length, or past the last byte of a stream of unknown
+///   length whose download ended cleanly.
+/// - **Wait** when a transfer delivers the missing byte soon: within ``waitAheadTime`` at its
+///   measured rate (at least ``waitAheadFloor``, at most 512 KiB or 3 s of audio). Without
+///   Range support only the one stream from byte 0 can bring a byte, so reads wait for it.
+/// - A **probe** — a read of at most ``probeMaxRead`` bytes that does not continue the last
+///   one (GStreamer's type finders peek at the end and the middle, tag readers read the end,
+///   MP4 demuxers jump to a trailing `moov`) — gets its own short request at once, in parallel,
+///   at the download's priority; the running download goes on untouched.
+/// - Reads that go on from a probe turn it into a **seek**: a transfer follows from its end.
+/// - A **seek** (a larger far read, or playback reaching a hole) parks the running transfer —
+///   paused, its connection and bytes in flight kept — or cancels it when it would run into
+///   held bytes soon, and starts a request at the missing byte at once; a storm opens at most
+///   one connection per ``seekConnectionInterval``.
+/// - No request ever covers a byte that is cached or that another transfer will deliver.
+public struct DownloadPlanner: Sendable {
+    /// A transfer as the planner knows it; `key` is the planner's own name for it.
+    public struct Transfer: Sendable, Equatable {
+        /// The planner's name for the transfer (the executor maps it to the fetcher's).
+        public let key: Int
+        /// The next byte it will deliver.
+        public var next: Int64
+        /// Where it stops (exclusive); nil runs to the end of the resource.
+        public let end: Int64?
+        /// What it is for.
+        public var role: Role
+        /// Its measured bytes per second, once it has delivered enough to tell.
+        public var rate: Double?
+
+        /// Whether it will deliver `offset` after at most `limit` more bytes.
+        func reaches(_ offset: Int64, within limit: Int64) -> Bool {
+            next <= offset && offset - next <= limit && end.map { offset < $0 } ?? true
+        }
+    }
+
+    /// What a transfer is for.
+    public enum Role: Sendable, Equatable {
+        /// The download playback follows.
+        case main
+        /// A short request for a probe read.
+        case probe
+        /// Set aside by a seek: paused, resumed when playback comes back to it.
+        case parked
+    }
+
+    /// What the planner knows about the resource.
+    public struct Resource: Sendable, Equatable {
+        /// The total length, when known.
+        public var length: Int64?
+        /// Whether the origin serves byte ranges.
+        public var rangesSupported: Bool
+        /// Creates the facts.
+        public init(length: Int64?, rangesSupported: Bool) {
+            self.length = length
+            self.rangesSupported = rangesSupported
+        }
+    }
+
+    /// A read the decoder makes.
+    public struct Read: Sendable, Equatable {
+        /// The first byte wanted.
+        public var offset: Int64
+        /// The fewest bytes that make a useful answer (the rest of the resource when less).
+        public var minLength: Int
+        /// The most bytes wanted.
+        public var maxLength: Int
+        /// Creates a read; `minLength` defaults to all of it.
+        public init(offset: Int64, maxLength: Int, minLength: Int? = nil) {
+            self.offset = offset
+            self.maxLength = max(1, maxLength)
+            self.minLength = max(1, min(minLength ?? maxLength, maxLength))
+        }
+    }
+
+    /// The answer to a read.
+    public enum ReadAnswer: Sendable, Equatable {
+        /// This many bytes are here from the read's offset: return them.
+        case serve(Int)
+        /// Not here yet; the reader is woken when they may be (``Effects/wakeReader``).
+        case wait
+        /// The offset is at or past the end.
+        case endOfStream
+    }
+
+    /// Something the executor does for the planner.
+    public enum Action: Sendable, Equatable {
+        /// Start a request for `[from, to)` (`to` nil: to the end) under `key`.
+        case start(key: Int, from: Int64, to: Int64?, priority: FetchPriority)
+        /// Cancel the transfer.
+        case cancel(key: Int)
+        /// Change the transfer's priority (the fetcher pauses lower ones while higher receive).
+        case setPriority(key: Int, FetchPriority)
+        /// Call ``seekIntervalEnded(cached:now:)`` after this long.
+        case scheduleSeek(after: Duration)
+    }
+
+    /// The outcome of an event: actions, and whether the waiting reader should be woken.
+    public struct Effects: Sendable, Equatable {
+        /// What to do, in order.
+        public var actions: [Action] = []
+        /// Whether the pending reader should try again.
+        public var wakeReader = false
+        /// Creates effects.
+        public init(actions: [Action] = [], wakeReader: Bool = false) {
+            self.actions = actions
+            self.wakeReader = wakeReader
+        }
+    }
+
+    /// How far ahead of a running transfer a read waits for it, at least.
+    public static let waitAheadFloor: Int64 = 16 * 1024
+    /// The most a read waits ahead of a transfer, in bytes or ``waitAheadSeconds`` of audio.
+    public static let waitAheadLimit: Int64 = 512 * 1024
+    /// Seconds of audio ahead of a running transfer a seek may be and still wait for it, at most.
+    public static let waitAheadSeconds: Double = 3
+    /// A read waits for a transfer that delivers its byte within this time at its measured
+    /// rate: about what a new connection costs before its first byte.
+    public static let waitAheadTime: Double = 0.3
+    /// Bytes a transfer of unmeasured rate counts as delivering within ``waitAheadTime``.
+    public static let unmeasuredWaitAhead: Int64 = 64 * 1024
+    /// Reads of at most this many bytes that do not continue playback are probes.
+    public static let probeMaxRead = 64 * 1024
+    /// The least a probe's request asks for (a type finder peeks a few bytes, then a few more).
+    public static let probeRequestMinimum: Int64 = 16 * 1024
+    /// Probes in flight at once; a further one cancels the oldest.
+    public static let maxProbes = 3
+    /// Transfers set aside by seeks that stay paused (each holds a connection).
+    public static let maxParkedTransfers = 4
+    /// A transfer is parked only if no held byte lies less than this far ahead of it: while
+    /// paused its connection fills with up to the kernel buffers' worth of bytes (0.3–0.6 MB
+    /// on loopback), sent for nothing past such a byte. Closer, it is cancelled.
+    public static let parkReach: Int64 = 2 * 1024 * 1024
+    /// A seek storm opens at most one connection per this interval; only the latest target counts.
+    public static let seekConnectionInterval: Duration = .milliseconds(100)
+
+    /// The resource facts; nil until the first response (or the cache) tells them.
+    public private(set) var resource: Resource?
+    /// The transfers in flight.
+    public private(set) var transfers: [Transfer] = []
+    /// The pending read, if a reader waits.
+    public private(set) var waiting: Read?
+    /// Whether the stream of unknown length was downloaded to its clean end.
+    public private(set) var streamComplete = false
+    /// Downloads run at preload priority (the source is prepared ahead of need).
+    public private(set) var background = false
+    /// The stream's bytes per second, when the player knows it.
+    public private(set) var byteRate: Double?
+    /// Large resources keep only a window ahead of the play head: (threshold, window).
+    public let readAhead: (threshold: Int64, window: Int64)?
+
+    private var nextKey = 1
+    private var playHead: Int64 = 0
+    private var lastReadEnd: Int64?
+    /// The last request started for a far read (probe or seek) whose reader has not been served
+    /// yet: another far read within ``seekConnectionInterval`` means the reader left it unserved,
+    /// a storm (a slider dragged), and waits for the interval to end.
+    private var unservedFarRead: (key: Int, at: ContinuousClock.Instant)?
+    private var seekScheduled = false
+
+    /// Creates a planner; with `readAhead`, resources above its threshold are fetched only a
+    /// window ahead of the play head.
+    public init(readAhead: (threshold: Int64, window: Int64)? = nil) {
+        self.readAhead = readAhead
+    }
+
+    // MARK: Facts
+
+    /// The resource is known (from the cache or the first response).
+    public mutating func setResource(_ resource: Resource) {
+        self.resource = resource
+    }
+
+    /// The stream of unknown length ended cleanly at `length`.
+    public mutating func setLength(_ length: Int64) {
+        resource?.length = length
+    }
+
+    /// Sets the stream's byte rate (zero or less forgets it).
+    public mutating func setByteRate(_ bytesPerSecond: Double) {
+        byteRate = bytesPerSecond > 0 ? bytesPerSecond : nil
+    }
+
+    /// Prepared ahead of need (true) or playing (false).
+    public mutating func setBackground(_ background: Bool) -> [Action] {
+        self.background = background
+        guard !background, let main = main else { return [] }
+        return [.setPriority(key: main.key, .readAhead)]
+    }
+
+    /// The transfer's measured rate.
+    public mutating func setRate(_ rate: Double, of key: Int) {
+        if let index = index(of: key) { transfers[index].rate = rate }
+    }
+
+    /// The main transfer, if one runs.
+    public var main: Transfer? { transfers.first { $0.role == .main } }
+
+    /// Whether any download runs.
+    public var isDownloading: Bool { !transfers.isEmpty }
+
+    // MARK: Opening
+
+    /// Opening: an uncached resource starts at byte 0 for playback; a partial one continues
+    /// from its first missing byte in the background; a complete one needs nothing.
+    public mutating func open(cached: RangeSet) -> [Action] {
+        guard let length = resource?.length else {
+            return start(at: 0, priority: .playback, cached: cached)
+        }
+        guard let missing = cached.missing(in: 0..<length).first?.lowerBound else { return [] }
+        return start(at: missing, priority: .readAhead, cached: cached)
+    }
+
+    // MARK: Reads
+
+    /// Decides a read. On ``ReadAnswer/wait`` the read is remembered and a later event's
+    /// ``Effects/wakeReader`` says when to try again.
+    public mutating func read(_ read: Read, cached: RangeSet, now: ContinuousClock.Instant) -> (ReadAnswer, [Action]) {
+        guard let resource else { return (.wait, []) }
+        let length = resource.length
+        if let length, read.offset >= length { return (.endOfStream, []) }
+        let continuesPlayback = lastReadEnd == read.offset
+        playHead = read.offset
+        let available = cached.contiguousLength(from: read.offset)
+        let remaining = length.map { $0 - read.offset }
+        let needed = Int64(remaining.map { min(Int64(read.minLength), $0) } ?? Int64(read.minLength))
+        if available >= needed || (length == nil && available > 0) {
+            let served = Int(min(available, Int64(read.maxLength)))
+            lastReadEnd = read.offset + Int64(served)
+            waiting = nil
+            unservedFarRead = nil
+            var actions: [Action] = []
+            if main == nil, windowEnd != nil { actions = refillWindow(cached: cached) }
+            return (.serve(served), actions)
+        }
+        if length == nil, streamComplete { return (.endOfStream, []) }
+        lastReadEnd = read.offset
+        let missing = read.offset + available
+        let isProbe = !continuesPlayback && available == 0 && read.maxLength <= Self.probeMaxRead
+        waiting = read
+        return (.wait, arrange(for: missing, isProbe: isProbe, continuesPlayback: continuesPlayback || available > 0,
+                               cached: cached, now: now))
+    }
+
+    /// The reader stopped waiting (a seek, a stop).
+    public mutating func cancelWaiting() {
+        waiting = nil
+    }
+
+    /// How far ahead of `transfer` a read waits for it.
+    func waitAhead(for transfer: Transfer) -> Int64 {
+        let upper = max(Self.waitAheadLimit, Int64((byteRate ?? 0) * Self.waitAheadSeconds))
+        guard let rate = transfer.rate else { return min(upper, Self.unmeasuredWaitAhead) }
+        return min(upper, max(Self.waitAheadFloor, Int64(rate * Self.waitAheadTime)))
+    }
+
+    private mutating func arrange(
+        for offset: Int64, isProbe: Bool, continuesPlayback: Bool, cached: RangeSet, now: ContinuousClock.Instant
+    ) -> [Action] {
+        let rangesSupported = resource?.rangesSupported ?? true
+        var actions: [Action] = []
+        if let main, main.reaches(offset, within: waitAhead(for: main)) {
+            if !background, !isProbe { actions.append(.setPriority(key: main.key, .playback)) }
+            return actions  // the running download gets there soon
+        }
+        if let probe = transfers.first(where: { $0.role == .probe && $0.reaches(offset, within: .max) }) {
+            if continuesPlayback, let end = probe.end, let length = resource?.length, end < length,
+                !isHeld(end, cached: cached), !(main?.reaches(end, within: main.map(waitAhead(for:)) ?? 0) ?? false)
+            {
+                // Reads go on from a probe: it was a seek after all, so a transfer follows on
+                // from its end now rather than when the reader gets there.
+                if let resumed = resumeParked(reaching: end) { return resumed }
+                actions += park(for: end, cached: cached)
+                actions += start(at: end, priority: .playback, cached: cached)
+            }
+            return actions
+        }
+        guard rangesSupported else { return [] }  // only the one stream from 0 can bring it
+        if let resumed = resumeParked(reaching: offset) { return resumed }
+        if let last = unservedFarRead, now - last.at < Self.seekConnectionInterval {
+            // A storm: the last far read's request is already left behind. Stop it now so it
+            // wastes nothing while the storm settles, and start once the interval is over, for
+            // whatever the reader wants by then (what an earlier seek set aside stays parked).
+            if transfers.contains(where: { $0.key == last.key && $0.role != .parked }) {
+                actions.append(.cancel(key: last.key))
+                remove(last.key)
+            }
+            unservedFarRead = nil
+            guard !seekScheduled else { return actions }
+            seekScheduled = true
+            actions.append(.scheduleSeek(after: Self.seekConnectionInterval - (now - last.at)))
+            return actions
+        }
+        if seekScheduled { return actions }  // the storm's interval is still running
+        if isProbe, main != nil {
+            actions += startProbe(at: offset, cached: cached)
+        } else {
+            actions += park(for: offset, cached: cached)
+            actions += start(at: offset, priority: .playback, cached: cached)
+        }
+        if let key = transfers.last?.key { unservedFarRead = (key, now) }
+        return actions
+    }
+
+    /// The end of a seek storm: one connection, at the offset the reader waits for now.
+    public mutating func seekIntervalEnded(cached: RangeSet, now: ContinuousClock.Instant) -> [Action] {
+        seekScheduled = false
+        guard let waiting else { return [] }
+        let offset = waiting.offset + cached.contiguousLength(from: waiting.offset)
+        if let main, main.reaches(offset, within: waitAhead(for: main)) { return [] }
+        if let resumed = resumeParked(reaching: offset) { return resumed }
+        let actions = park(for: offset, cached: cached) + start(at: offset, priority: .playback, cached: cached)
+        if let key = transfers.last?.key { unservedFarRead = (key, now) }
+        return actions
+    }
+
+    private mutating func startProbe(at offset: Int64, cached: RangeSet) -> [Action] {
+        var actions: [Action] = []
+        let probes = transfers.filter { $0.role == .probe }
+        if probes.count >= Self.maxProbes, let oldest = probes.first {
+            actions.append(.cancel(key: oldest.key))
+            remove(oldest.key)
+        }
+        let length = resource?.length
+        let wanted = offset + max(Self.probeRequestMinimum, Int64(waiting?.maxLength ?? 0))
+        let end = [length, wanted, nextHeld(after: offset, cached: cached)].compactMap { $0 }.min()
+        let key = takeKey()
+        // At the download's own priority, so the fetcher does not pause the download meanwhile.
+        transfers.append(Transfer(key: key, next: offset, end: end, role: .probe))
+        actions.append(.start(key: key, from: offset, to: end, priority: background ? .preload : .playback))
+        return actions
+    }
+
+    // MARK: Transfer events
+
+    /// Bytes of `key` arrived up to (not including) `next`; `cached` includes them.
+    public mutating func received(_ key: Int, upTo next: Int64, cached: RangeSet) -> Effects {
+        guard let index = index(of: key) else { return Effects() }
+        transfers[index].next = next
+        var effects = Effects()
+        if transfers[index].role == .main, let limit = windowEnd, next >= limit,
+            waiting.map({ $0.offset < limit }) ?? true
+        {
+            // Far enough ahead of the play head in a large resource: stop here for now.
+            effects.actions.append(.cancel(key: key))
+            remove(key)
+        }
+        effects.actions += stopAtHeldBytes(cached: cached)
+        effects.wakeReader = readerCanGoOn(cached: cached)
+        return effects
+    }
+
+    /// The transfer ended: its bytes are all delivered (a stream of unknown length ends there).
+    public mutating func finished(_ key: Int, cached: RangeSet) -> Effects {
+        guard let transfer = transfers.first(where: { $0.key == key }) else { return Effects() }
+        remove(key)
+        if resource?.length == nil, transfer.role == .main {
+            // A stream of unknown length: its clean end is the end.
+            streamComplete = true
+            resource?.length = cached.upperBound ?? 0
+        }
+        var effects = Effects(actions: continueDownload(cached: cached))
+        effects.wakeReader = readerCanGoOn(cached: cached) || (waiting != nil && transfers.isEmpty)
+        return effects
+    }
+
+    /// The transfer failed or was replaced; it is forgotten.
+    public mutating func forget(_ key: Int) {
+        remove(key)
+    }
+
+    /// Cancels everything (the source closes, or the resource changed under the transfers).
+    public mutating func stopAll() -> [Action] {
+        defer { transfers = [] }
+        return transfers.map { .cancel(key: $0.key) }
+    }
+
+    /// After the origin could not be reached while a reader waited: try once more, now.
+    public mutating func retryNow(at offset: Int64, cached: RangeSet) -> [Action] {
+        start(at: offset, priority: .playback, cached: cached)
+    }
+
+    /// Whether the waiting reader's bytes (its minimum) are here, or its offset is at the end.
+    private func readerCanGoOn(cached: RangeSet) -> Bool {
+        guard let waiting else { return false }
+        let available = cached.contiguousLength(from: waiting.offset)
+        if let length = resource?.length {
+            if waiting.offset >= length { return true }
+            return available >= min(Int64(waiting.minLength), length - waiting.offset)
+        }
+        return available > 0 || streamComplete
+    }
+
+    /// Stops the main or a parked transfer whose next byte is held (a probe fetched it after the
+    /// main request was made): past that point it would only fetch bytes a second time.
+    private mutating func stopAtHeldBytes(cached: RangeSet) -> [Action] {
+        var actions: [Action] = []
+        for transfer in transfers where transfer.role != .probe {
+            guard transfer.end.map({ transfer.next < $0 }) ?? true, isHeld(transfer.next, cached: cached, excluding: transfer.key)
+            else { continue }
+            actions.append(.cancel(key: transfer.key))
+            remove(transfer.key)
+            if transfer.role == .main { actions += continueDownload(cached: cached) }
+        }
+        return actions
+    }
+
+    /// After the main transfer ends: fetch for the waiting reader, else the next hole (read-ahead).
+    private mutating func continueDownload(cached: RangeSet) -> [Action] {
+        guard main == nil, let length = resource?.length else { return [] }
+        if let waiting {
+            let offset = waiting.offset + cached.contiguousLength(from: waiting.offset)
+            if offset < length, !isHeld(offset, cached: cached) {
+                if let resumed = resumeParked(reaching: offset) { return resumed }
+                guard resource?.rangesSupported == true else { return [] }
+                return start(at: offset, priority: .playback, cached: cached)
+            }
+        }
+        if windowEnd != nil { return refillWindow(cached: cached) }
+        if let index = transfers.firstIndex(where: { $0.role == .parked && !isHeld($0.next, cached: cached, excluding: $0.key) }) {
+            // The seek's transfer is done: the one it set aside goes on as the read-ahead.
+            transfers[index].role = .main
+            return [.setPriority(key: transfers[index].key, background ? .preload : .readAhead)]
+        }
+        guard resource?.rangesSupported == true, let missing = nextToFetch(length: length, cached: cached) else { return [] }
+        return start(at: missing, priority: .readAhead, cached: cached)
+    }
+
+    // MARK: Transfers
+
+    private mutating func start(at offset: Int64, priority wanted: FetchPriority, cached: RangeSet) -> [Action] {
+        var actions: [Action] = []
+        if let old = main {
+            actions.append(.cancel(key: old.key))
+            remove(old.key)
+        }
+        let priority = background ? FetchPriority.preload : wanted
+        // Bounded by the next byte held or being fetched, so nothing is asked twice.
+        var end = resource?.length.flatMap { _ in nextHeld(after: offset, cached: cached) }
+        if let limit = windowEnd, let window = readAhead?.window {
+            // A large resource: a window past the play head (or past this read), no further.
+            let windowLimit = max(limit, offset + window / 4)
+            end = min(end ?? windowLimit, windowLimit)
+        }
+        let key = takeKey()
+        transfers.append(Transfer(key: key, next: offset, end: end, role: .main))
+        actions.append(.start(key: key, from: offset, to: end, priority: priority))
+        return actions
+    }
+
+    /// Makes a parked transfer the main one again if it reaches `offset` soon (the current main
+    /// one is parked in its place); nil when none does.
+    private mutating func resumeParked(reaching offset: Int64) -> [Action]? {
+        guard let index = transfers.firstIndex(where: { $0.role == .parked && $0.reaches(offset, within: waitAhead(for: $0)) })
+        else { return nil }
+        let key = transfers[index].key
+        var actions = parkMain()
+        guard let resumed = self.index(of: key) else { return actions }
+        transfers[resumed].role = .main
+        actions.append(.setPriority(key: key, background ? .preload : .playback))
+        return actions
+    }
+
+    /// Sets the main transfer aside without checks (a parked one takes its place).
+    private mutating func parkMain() -> [Action] {
+        guard let main, let index = index(of: main.key) else { return [] }
+        transfers[index].role = .parked
+        return [.setPriority(key: main.key, .fillHoles)] + trimParked()
+    }
+
+    private mutating func trimParked() -> [Action] {
+        let parked = transfers.filter { $0.role == .parked }
+        guard parked.count > Self.maxParkedTransfers, let oldest = parked.first else { return [] }
+        remove(oldest.key)
+        return [.cancel(key: oldest.key)]
+    }
+
+    /// Sets the main transfer aside for a seek instead of cancelling it: at the lowest priority
+    /// the fetcher pauses it while the seek's transfer receives, so what the origin already
+    /// sent waits in the socket and is used when it resumes. A transfer that would reach a held
+    /// byte or `target` within ``parkReach`` is cancelled instead, and so are parked ones
+    /// `target` lies just ahead of.
+    private mutating func park(for target: Int64, cached: RangeSet) -> [Action] {
+        var actions: [Action] = []
+        for transfer in transfers where transfer.role == .parked && collides(transfer, target: target, cached: cached) {
+            actions.append(.cancel(key: transfer.key))
+            remove(transfer.key)
+        }
+        guard let main else { return actions }
+        if collides(main, target: target, cached: cached) {
+            remove(main.key)
+            return actions + [.cancel(key: main.key)]
+        }
+        return actions + parkMain()
+    }
+
+    private func collides(_ transfer: Transfer, target: Int64, cached: RangeSet) -> Bool {
+        let ahead = [nextHeld(after: transfer.next, cached: cached, excluding: transfer.key), target].compactMap { $0 }
+            .filter { $0 > transfer.next && $0 < (transfer.end ?? .max) }.min()
+        return ahead.map { $0 - transfer.next < Self.parkReach } ?? false
+    }
+
+    /// The first byte after `offset` that is cached or that another transfer will deliver next:
+    /// where a new request should stop.
+    func nextHeld(after offset: Int64, cached: RangeSet, excluding key: Int? = nil) -> Int64? {
+        let cachedStart = cached.ranges.first { $0.lowerBound > offset }?.lowerBound
+        let others = transfers.filter { $0.key != key && $0.role != .main }.map(\.next)
+        return ([cachedStart] + others).compactMap { $0 }.filter { $0 > offset }.min()
+    }
+
+    /// Whether `offset` is cached or is a probe's to deliver.
+    private func isHeld(_ offset: Int64, cached: RangeSet, excluding key: Int? = nil) -> Bool {
+        cached.contains(offset)
+            || transfers.contains { $0.key != key && $0.role == .probe && $0.reaches(offset, within: .max) }
+    }
+
+    /// The first missing byte that no running probe is about to deliver.
+    private func nextToFetch(length: Int64, cached: RangeSet) -> Int64? {
+        for range in cached.missing(in: 0..<length) {
+            var start = range.lowerBound
+            for probe in transfers where probe.role == .probe {
+                if let end = probe.end, probe.next <= start, start < end { start = end }
+            }
+            if start < range.upperBound { return start }
+        }
+        return nil
+    }
+
+    /// The end of the read-ahead window in a large resource; nil when it downloads whole.
+    private var windowEnd: Int64? {
+        guard let readAhead, let length = resource?.length, length > readAhead.threshold else { return nil }
+        return min(length, playHead + readAhead.window)
+    }
+
+    private mutating func refillWindow(cached: RangeSet) -> [Action] {
+        guard let limit = windowEnd, playHead < limit,
+            let missing = cached.missing(in: playHead..<limit).first?.lowerBound
+        else { return [] }
+        return start(at: missing, priority: .readAhead, cached: cached)
+    }
+
+    private mutating func takeKey() -> Int {
+        defer { nextKey += 1 }
+        return nextKey
+    }
+
+    private func index(of key: Int) -> Int? { transfers.firstIndex { $0.key == key } }
+
+    private mutating func remove(_ key: Int) { transfers.removeAll { $0.key == key } }
+}

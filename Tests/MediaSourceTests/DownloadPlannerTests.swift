@@ -1,0 +1,338 @@
+import Fetcher
+import Foundation
+import MediaSource
+import RangeCache
+import Testing
+import TestSupport
+
+private typealias Planner = DownloadPlanner
+private let start = ContinuousClock.now
+private let mb: Int64 = 1_000_000
+
+/// A planner for a resource of `length` bytes, opened with `cached` already here.
+private func planner(
+    length: Int64? = 4 * mb, ranges: Bool = true, cached: RangeSet = RangeSet(),
+    readAhead: (threshold: Int64, window: Int64)? = nil
+) -> (Planner, [Planner.Action]) {
+    var planner = Planner(readAhead: readAhead)
+    planner.setResource(.init(length: length, rangesSupported: ranges))
+    let actions = planner.open(cached: cached)
+    return (planner, actions)
+}
+
+private func starts(_ actions: [Planner.Action]) -> [(from: Int64, to: Int64?, priority: FetchPriority)] {
+    actions.compactMap {
+        if case .start(_, let from, let to, let priority) = $0 { return (from, to, priority) }
+        return nil
+    }
+}
+
+private func cancels(_ actions: [Planner.Action]) -> [Int] {
+    actions.compactMap {
+        if case .cancel(let key) = $0 { return key }
+        return nil
+    }
+}
+
+@Suite("Download planner: rules")
+struct DownloadPlannerRuleTests {
+    @Test func openingUncachedStartsAtZeroForPlaybackAndACompleteEntryStartsNothing() {
+        var uncached = Planner()
+        let fresh = uncached.open(cached: RangeSet())  // nothing known before the first response
+        #expect(starts(fresh).map(\.from) == [0])
+        #expect(starts(fresh).first?.priority == .playback)
+        #expect(starts(fresh).first?.to == nil)
+        let (_, complete) = planner(cached: RangeSet([0..<4 * mb]))
+        #expect(complete.isEmpty)
+    }
+
+    @Test func aPartialEntryContinuesFromItsFirstMissingByteUpToTheNextCachedOne() {
+        let (_, actions) = planner(cached: RangeSet([0..<100, 500..<4 * mb]))
+        let started = starts(actions)
+        #expect(started.count == 1)
+        #expect(started.first?.from == 100 && started.first?.to == 500 && started.first?.priority == .readAhead)
+    }
+
+    @Test func cachedBytesAreServedAndAMinimumMakesAShortAnswer() {
+        var (p, _) = planner()
+        let cached = RangeSet([0..<10_000])
+        #expect(p.read(.init(offset: 0, maxLength: 4096), cached: cached, now: start).0 == .serve(4096))
+        // 64 KiB asked, 8 KiB enough: the 10,000 bytes here are the answer.
+        #expect(p.read(.init(offset: 0, maxLength: 65536, minLength: 8192), cached: cached, now: start).0 == .serve(10_000))
+        #expect(p.read(.init(offset: 0, maxLength: 65536), cached: cached, now: start).0 == .wait)
+        // At the end, fewer than the minimum is the whole rest.
+        #expect(p.read(.init(offset: 4 * mb - 10, maxLength: 4096), cached: RangeSet([0..<4 * mb]), now: start).0 == .serve(10))
+        #expect(p.read(.init(offset: 4 * mb, maxLength: 4096), cached: cached, now: start).0 == .endOfStream)
+    }
+
+    @Test func aReadJustAheadOfTheDownloadWaitsForIt() {
+        var (p, _) = planner()
+        let (answer, actions) = p.read(.init(offset: 30_000, maxLength: 65536), cached: RangeSet([0..<10_000]), now: start)
+        #expect(answer == .wait)
+        #expect(starts(actions).isEmpty)
+    }
+
+    @Test func theWaitAheadFollowsTheMeasuredRate() {
+        var (p, actions) = planner()
+        guard case .start(let key, _, _, _) = actions.first else { Issue.record("no start"); return }
+        p.setRate(2_000_000, of: key)  // 0.3 s at 2 MB/s: 600 kB
+        #expect(p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start).0 == .wait)
+        #expect(starts(p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start).1).isEmpty)
+        p.setRate(20_000, of: key)  // a slow link: 16 KiB floor
+        let (_, far) = p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start)
+        #expect(starts(far).map(\.from) == [500_000])
+    }
+
+    @Test func aProbeGetsAShortParallelRequestAndTheDownloadGoesOn() {
+        var (p, _) = planner()
+        let cached = RangeSet([0..<20_000])
+        _ = p.read(.init(offset: 0, maxLength: 4096), cached: cached, now: start)
+        let (answer, actions) = p.read(.init(offset: 2 * mb, maxLength: 4096), cached: cached, now: start)
+        #expect(answer == .wait)
+        #expect(cancels(actions).isEmpty)
+        #expect(!actions.contains { if case .setPriority = $0 { true } else { false } })
+        let probe = starts(actions)
+        #expect(probe.count == 1)
+        #expect(probe.first?.from == 2 * mb && probe.first?.to == 2 * mb + Planner.probeRequestMinimum)
+        #expect(probe.first?.priority == .playback)
+        #expect(p.transfers.filter { $0.role == .main }.count == 1)
+    }
+
+    @Test func aProbeOfTheEndStopsAtTheEnd() {
+        var (p, _) = planner()
+        let (_, actions) = p.read(.init(offset: 4 * mb - 128, maxLength: 128), cached: RangeSet([0..<1000]), now: start)
+        #expect(starts(actions).map(\.from) == [4 * mb - 128])
+        #expect(starts(actions).first?.to == 4 * mb)
+    }
+
+    @Test func probesOneAfterAnotherAreNotAStorm() {
+        var (p, _) = planner()
+        var cached = RangeSet([0..<1000])
+        let (_, first) = p.read(.init(offset: 4 * mb - 128, maxLength: 128), cached: cached, now: start)
+        cached.insert(4 * mb - 128..<4 * mb)
+        #expect(p.read(.init(offset: 4 * mb - 128, maxLength: 128), cached: cached, now: start).0 == .serve(128))
+        let (_, second) = p.read(.init(offset: 2 * mb, maxLength: 4096), cached: cached, now: start + .milliseconds(1))
+        #expect(starts(first).count == 1 && starts(second).count == 1)
+    }
+
+    @Test func aStormOfFarReadsWaitsForTheIntervalAndThenServesTheLastTarget() {
+        var (p, _) = planner()
+        let cached = RangeSet([0..<1000])
+        let (_, first) = p.read(.init(offset: 1 * mb, maxLength: 65536), cached: cached, now: start)
+        #expect(starts(first).map(\.from) == [1 * mb])
+        var scheduled = 0
+        for step in 2...10 {
+            let (_, actions) = p.read(
+                .init(offset: Int64(step) * 300_000, maxLength: 65536), cached: cached, now: start + .milliseconds(step))
+            #expect(starts(actions).isEmpty)
+            scheduled += actions.filter { if case .scheduleSeek = $0 { true } else { false } }.count
+        }
+        #expect(scheduled == 1)
+        let after = p.seekIntervalEnded(cached: cached, now: start + .milliseconds(100))
+        #expect(starts(after).map(\.from) == [3 * mb])
+    }
+
+    @Test func aSeekParksTheDownloadOrCancelsItWhenHeldBytesAreClose() {
+        var (p, opened) = planner(length: 20 * mb)
+        guard case .start(let mainKey, _, _, _) = opened.first else { Issue.record("no start"); return }
+        let (_, actions) = p.read(.init(offset: 10 * mb, maxLength: 200_000), cached: RangeSet(), now: start)
+        #expect(actions.contains(.setPriority(key: mainKey, .fillHoles)))
+        #expect(starts(actions).map(\.from) == [10 * mb])
+        #expect(p.transfers.first { $0.key == mainKey }?.role == .parked)
+        // The new download reaches cached bytes within 2 MiB: a further seek cancels rather than parks it.
+        var (q, opened2) = planner(length: 20 * mb)
+        guard case .start(let key2, _, _, _) = opened2.first else { Issue.record("no start"); return }
+        let (_, actions2) = q.read(.init(offset: 10 * mb, maxLength: 200_000), cached: RangeSet([1 * mb..<2 * mb]), now: start)
+        #expect(cancels(actions2) == [key2])
+    }
+
+    @Test func readsGoingOnFromAProbeTurnItIntoASeek() {
+        var (p, _) = planner()
+        var cached = RangeSet([0..<1000])
+        let target = 2 * mb
+        _ = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
+        cached.insert(target..<target + 8192)
+        #expect(p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start).0 == .serve(4096))
+        let (answer, actions) = p.read(.init(offset: target + 4096, maxLength: 8192), cached: cached, now: start)
+        #expect(answer == .wait)
+        #expect(starts(actions).map(\.from) == [target + Planner.probeRequestMinimum])
+    }
+
+    @Test func withoutRangesReadsWaitForTheOneStream() {
+        var (p, opened) = planner(ranges: false)
+        #expect(starts(opened).map(\.from) == [0])
+        let (answer, actions) = p.read(.init(offset: 3 * mb, maxLength: 4096), cached: RangeSet([0..<1000]), now: start)
+        #expect(answer == .wait)
+        #expect(actions.isEmpty)
+    }
+
+    @Test func aStreamOfUnknownLengthEndsWhereItsDownloadEnded() {
+        var (p, opened) = planner(length: nil, ranges: false)
+        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        let cached = RangeSet([0..<50_000])
+        #expect(p.read(.init(offset: 0, maxLength: 65536), cached: cached, now: start).0 == .serve(50_000))
+        // The download ends before the reader gets there: no reader waits at that moment.
+        let effects = p.finished(key, cached: cached)
+        #expect(!effects.wakeReader)
+        #expect(p.resource?.length == 50_000)
+        #expect(p.read(.init(offset: 50_000, maxLength: 65536), cached: cached, now: start).0 == .endOfStream)
+    }
+
+    @Test func aWaitingReaderIsWokenWhenItsMinimumArrives() {
+        var (p, opened) = planner()
+        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        #expect(p.read(.init(offset: 0, maxLength: 65536, minLength: 8192), cached: RangeSet(), now: start).0 == .wait)
+        #expect(!p.received(key, upTo: 4096, cached: RangeSet([0..<4096])).wakeReader)
+        #expect(p.received(key, upTo: 9000, cached: RangeSet([0..<9000])).wakeReader)
+    }
+
+    @Test func theDownloadStopsAtBytesAProbeFetchedAndGoesOnAfterThem() {
+        var (p, opened) = planner()
+        guard case .start(let mainKey, _, _, _) = opened.first else { Issue.record("no start"); return }
+        _ = p.read(.init(offset: 0, maxLength: 4096), cached: RangeSet(), now: start)
+        var cached = RangeSet([0..<4096])
+        _ = p.read(.init(offset: 100_000, maxLength: 4096), cached: cached, now: start)  // a probe
+        guard let probe = p.transfers.first(where: { $0.role == .probe }) else { Issue.record("no probe"); return }
+        cached.insert(100_000..<100_000 + Planner.probeRequestMinimum)
+        _ = p.finished(probe.key, cached: cached)
+        cached.insert(0..<100_000)
+        let effects = p.received(mainKey, upTo: 100_000, cached: cached)
+        #expect(cancels(effects.actions) == [mainKey])
+        #expect(starts(effects.actions).map(\.from) == [100_000 + Planner.probeRequestMinimum])
+    }
+}
+
+/// A world the planner's actions run in: transfers deliver in chunks, in any order.
+private struct SimulatedWorld {
+    let length: Int64
+    let ranges: Bool
+    var planner: Planner
+    var cached = RangeSet()
+    var running: [Int: (next: Int64, end: Int64)] = [:]
+    var now = start
+    var pendingSeekAt: ContinuousClock.Instant?
+    /// Bytes delivered that were already here.
+    var duplicated: Int64 = 0
+    var violations: [String] = []
+
+    init(length: Int64, ranges: Bool) {
+        self.length = length
+        self.ranges = ranges
+        planner = Planner()
+        planner.setResource(.init(length: length, rangesSupported: ranges))
+        apply(planner.open(cached: cached))
+    }
+
+    mutating func apply(_ actions: [Planner.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let key, let from, let to, _):
+                if cached.contains(from) { violations.append("start at cached byte \(from)") }
+                if let to, !cached.intersection(with: from..<to).isEmpty { violations.append("request \(from)..<\(to) covers cached bytes") }
+                for (other, transfer) in running where other != key && transfer.next <= from && from < transfer.end {
+                    let role = planner.transfers.first(where: { $0.key == other })?.role
+                    if role != .main, role != .parked {
+                        violations.append("start at \(from), transfer \(other) (\(String(describing: role))) delivers it")
+                    }
+                }
+                running[key] = (from, to ?? length)
+            case .cancel(let key):
+                running[key] = nil
+            case .setPriority:
+                break
+            case .scheduleSeek(let delay):
+                pendingSeekAt = now + delay
+            }
+        }
+    }
+
+    /// One chunk from one running transfer; false when nothing runs.
+    mutating func step(_ generator: inout SeededGenerator) -> Bool {
+        if let due = pendingSeekAt {
+            now = max(now, due)
+            pendingSeekAt = nil
+            apply(planner.seekIntervalEnded(cached: cached, now: now))
+            return true
+        }
+        guard !running.isEmpty else { return false }
+        let keys = running.keys.sorted()
+        let key = keys[generator.next(below: keys.count)]
+        guard let transfer = running[key] else { return false }
+        let chunk = min(Int64(1 + generator.next(below: 40_000)), transfer.end - transfer.next)
+        let range = transfer.next..<(transfer.next + chunk)
+        duplicated += cached.intersection(with: range).count
+        cached.insert(range)
+        now = now + .milliseconds(1)
+        if range.upperBound >= transfer.end {
+            running[key] = nil
+            let effects = planner.finished(key, cached: cached)
+            apply(effects.actions)
+        } else {
+            running[key] = (range.upperBound, transfer.end)
+            let effects = planner.received(key, upTo: range.upperBound, cached: cached)
+            apply(effects.actions)
+        }
+        return true
+    }
+}
+
+@Suite("Download planner: properties over random reads")
+struct DownloadPlannerPropertyTests {
+    /// Random reads (playback runs, probes, seeks) against a simulated origin: every read is
+    /// served, no request starts at a byte that is here or that another transfer delivers, a
+    /// far read starts a request in the same call, and little is delivered twice.
+    @Test(arguments: [false, true])
+    func everyReadIsServedAndNothingIsRequestedTwice(storms: Bool) {
+        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap(UInt64.init)
+            ?? UInt64.random(in: 0...UInt64(UInt32.max))
+        var generator = SeededGenerator(seed: seed)
+        for _ in 0..<200 {
+            let length = Int64(100_000 + generator.next(below: 5_000_000))
+            var world = SimulatedWorld(length: length, ranges: generator.next(below: 5) != 0)
+            var offset: Int64 = 0
+            for _ in 0..<12 {
+                let kind = generator.next(below: 4)
+                if kind == 1 { offset = Int64(generator.next(below: Int(length))) }  // a seek or probe
+                let size = [4096, 65536, 128, 200_000][generator.next(below: 4)]
+                let read = Planner.Read(offset: offset, maxLength: size, minLength: kind == 2 ? 1024 : nil)
+                var served = false
+                for attempt in 0..<100_000 {
+                    let far = world.planner.transfers.allSatisfy { !$0.reachesSoon(read.offset, world.planner) }
+                    let (answer, actions) = world.planner.read(read, cached: world.cached, now: world.now)
+                    let wasStorm = actions.contains { if case .scheduleSeek = $0 { true } else { false } }
+                    world.apply(actions)
+                    if attempt == 0, far, world.ranges, answer == .wait, !wasStorm, !world.cached.contains(read.offset),
+                        world.pendingSeekAt == nil,
+                        !actions.contains(where: { if case .start = $0 { true } else if case .setPriority = $0 { true } else { false } })
+                    {
+                        world.violations.append("far read at \(read.offset) started nothing: \(actions)")
+                    }
+                    if case .serve(let count) = answer {
+                        offset = read.offset + Int64(count)
+                        served = true
+                        break
+                    }
+                    if answer == .endOfStream {
+                        offset = 0
+                        served = true
+                        break
+                    }
+                    if storms, generator.next(below: 3) == 0 { break }  // the reader moved on unserved
+                    guard world.step(&generator) else { break }
+                }
+                if !served, !storms { world.violations.append("read at \(read.offset) never served") }
+            }
+            #expect(world.violations.isEmpty, "seed \(seed): \(world.violations.prefix(3))")
+            // Bytes a transfer delivers past a probe's bytes before it is stopped: at most a chunk per probe.
+            #expect(world.duplicated <= 12 * 40_000, "seed \(seed): \(world.duplicated) bytes delivered twice")
+            if !world.violations.isEmpty { return }
+        }
+    }
+}
+
+extension DownloadPlanner.Transfer {
+    /// Whether the planner would wait for this transfer to deliver `offset`.
+    fileprivate func reachesSoon(_ offset: Int64, _ planner: DownloadPlanner) -> Bool {
+        next <= offset && end.map { offset < $0 } ?? true && (role == .probe || offset - next <= 512 * 1024)
+    }
+}
