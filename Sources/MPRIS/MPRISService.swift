@@ -23,6 +23,9 @@ public final class MPRISService: Sendable {
     public static let trackListInterface = "org.mpris.MediaPlayer2.TrackList"
     /// The track id MPRIS reserves for "no track".
     public static let noTrack = "/org/mpris/MediaPlayer2/TrackList/NoTrack"
+    /// The error `Seek` and `SetPosition` answer when the current track cannot seek (rather
+    /// than doing nothing silently, so `spool seek` can say so).
+    public static let cannotSeekError = "org.spool.Error.CannotSeek"
 
     struct Published {
         var snapshot = PlayerSnapshot()
@@ -141,8 +144,8 @@ public final class MPRISService: Sendable {
                     let target = player.position() + .microseconds(offset)
                     if let length = current.duration, target > length {
                         await player.next()
-                    } else {
-                        await player.seek(to: max(.zero, target))
+                    } else if let refusal = await player.seek(to: max(.zero, target)) {
+                        throw DBusError(name: Self.cannotSeekError, message: refusal)
                     }
                     return []
                 },
@@ -156,7 +159,9 @@ public final class MPRISService: Sendable {
                     else { return [] }
                     let target = Duration.microseconds(micros)
                     if let length = current.duration, target > length { return [] }
-                    await player.seek(to: target)
+                    if let refusal = await player.seek(to: target) {
+                        throw DBusError(name: Self.cannotSeekError, message: refusal)
+                    }
                     return []
                 },
                 DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { [resolver] arguments in

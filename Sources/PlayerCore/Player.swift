@@ -367,14 +367,20 @@ public actor Player {
     }
 
     /// Seeks to `position` within the current track (clamped at 0); a burst of seeks
-    /// is coalesced by the engine, so only the last target is applied.
-    public func seek(to position: Duration) {
+    /// is coalesced by the engine, so only the last target is applied. Returns why the seek
+    /// cannot be honoured (nothing loaded, a stream that cannot seek), nil when it is applied.
+    @discardableResult
+    public func seek(to position: Duration) -> String? {
         if loadedID == nil, snapshot.status == .paused, queue.current != nil {
             restoredStart = max(.zero, position)  // a restored, not yet loaded track
-            return
+            return nil
         }
-        guard loadedID != nil, snapshot.nowPlaying?.seekable == true else { return }
+        guard loadedID != nil else { return "nothing is playing" }
+        guard snapshot.nowPlaying?.seekable == true else {
+            return "this track cannot seek: its server sends it only from the start and it is not cached"
+        }
         engine.seek(to: max(.zero, position))
+        return nil
     }
 
     /// Sets the rate, clamped to the engine's range; 0 pauses, as MPRIS asks.
