@@ -7,7 +7,7 @@ import Synchronization
 internal import CGStreamer
 
 /// The playback engine on GStreamer: a `playbin` whose source for every track
-/// is an `appsrc` (URI `appsrc://spool/N-G`) fed by Spool's media source, so every
+/// is an `appsrc` (URI `appsrc://spool/N-G.ext`, see ``TypeHint``) fed by Spool's media source, so every
 /// byte the decoder reads goes through Spool's reader and cache.
 ///
 /// Threads: commands run in order on one control queue (state changes may wait
@@ -202,7 +202,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             }
             old?.feeder?.detach()
             guard let track, shared.withLock({ $0.next == nil && !$0.handedOver }) else { return }
-            let uri = "appsrc://spool/\(track.id.rawValue)-\(generation)-next"
+            let uri = TypeHint.uri("appsrc://spool/\(track.id.rawValue)-\(generation)-next", url: track.url)
             shared.withLock { $0.next = Prepared(track: track, uri: uri) }
             open(track, background: true) { [self] result in
                 let accepted = shared.withLock { state -> Bool in
@@ -407,7 +407,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     }
 
     private func start(_ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration) {
-        let uri = "appsrc://spool/\(track.id.rawValue)-\(generation)"
+        let uri = TypeHint.uri(
+            "appsrc://spool/\(track.id.rawValue)-\(generation)", url: track.url, contentType: feeder.info.contentType)
         let playing = shared.withLock { state -> Bool in
             state.feeders[uri] = feeder
             // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
