@@ -72,6 +72,8 @@ let package = Package(
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
         // MPRIS over a private bus against a real `spool daemon` (build `spool` in release mode first).
         .executableTarget(name: "MPRISBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/MPRISBench"),
+        // Issue #12: a real `spool daemon` (and mpv, when installed) under network conditions (bench/network.sh).
+        .executableTarget(name: "NetworkBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/NetworkBench"),
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.

@@ -137,6 +137,10 @@ public final class FaultOrigin: Sendable {
     /// `http://127.0.0.1:port/`.
     public let baseURL: URL
     private let core: OriginCore
+    /// The link every response shares (`setLinkRate`).
+    var link: OriginLink { core.link }
+    /// The live record of every response (`transfers()`).
+    var timeline: OriginTimeline { core.timeline }
 
     /// Starts listening on `port` (0: a free one, the default); the origin stops by itself
     /// after `lifetime` seconds. A given port may be one an origin stopped a moment ago
@@ -300,6 +304,8 @@ final class OriginCore: Sendable {
     let listener: Int32
     let baseURL: URL
     let log = OriginLog()
+    let link = OriginLink()
+    let timeline = OriginTimeline()
     private let state = Mutex(State())
 
     init(listener: Int32, baseURL: URL) {

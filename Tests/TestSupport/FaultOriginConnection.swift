@@ -77,6 +77,7 @@ struct OriginConnection {
 
     /// Answers one request; false when the connection must close.
     private func respond(to request: OriginHTTPRequest) -> Bool {
+        let arrived = ContinuousClock.now
         let claimed = core.claim(request.path)
         let faults = claimed?.entry.faults ?? OriginFaults()
         var response = plan(request, claimed: claimed)
@@ -87,6 +88,12 @@ struct OriginConnection {
             ifModifiedSince: request.header("if-modified-since"), status: response.status, bodyBytesSent: 0)
         core.log.begin()
         defer { core.log.append(record) }
+        let servesResource = (200...206).contains(response.status) && claimed?.entry.resource != nil
+        let transfer = core.timeline.begin(
+            method: request.method, path: request.path, range: request.header("range"), status: response.status,
+            resourceSize: servesResource ? claimed?.entry.resource?.body.count : nil, bodyOffset: response.bodyOffset,
+            bodyLength: request.method == "HEAD" ? 0 : response.body.count, arrived: arrived)
+        defer { core.timeline.end(transfer) }
 
         if faults.firstByteLatency > 0, !pause(faults.firstByteLatency) { return false }
         let sendsBody = request.method != "HEAD" && response.status != 304
@@ -105,7 +112,8 @@ struct OriginConnection {
         guard sendsBody else { return !response.closeAfter }
 
         let applied = response.status < 300 ? faults : OriginFaults()
-        let (sent, finished) = sendBody(response, path: request.path, faults: applied, chunked: chunked)
+        let (sent, finished) = sendBody(
+            response, path: request.path, faults: applied, chunked: chunked, transfer: transfer)
         record.bodyBytesSent = sent
         return finished && !response.closeAfter
     }
@@ -185,7 +193,9 @@ struct OriginConnection {
     // MARK: body
 
     /// Sends the body under the faults; returns body bytes sent and whether the body completed.
-    private func sendBody(_ response: PlannedResponse, path: String, faults: OriginFaults, chunked: Bool) -> (Int, Bool) {
+    private func sendBody(
+        _ response: PlannedResponse, path: String, faults: OriginFaults, chunked: Bool, transfer: Int
+    ) -> (Int, Bool) {
         var body = response.body
         var sent = 0
         var stalled = false
@@ -222,10 +232,17 @@ struct OriginConnection {
                 let due = Double(sent) / Double(rate) - Date().timeIntervalSince(started)
                 if due > 0, !pause(due) { return (sent, false) }
             }
+            // The link all responses share (FaultOrigin.setLinkRate).
+            if let linkRate = core.link.rate {
+                piece = min(piece, OriginLink.piece(rate: linkRate))
+                let wait = core.link.reserve(piece)
+                if wait > 0, !pause(wait) { return (sent, false) }
+            }
             let bytes = body.subdata(in: sent..<sent + piece)
             let framed = chunked ? Data((String(piece, radix: 16) + "\r\n").utf8) + bytes + Data("\r\n".utf8) : bytes
             guard Sockets.sendAll(fd, framed) else { return (sent, false) }
             sent += piece
+            core.timeline.progress(transfer, sent: sent)
         }
         if body.count < response.body.count { return (sent, false) }  // the replacement was shorter
         if chunked, !Sockets.sendAll(fd, Data("0\r\n\r\n".utf8)) { return (sent, false) }
