@@ -274,11 +274,12 @@ public struct PlayerProbe: Sendable {
         return try await monitor.firstSound(after: offset, since: since, timeout: timeout)
     }
 
-    /// The current track's id and length (waiting up to `timeout` for both to be known).
-    public func currentTrack(timeout: Double = 10) async throws -> MPRISTrack {
+    /// The current track's id and length (waiting up to `timeout` for the id, and for the
+    /// length too when `needsLength`).
+    public func currentTrack(needsLength: Bool = true, timeout: Double = 10) async throws -> MPRISTrack {
         let deadline = ContinuousClock.now + .seconds(timeout)
         var track = try await remote.metadata()
-        while track.trackID == nil || (track.lengthMicroseconds ?? 0) <= 0 {
+        while track.trackID == nil || (needsLength && (track.lengthMicroseconds ?? 0) <= 0) {
             guard ContinuousClock.now < deadline else {
                 throw RigError("\(player.kind): no track id and length in Metadata: \(track)")
             }
@@ -486,10 +487,16 @@ public struct OriginReport: Sendable, CustomStringConvertible {
     /// Whether some response sent `byte` already.
     public func hasSent(_ byte: Int) -> Bool { transfers.contains { $0.sentBytes.contains(byte) } }
 
-    /// The first request that arrived after `instant` and asked for `byte` starting at most
-    /// `slack` bytes before it (a request from far before the byte is a restart, not a seek).
+    /// The first request that arrived after `instant` for the bytes at `byte`: one that asks for
+    /// `byte` starting at most `slack` bytes before it (a request from far before the byte is a
+    /// restart, not a seek), or one starting within `slack` after it (`byte` is an estimate:
+    /// a fraction of the file, while demuxers seek to a frame, block or sample boundary).
     public func firstRequest(for byte: Int, after instant: ContinuousClock.Instant, slack: Int) -> OriginTransfer? {
-        transfers.first { $0.arrived >= instant && $0.plannedBytes.contains(byte) && $0.plannedBytes.lowerBound >= byte - slack }
+        transfers.first { transfer in
+            let start = transfer.plannedBytes.lowerBound
+            return transfer.arrived >= instant && start >= byte - slack
+                && (transfer.plannedBytes.contains(byte) || start <= byte + slack)
+        }
     }
 
     public var description: String {
