@@ -370,8 +370,10 @@ public final class CachedByteSource: ByteSource {
                 state.unreachable = nil
                 store(bytes, at: offset, &state)
                 let next = offset + Int64(bytes.count)
-                measure(key, deliveredUpTo: next, from: offset, &state)
                 effects = state.planner.received(key, upTo: next, cached: held(state))
+                if let rate = measure(key, deliveredUpTo: next, from: offset, &state) {
+                    effects.actions += state.planner.setRate(rate, of: key, cached: held(state), now: .now)
+                }
             case .status(let status):
                 state.transferStatus = Self.describe(status)
                 let isParked = state.planner.transfers.first { $0.key == key }?.role == .parked
@@ -438,18 +440,18 @@ public final class CachedByteSource: ByteSource {
         return false
     }
 
-    /// Feeds the transfer's measured rate to the planner once it has delivered enough to tell.
-    private func measure(_ key: Int, deliveredUpTo next: Int64, from offset: Int64, _ state: inout State) {
+    /// The transfer's rate since its first byte, once it has delivered enough to tell.
+    private func measure(_ key: Int, deliveredUpTo next: Int64, from offset: Int64, _ state: inout State) -> Double? {
         let now = ContinuousClock.now
         guard let meter = state.meters[key] else {
             state.meters[key] = (now, offset)
-            return
+            return nil
         }
         let elapsed = now - meter.start
         let bytes = next - meter.offset
-        guard bytes >= Self.meterBytes, elapsed >= Self.meterTime else { return }
+        guard bytes >= Self.meterBytes, elapsed >= Self.meterTime else { return nil }
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        state.planner.setRate(Double(bytes) / seconds, of: key)
+        return Double(bytes) / seconds
     }
 
     /// Stores the length of a stream that came without one, so a replay knows it.

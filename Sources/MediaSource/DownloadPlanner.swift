@@ -130,7 +130,7 @@ public struct DownloadPlanner: Sendable {
     /// rate: about what a new connection costs before its first byte.
     public static let waitAheadTime: Double = 0.3
     /// Bytes a transfer of unmeasured rate counts as delivering within ``waitAheadTime``.
-    public static let unmeasuredWaitAhead: Int64 = 64 * 1024
+    public static let unmeasuredWaitAhead: Int64 = 32 * 1024
     /// Reads of at most this many bytes that do not continue playback are probes.
     public static let probeMaxRead = 64 * 1024
     /// The least a probe's request asks for (a type finder peeks a few bytes, then a few more).
@@ -152,6 +152,8 @@ public struct DownloadPlanner: Sendable {
     public private(set) var transfers: [Transfer] = []
     /// The pending read, if a reader waits.
     public private(set) var waiting: Read?
+    /// Whether the pending read is a probe.
+    private var waitingIsProbe = false
     /// Whether the stream of unknown length was downloaded to its clean end.
     public private(set) var streamComplete = false
     /// Downloads run at preload priority (the source is prepared ahead of need).
@@ -200,9 +202,17 @@ public struct DownloadPlanner: Sendable {
         return [.setPriority(key: main.key, .readAhead)]
     }
 
-    /// The transfer's measured rate.
-    public mutating func setRate(_ rate: Double, of key: Int) {
-        if let index = index(of: key) { transfers[index].rate = rate }
+    /// The transfer's measured rate. A reader that waits for this transfer only because its rate
+    /// was not known yet gets its own request once the rate says the wait is long.
+    public mutating func setRate(_ rate: Double, of key: Int, cached: RangeSet, now: ContinuousClock.Instant) -> [Action] {
+        guard let index = index(of: key) else { return [] }
+        transfers[index].rate = rate
+        guard let waiting, let main, main.key == key else { return [] }
+        let missing = waiting.offset + cached.contiguousLength(from: waiting.offset)
+        guard main.reaches(missing, within: .max), !main.reaches(missing, within: waitAhead(for: main)),
+            !transfers.contains(where: { $0.role == .probe && $0.reaches(missing, within: .max) })
+        else { return [] }
+        return arrange(for: missing, isProbe: waitingIsProbe, continuesPlayback: false, cached: cached, now: now)
     }
 
     /// The main transfer, if one runs.
@@ -250,6 +260,7 @@ public struct DownloadPlanner: Sendable {
         let missing = read.offset + available
         let isProbe = !continuesPlayback && available == 0 && read.maxLength <= Self.probeMaxRead
         waiting = read
+        waitingIsProbe = isProbe
         return (.wait, arrange(for: missing, isProbe: isProbe, continuesPlayback: continuesPlayback || available > 0,
                                cached: cached, now: now))
     }

@@ -120,6 +120,8 @@ public actor Player {
     /// Tags and seekability reported for the prepared next track before its audio started.
     private var pendingTags: [TrackID: TrackTags] = [:]
     private var pendingSeekable: [TrackID: Bool] = [:]
+    /// The track the engine last said can or cannot seek; before that, a seek goes to the engine.
+    private var seekableReported: TrackID?
     private var retried: TrackID?
     private var failuresInRow = 0
     private var saver: Task<Void, Never>?
@@ -375,8 +377,10 @@ public actor Player {
             restoredStart = max(.zero, position)  // a restored, not yet loaded track
             return nil
         }
-        guard loadedID != nil else { return "nothing is playing" }
-        guard snapshot.nowPlaying?.seekable == true else {
+        guard let loaded = loadedID else { return "nothing is playing" }
+        // Before the engine has said whether the track can seek (it is still opening), the seek
+        // goes to the engine, which starts the track there.
+        guard snapshot.nowPlaying?.seekable == true || seekableReported != loaded else {
             return "this track cannot seek: its server sends it only from the start and it is not cached"
         }
         engine.seek(to: max(.zero, position))
@@ -583,6 +587,7 @@ public actor Player {
         case .buffering(let id, let waiting) where id == current:
             update { $0.buffering = waiting }
         case .seekable(let id, let seekable) where id == current:
+            seekableReported = id
             update { $0.nowPlaying?.seekable = seekable }
         case .seekable(let id, let seekable):
             pendingSeekable[id] = seekable
@@ -618,7 +623,9 @@ public actor Player {
         preparedID = nil
         failuresInRow = 0
         let tags = (pendingTags.removeValue(forKey: id) ?? TrackTags())
-        let seekable = pendingSeekable.removeValue(forKey: id) ?? false
+        let reported = pendingSeekable.removeValue(forKey: id)
+        let seekable = reported ?? false
+        if reported != nil { seekableReported = id }
         update {
             $0.nowPlaying = NowPlaying(entry: entry, tags: tags, duration: nil, seekable: seekable)
             $0.lastError = nil

@@ -75,12 +75,22 @@ struct DownloadPlannerRuleTests {
     @Test func theWaitAheadFollowsTheMeasuredRate() {
         var (p, actions) = planner()
         guard case .start(let key, _, _, _) = actions.first else { Issue.record("no start"); return }
-        p.setRate(2_000_000, of: key)  // 0.3 s at 2 MB/s: 600 kB
+        _ = p.setRate(2_000_000, of: key, cached: RangeSet(), now: start)  // 0.3 s at 2 MB/s: 600 kB
         #expect(p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start).0 == .wait)
         #expect(starts(p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start).1).isEmpty)
-        p.setRate(20_000, of: key)  // a slow link: 16 KiB floor
-        let (_, far) = p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start)
+        // A slow link (16 KiB floor): the waiting reader gets its own request at once.
+        let far = p.setRate(20_000, of: key, cached: RangeSet(), now: start)
         #expect(starts(far).map(\.from) == [500_000])
+    }
+
+    @Test func aReaderWaitingForAnUnmeasuredDownloadGetsARequestOnceItsRateShowsTheWaitIsLong() {
+        var (p, opened) = planner(length: 30_000)
+        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        // The end of a short file: within the first guess of what a new download delivers soon.
+        let (answer, first) = p.read(.init(offset: 29_900, maxLength: 100), cached: RangeSet([0..<1000]), now: start)
+        #expect(answer == .wait && starts(first).isEmpty)
+        let actions = p.setRate(47_000, of: key, cached: RangeSet([0..<20_000]), now: start)
+        #expect(starts(actions).map(\.from) == [29_900])
     }
 
     @Test func aProbeGetsAShortParallelRequestAndTheDownloadGoesOn() {
