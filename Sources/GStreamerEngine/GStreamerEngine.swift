@@ -263,7 +263,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 defer { state.pendingSeek = nil }
                 return state.pendingSeek
             }) else { return }  // a later seek in the burst took it
-            enum Plan { case seek, later, reload(EngineTrack, EngineTrack?, playing: Bool), nothing }
+            enum Plan { case seek(exact: Bool), later, reload(EngineTrack, EngineTrack?, playing: Bool), nothing }
             let plan = shared.withLock { state -> Plan in
                 guard let current = state.current else { return .nothing }
                 if state.handedOver {
@@ -279,11 +279,11 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 }
                 state.current?.seeking = true
                 state.current?.silentSeek = false
-                return .seek
+                return .seek(exact: Self.exactSeeks(current.track))
             }
             switch plan {
-            case .seek:
-                performSeek(to: position)
+            case .seek(let exact):
+                performSeek(to: position, accurate: exact)
             case .reload(let track, let next, let playing):
                 log.debug("\(track.id): seek after the hand-over; reloading at \(position)")
                 load(track, at: position, playing: playing)
@@ -512,12 +512,24 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         if old != nil || next != nil { gst_element_set_state(playbin, GST_STATE_NULL) }
     }
 
-    private func performSeek(to position: Duration) {
+    /// Whether a listener's seek in `track` asks GStreamer for sample accuracy.
+    ///
+    /// The audio parsers built on baseparse (MP3, FLAC, ADTS AAC) answer an accurate seek in
+    /// pull mode by parsing every frame from the last one they indexed, which is as far as
+    /// playback got, up to the target (gstbaseparse.c, gst_base_parse_handle_seek): over the
+    /// network a seek to 80 % of a track read the file sequentially and landed only when the
+    /// download got there. Without the flag baseparse is still exact within 20 s after what it
+    /// indexed and otherwise converts the time with the stream's seek table (Xing TOC) or
+    /// bitrate, so the reader goes to the target at once. Ogg, MP4 and WAV seek the same either
+    /// way. A local file keeps the flag: the scan is a fast local read there.
+    static func exactSeeks(_ track: EngineTrack) -> Bool { track.url.isFileURL }
+
+    private func performSeek(to position: Duration, accurate: Bool = true) {
         let rate = shared.withLock { state -> Double in
             state.current?.seekTarget = position
             return state.rate
         }
-        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | GST_SEEK_FLAG_ACCURATE.rawValue)
+        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | (accurate ? GST_SEEK_FLAG_ACCURATE.rawValue : 0))
         let accepted = gst_element_seek(
             playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(nanoseconds(position)),
             GST_SEEK_TYPE_NONE, -1)
@@ -724,7 +736,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     private func asyncDone(_ current: Current, afterMarker marker: UInt64) {
         reportDuration(of: current)
         control.async { [self] in
-            enum Next { case seek(Duration), reconfigure(Duration), seeked(playing: Bool, silent: Bool), stale, nothing }
+            enum Next {
+                case seek(Duration, exact: Bool), reconfigure(Duration), seeked(playing: Bool, silent: Bool), stale, nothing
+            }
             let next = shared.withLock { state -> Next in
                 guard let now = state.current, now.uri == current.uri else { return .nothing }
                 // A seek or preroll of the pipeline before a rebuild ended late: not the restart.
@@ -740,7 +754,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     // A rate applied at the start, or the position a rate change found.
                     state.current?.silentSeek = start == .zero || now.silentStart
                     state.current?.silentStart = false
-                    return .seek(start)
+                    // A restart where a rate change found the track goes back exactly to what was
+                    // heard; a start position (resume, a seek before the preroll) is a listener's seek.
+                    return .seek(start, exact: now.silentStart || Self.exactSeeks(now.track))
                 }
                 if now.seeking {
                     state.current?.seeking = false
@@ -757,8 +773,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             switch next {
             case .reconfigure(let position):
                 reconfigure(at: position)
-            case .seek(let start):
-                performSeek(to: start)
+            case .seek(let start, let exact):
+                performSeek(to: start, accurate: exact)
             case .seeked(let playing, let silent):
                 if !silent, let position = position() { emit(.seeked(current.track.id, position: position)) }
                 if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }

@@ -1,0 +1,63 @@
+import EngineAPI
+import Foundation
+import GStreamerEngine
+import MediaSource
+import Synchronization
+import Testing
+import TestSupport
+
+/// A file read as if only its start and its second half had been downloaded yet: reads
+/// elsewhere stay pending (the download has not got there).
+final class PartlyDownloadedSource: ByteSource {
+    private let file: FileByteSource
+    private let head: Int64
+    private let tailStart: Int64
+    let pendingReads = Mutex<[Int64]>([])
+
+    init(path: String, head: Int64, tailStart: Int64) {
+        file = FileByteSource(path: path)
+        self.head = head
+        self.tailStart = tailStart
+    }
+
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) { file.open(completion) }
+    func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        let end = offset + Int64(maxLength)
+        if end <= head || offset >= tailStart { return file.read(at: offset, maxLength: maxLength, wake: wake) }
+        pendingReads.withLock { $0.append(offset) }
+        return .pending
+    }
+    func cancelPendingReads() {}
+    func close() { file.close() }
+}
+
+@Suite("Seeking a track still downloading", .serialized)
+struct NetworkSeekTests {
+    /// An accurate seek made baseparse (mpegaudioparse) parse every frame from the last one it
+    /// had indexed up to the target: a seek to 80 % of an http MP3 read the file from its start
+    /// and landed only when the download reached 80 %. The reader must be asked for the bytes
+    /// at the target at once.
+    @Test func aFarSeekInAnHTTPTrackReadsAtTheTargetNotEverythingBeforeIt() throws {
+        let dir = try TemporaryDirectory()
+        let file = dir.file("long.mp3")
+        let made = try runCommand(
+            "gst-launch-1.0",
+            ["-q", "audiotestsrc", "wave=sine", "num-buffers=\(60 * 44_100 / 1024)", "samplesperbuffer=1024", "!",
+             "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "lamemp3enc", "target=bitrate",
+             "bitrate=128", "cbr=true", "!", "xingmux", "!", "id3v2mux", "!", "filesink", "location=\(file.path)"])
+        guard made.status == 0 else { throw RigError("could not make the MP3: \(made.stderr)") }
+        let size = Int64(try Data(contentsOf: file).count)
+        let source = PartlyDownloadedSource(path: file.path, head: 200_000, tailStart: size / 2)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in source }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
+        #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
+        #expect(recorder.waitFor { $0 == .stateChanged(.paused) } != nil, "\(recorder.all)")
+
+        engine.seek(to: .seconds(48))
+        let seeked = recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } }
+        #expect(seeked == .seeked(TrackID(1), position: .seconds(48)), "reads left waiting at \(source.pendingReads.withLock { $0 })")
+    }
+}
