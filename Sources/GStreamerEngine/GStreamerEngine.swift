@@ -301,7 +301,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     public func setRate(_ rate: Double) {
         let clamped = min(Self.rates.upperBound, max(Self.rates.lowerBound, rate))
         control.async { [self] in
-            enum Plan { case seek, reconfigure, nothing }
+            enum Plan { case seek(exact: Bool), reconfigure, nothing }
             let plan = shared.withLock { state -> Plan in
                 guard state.rate != clamped else { return .nothing }
                 state.rate = clamped
@@ -316,14 +316,16 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 }
                 state.current?.seeking = true
                 state.current?.silentSeek = true
-                return .seek
+                // At the play head baseparse is exact anyway when it got there by parsing; after a
+                // far seek (through the seek table) an accurate one would parse up from its index.
+                return .seek(exact: Self.exactSeeks(current.track))
             }
             log.trace("rate \(clamped): \(plan)")
             // A seek in flight answers no position query: it is going to its target.
             let position = position() ?? shared.withLock { $0.current?.seekTarget } ?? .zero
             switch plan {
-            case .seek:
-                performSeek(to: position)
+            case .seek(let exact):
+                performSeek(to: position, accurate: exact)
             case .reconfigure:
                 reconfigure(at: position)
             case .nothing:

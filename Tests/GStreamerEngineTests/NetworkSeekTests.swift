@@ -84,4 +84,28 @@ struct NetworkSeekTests {
         let seeked = recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } }
         #expect(seeked == .seeked(TrackID(1), position: .seconds(48)), "reads left waiting at \(source.pendingReads.withLock { $0 })")
     }
+
+    /// A rate change is a seek to the play head. After a far seek (through the seek table) an
+    /// accurate one made baseparse parse up from its index near the start, through bytes not
+    /// downloaded: playback stopped until the download got there.
+    @Test func aRateChangeAfterAFarSeekInAnHTTPTrackGoesOnAtOnce() throws {
+        let dir = try TemporaryDirectory()
+        let file = try longMP3(seconds: 60, in: dir)
+        let size = Int64(try Data(contentsOf: file).count)
+        let source = PartlyDownloadedSource(path: file.path, head: 200_000, tailStart: size / 2)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { _ throws(MediaSourceError) in source }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.setRate(1.25)  // scaletempo from the start: the change below is a plain seek
+        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: true)
+        #expect(recorder.waitFor { $0 == .stateChanged(.playing) } != nil, "\(recorder.all)")
+        engine.seek(to: .seconds(48))
+        #expect(recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } } != nil, "\(recorder.all)")
+        #expect(waitForPosition(engine, atLeast: .milliseconds(48_300), timeout: .seconds(5)))
+        engine.setRate(1.5)
+        #expect(
+            waitForPosition(engine, atLeast: .milliseconds(49_500), timeout: .seconds(5)),
+            "stuck at \(String(describing: engine.position())); reads waiting at \(source.pendingReads.withLock { $0 })")
+    }
 }
