@@ -5,7 +5,8 @@ import SpoolLog
 import Synchronization
 internal import CGStreamer
 
-/// Feeds one `appsrc` from a ``ByteSource`` in random-access mode.
+/// Feeds one `appsrc` from a ``ByteSource`` in random-access mode (or, when told, in
+/// seekable push mode, where appsrc asks the same way: seek-data on a seek, need-data to go on).
 ///
 /// GStreamer asks for bytes with seek-data(offset) and need-data(length) on its
 /// streaming threads. Bytes already here are pushed from the callback at once;
@@ -49,10 +50,18 @@ final class AppSrcFeeder: Sendable {
     /// Told when reads start or stop waiting for the network (never under the feeder's lock).
     private let onBuffering: @Sendable (Bool) -> Void
 
-    init(source: ByteSource, info: ResourceInfo, label: String, onBuffering: @escaping @Sendable (Bool) -> Void = { _ in }) {
+    /// Whether a seekable resource is pulled (random-access mode) rather than pushed with
+    /// seeks (seekable mode); see ``GStreamerEngine`` for the choice.
+    let pulled: Bool
+
+    init(
+        source: ByteSource, info: ResourceInfo, label: String, pulled: Bool = true,
+        onBuffering: @escaping @Sendable (Bool) -> Void = { _ in }
+    ) {
         self.source = source
         self.info = info
         self.label = label
+        self.pulled = pulled
         self.onBuffering = onBuffering
         lock = Mutex(LockedState())
     }
@@ -84,7 +93,9 @@ final class AppSrcFeeder: Sendable {
         if let length = info.length {
             gst_app_src_set_size(appsrc, gint64(length))
         }
-        gst_app_src_set_stream_type(appsrc, randomAccess ? GST_APP_STREAM_TYPE_RANDOM_ACCESS : GST_APP_STREAM_TYPE_STREAM)
+        let type =
+            !randomAccess ? GST_APP_STREAM_TYPE_STREAM : pulled ? GST_APP_STREAM_TYPE_RANDOM_ACCESS : GST_APP_STREAM_TYPE_SEEKABLE
+        gst_app_src_set_stream_type(appsrc, type)
         var callbacks = GstAppSrcCallbacks()
         callbacks.need_data = AppSrcFeeder.onNeedData
         callbacks.seek_data = AppSrcFeeder.onSeekData

@@ -6,8 +6,29 @@ public enum GStreamer {
     private static let initialized: Bool = {
         gst_init(nil, nil)
         preferDecoder("mpg123audiodec")
+        demoteTypeFinder("application/mxf")
         return true
     }()
+
+    /// Moves the type finder `name` behind every ranked one, unless the user ranks features
+    /// with GST_PLUGIN_FEATURE_RANK. Type finding tries finders by rank until one is certain,
+    /// and MXF's (a broadcast video container, ranked primary and first by name before
+    /// `audio/mpeg`) scans the first 64 KiB in 4 KiB pulls. In random-access mode each pull
+    /// waits for the network: id3demux's type finding of the audio after an ID3v2 tag (which
+    /// gets no extension hint) took 64 KiB of download before an MP3 could start (1.4 s at
+    /// 48 kB/s; players in push mode start after a few KiB).
+    private static func demoteTypeFinder(_ name: String) {
+        guard getenv("GST_PLUGIN_FEATURE_RANK") == nil,
+            let cached = gst_registry_lookup_feature(gst_registry_get(), name)
+        else { return }
+        // Loading the plugin registers its type finders anew, replacing the registry's cached
+        // features and their ranks: load first, then rank the loaded one.
+        let loaded = gst_plugin_feature_load(cached)
+        gst_object_unref(UnsafeMutableRawPointer(cached))
+        guard let loaded else { return }
+        gst_plugin_feature_set_rank(loaded, UInt32(GST_RANK_NONE.rawValue))
+        gst_object_unref(UnsafeMutableRawPointer(loaded))
+    }
 
     /// Gives the decoder `name` primary rank, unless the user ranks features
     /// with GST_PLUGIN_FEATURE_RANK. Debian 12 ranks mpg123audiodec and libav's

@@ -301,7 +301,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     public func setRate(_ rate: Double) {
         let clamped = min(Self.rates.upperBound, max(Self.rates.lowerBound, rate))
         control.async { [self] in
-            enum Plan { case seek, reconfigure, nothing }
+            enum Plan { case seek(exact: Bool), reconfigure, nothing }
             let plan = shared.withLock { state -> Plan in
                 guard state.rate != clamped else { return .nothing }
                 state.rate = clamped
@@ -316,14 +316,16 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 }
                 state.current?.seeking = true
                 state.current?.silentSeek = true
-                return .seek
+                // At the play head baseparse is exact anyway when it got there by parsing; after a
+                // far seek (through the seek table) an accurate one would parse up from its index.
+                return .seek(exact: Self.exactSeeks(current.track))
             }
             log.trace("rate \(clamped): \(plan)")
             // A seek in flight answers no position query: it is going to its target.
             let position = position() ?? shared.withLock { $0.current?.seekTarget } ?? .zero
             switch plan {
-            case .seek:
-                performSeek(to: position)
+            case .seek(let exact):
+                performSeek(to: position, accurate: exact)
             case .reconfigure:
                 reconfigure(at: position)
             case .nothing:
@@ -397,7 +399,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     source.close()
                     done(.failure(error))
                 case .success(let info):
-                    let feeder = AppSrcFeeder(source: source, info: info, label: "\(track.id)") { [weak self] waiting in
+                    let feeder = AppSrcFeeder(
+                        source: source, info: info, label: "\(track.id)",
+                        pulled: Self.pulls(track, contentType: info.contentType)
+                    ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }
                     done(.success(feeder))
@@ -510,6 +515,23 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         old?.feeder?.detach()
         next?.feeder?.detach()
         if old != nil || next != nil { gst_element_set_state(playbin, GST_STATE_NULL) }
+    }
+
+    /// Whether a seekable `track` is read in random-access (pull) mode rather than pushed.
+    ///
+    /// Pull mode gives Ogg exact seeks and stable durations (push mode seeks oggdemux about
+    /// 2 s wrong), but in pull mode the MPEG audio chain reads far more than it plays before
+    /// the first sample: id3demux pulls the last 128 bytes for an ID3v1 tag, and baseparse
+    /// (mpegaudioparse) pulls 64 KiB blocks and takes a shorter answer for the end of the
+    /// file, so each pull waits for its whole 64 KiB. Over a slow origin an MP3 started after
+    /// 64 KiB (1.4 s at 48 kB/s; players pushing start after a few KiB, 0.24 s), and a short
+    /// one only after its whole download (the tail read waited for it). Pushed, appsrc asks
+    /// for what comes next and mpegaudioparse seeks through seek-data (Xing TOC or bitrate).
+    /// Local files keep pull mode: their reads never wait.
+    static func pulls(_ track: EngineTrack, contentType: String?) -> Bool {
+        guard !track.url.isFileURL else { return true }
+        let pushed: Set<String> = ["mp3", "mp2", "mpga"]
+        return !pushed.contains(TypeHint.fileExtension(url: track.url, contentType: contentType) ?? "")
     }
 
     /// Whether a listener's seek in `track` asks GStreamer for sample accuracy.

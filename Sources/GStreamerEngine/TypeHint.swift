@@ -18,7 +18,7 @@ enum TypeHint {
         "mp3": "mp3", "mp2": "mp2", "mpga": "mpga",
         "flac": "flac",
         "ogg": "ogg", "oga": "oga", "opus": "ogg", "spx": "spx",
-        "m4a": "m4a", "m4b": "m4a", "mp4": "mp4",
+        "m4a": "mp4", "m4b": "mp4", "mp4": "mp4",
         "aac": "aac", "wav": "wav",
     ]
 
@@ -27,7 +27,7 @@ enum TypeHint {
         "audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/mpeg3": "mp3", "audio/x-mpeg": "mp3",
         "audio/flac": "flac", "audio/x-flac": "flac",
         "audio/ogg": "ogg", "audio/opus": "ogg", "audio/vorbis": "ogg", "application/ogg": "ogg",
-        "audio/mp4": "m4a", "audio/x-m4a": "m4a", "audio/m4a": "m4a", "audio/x-m4b": "m4a",
+        "audio/mp4": "mp4", "audio/x-m4a": "mp4", "audio/m4a": "mp4", "audio/x-m4b": "mp4",
         "audio/aac": "aac", "audio/aacp": "aac", "audio/x-aac": "aac",
         "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/vnd.wave": "wav",
     ]

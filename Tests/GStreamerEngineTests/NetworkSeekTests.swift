@@ -31,21 +31,45 @@ final class PartlyDownloadedSource: ByteSource {
     func close() { file.close() }
 }
 
-@Suite("Seeking a track still downloading", .serialized)
+/// `seconds` of a 128 kbit/s CBR MP3 tone with Xing and ID3v2 headers, as the fixtures are made.
+func longMP3(seconds: Int, in dir: TemporaryDirectory) throws -> URL {
+    let file = dir.file("long-\(seconds).mp3")
+    let made = try runCommand(
+        "gst-launch-1.0",
+        ["-q", "audiotestsrc", "wave=sine", "num-buffers=\(seconds * 44_100 / 1024)", "samplesperbuffer=1024", "!",
+         "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "lamemp3enc", "target=bitrate",
+         "bitrate=128", "cbr=true", "!", "xingmux", "!", "id3v2mux", "!", "filesink", "location=\(file.path)"])
+    guard made.status == 0 else { throw RigError("could not make the MP3: \(made.stderr)") }
+    return file
+}
+
+@Suite("Playing and seeking a track still downloading", .serialized)
 struct NetworkSeekTests {
+    /// In random-access mode id3demux pulls the last 128 bytes (ID3v1) and mpegaudioparse
+    /// pulls 64 KiB blocks before the first sample: an http MP3 waited for 64 KiB (1.4 s at
+    /// 48 kB/s), a short one for its whole download. Pushed, it starts from what is there.
+    @Test func anHTTPMP3StartsFromItsFirstKilobytes() throws {
+        let dir = try TemporaryDirectory()
+        let file = try longMP3(seconds: 60, in: dir)
+        let size = Int64(try Data(contentsOf: file).count)
+        let source = PartlyDownloadedSource(path: file.path, head: 32_768, tailStart: size)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in source }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
+        #expect(
+            recorder.waitFor(timeout: 5) { $0 == .stateChanged(.paused) } != nil,
+            "not ready with the first 32 KiB; reads left waiting at \(source.pendingReads.withLock { $0 })")
+    }
+
     /// An accurate seek made baseparse (mpegaudioparse) parse every frame from the last one it
     /// had indexed up to the target: a seek to 80 % of an http MP3 read the file from its start
     /// and landed only when the download reached 80 %. The reader must be asked for the bytes
     /// at the target at once.
     @Test func aFarSeekInAnHTTPTrackReadsAtTheTargetNotEverythingBeforeIt() throws {
         let dir = try TemporaryDirectory()
-        let file = dir.file("long.mp3")
-        let made = try runCommand(
-            "gst-launch-1.0",
-            ["-q", "audiotestsrc", "wave=sine", "num-buffers=\(60 * 44_100 / 1024)", "samplesperbuffer=1024", "!",
-             "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "lamemp3enc", "target=bitrate",
-             "bitrate=128", "cbr=true", "!", "xingmux", "!", "id3v2mux", "!", "filesink", "location=\(file.path)"])
-        guard made.status == 0 else { throw RigError("could not make the MP3: \(made.stderr)") }
+        let file = try longMP3(seconds: 60, in: dir)
         let size = Int64(try Data(contentsOf: file).count)
         let source = PartlyDownloadedSource(path: file.path, head: 200_000, tailStart: size / 2)
         let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in source }
@@ -59,5 +83,29 @@ struct NetworkSeekTests {
         engine.seek(to: .seconds(48))
         let seeked = recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } }
         #expect(seeked == .seeked(TrackID(1), position: .seconds(48)), "reads left waiting at \(source.pendingReads.withLock { $0 })")
+    }
+
+    /// A rate change is a seek to the play head. After a far seek (through the seek table) an
+    /// accurate one made baseparse parse up from its index near the start, through bytes not
+    /// downloaded: playback stopped until the download got there.
+    @Test func aRateChangeAfterAFarSeekInAnHTTPTrackGoesOnAtOnce() throws {
+        let dir = try TemporaryDirectory()
+        let file = try longMP3(seconds: 60, in: dir)
+        let size = Int64(try Data(contentsOf: file).count)
+        let source = PartlyDownloadedSource(path: file.path, head: 200_000, tailStart: size / 2)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { _ throws(MediaSourceError) in source }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.setRate(1.25)  // scaletempo from the start: the change below is a plain seek
+        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: true)
+        #expect(recorder.waitFor { $0 == .stateChanged(.playing) } != nil, "\(recorder.all)")
+        engine.seek(to: .seconds(48))
+        #expect(recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } } != nil, "\(recorder.all)")
+        #expect(waitForPosition(engine, atLeast: .milliseconds(48_300), timeout: .seconds(5)))
+        engine.setRate(1.5)
+        #expect(
+            waitForPosition(engine, atLeast: .milliseconds(49_500), timeout: .seconds(5)),
+            "stuck at \(String(describing: engine.position())); reads waiting at \(source.pendingReads.withLock { $0 })")
     }
 }
