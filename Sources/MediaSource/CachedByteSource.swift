@@ -97,6 +97,15 @@ public final class CachedByteSource: ByteSource {
         let failure: MediaSourceError? = state.withLock { state in
             guard !state.closed else { return .closed }
             state.validator = HTTPValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
+            if state.validator == nil, !entry.cachedRanges.isEmpty,
+                cachedLength.map({ !entry.cachedRanges.contains(0..<$0) }) ?? true
+            {
+                // Neither ETag nor Last-Modified: nothing can tell whether the origin still has the
+                // file these bytes came from, and a changed file of the same length would be spliced
+                // with them. A partial entry of such an origin is fetched again from byte 0.
+                log.info("\(loggable(url)): the origin names no version (no ETag, no Last-Modified); not resuming, fetching it from the start")
+                try? entry.drop()
+            }
             let held = held(state)
             if let length = cachedLength, held.contiguousLength(from: 0) > 0 || length == 0 {
                 let complete = held.contains(0..<length)
