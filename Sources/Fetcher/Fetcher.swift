@@ -27,7 +27,8 @@ import Synchronization
 ///   the entry, store the new validator and length, and keep the data that follows (from 0).
 ///   On ``FetchError/resourceChanged(_:)`` empty the entry and ask again without a condition.
 /// - Revalidate a complete entry with `.ifNoneMatch(validator)` from byte 0 (with a small
-///   `end`): ``TransferEvent/notModified(_:)`` keeps it, `changed` replaces it.
+///   `end`, or none to play a new version from its body): ``TransferEvent/notModified(_:)``
+///   keeps it, `changed` replaces it.
 /// - Pick ``FetchPriority`` by need and raise it with ``setPriority(_:_:)`` when a reader
 ///   starts waiting on the transfer.
 public final class Fetcher: Sendable {

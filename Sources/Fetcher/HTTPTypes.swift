@@ -51,13 +51,24 @@ public struct Validator: Sendable, Equatable, CustomStringConvertible {
 
     /// The `If-Range` value: the strong ETag, else the date; nil when there is neither
     /// (a weak ETag alone cannot be used, RFC 9110 §13.1.5).
+    ///
+    /// The date is sent even though RFC 9110 §8.8.2.2 counts it strong only when it is 60 s older
+    /// than the response's `Date`: the origin compares it exactly, just as the response policy
+    /// compares the answer's Last-Modified with the held one, so leaving it out would guard
+    /// nothing better and would cost the 200 that names a change in one round trip.
     public var ifRangeValue: String? { hasStrongETag ? etag : lastModified }
 
-    /// Whether `other` names the same version as far as `If-Range` can tell.
+    /// Whether bytes of `other` may be joined with bytes of this version. Equal strong ETags
+    /// decide alone (they promise identical bytes); otherwise every validator either side has
+    /// must be on the other side too and equal: the ETag as sent, so a weak tag matches only the
+    /// same weak tag (weak comparison) and never a strong one (nginx's gzip turns `"x"` into
+    /// `W/"x"` for other bytes), and the date. A validator on one side only is a difference:
+    /// nothing shows the version is the same. RangeCache's `Validator.isSameVersion(as:)` follows
+    /// the same rule, with the length besides.
     func sameVersion(as other: Validator?) -> Bool {
         guard let other else { return false }
-        if hasStrongETag { return etag == other.etag }
-        return lastModified != nil && lastModified == other.lastModified
+        if hasStrongETag, other.hasStrongETag { return etag == other.etag }
+        return etag == other.etag && lastModified == other.lastModified
     }
 
     /// `etag`, else `lastModified`, for logs.
@@ -67,8 +78,11 @@ public struct Validator: Sendable, Equatable, CustomStringConvertible {
 /// A condition sent with a request.
 public enum RequestCondition: Sendable, Equatable {
     /// `If-Range`: "send the range if the resource is still this version, else all of it".
-    /// A 206 means unchanged; a 200 of another version is reported as ``TransferEvent/changed(_:)``
-    /// and its body delivered from offset 0.
+    /// The header goes out only with a strong ETag or a date (``Validator/ifRangeValue``). A 200
+    /// of another version is reported as ``TransferEvent/changed(_:)`` and its body delivered
+    /// from offset 0; a 206 whose validators differ from these (see `Validator.sameVersion`), or
+    /// that names no version when no header could be sent, fails with
+    /// ``FetchError/resourceChanged(_:)``: its bytes are never joined with the held ones.
     case ifRange(Validator)
     /// `If-None-Match` (and `If-Modified-Since`): a revalidation. A 304 is reported as
     /// ``TransferEvent/notModified(_:)``; a 200 or 206 as ``TransferEvent/changed(_:)`` with the

@@ -125,6 +125,20 @@ enum ResponsePolicy {
         if let known = plan.knownLength, let total = range.total, total != known {
             return .fail(.resourceChanged("Content-Range '\(contentRange)', expected length \(known)"))
         }
+        if case .ifRange(let held) = plan.condition {
+            let served = Validator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
+            if held.ifRangeValue != nil {
+                // The origin checked If-Range; still, a 206 naming another version is never
+                // joined with the held bytes (some servers and caches ignore If-Range).
+                if let served, !held.sameVersion(as: served) {
+                    return .fail(.resourceChanged("206 of version \(served), held \(held)"))
+                }
+            } else if !held.sameVersion(as: served) {
+                // No If-Range could be sent (a weak ETag alone): nothing but this comparison keeps
+                // a changed file of the same length from being spliced with the held bytes.
+                return .fail(.resourceChanged("206 of version \(served?.description ?? "-"), held \(held)"))
+            }
+        }
         guard range.first == plan.start, plan.end.map({ range.last < $0 }) ?? true else {
             return .fail(.badContentRange(contentRange))
         }

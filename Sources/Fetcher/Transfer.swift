@@ -67,7 +67,8 @@ final class Transfer {
     private var end: Int64?
     private var total: Int64?
     /// The condition of the next attempt: the caller's at first, then `If-Range` with the
-    /// version this transfer's first response named.
+    /// version this transfer's first response named (also when only a weak ETag names it: no
+    /// header is sent then, but the policy compares the answer's validators with it).
     private var condition: RequestCondition?
     private var reported = false
     private var failures = 0
@@ -294,7 +295,7 @@ final class Transfer {
         var keepsCallersVersion = false
         if case .ifRange = condition { keepsCallersVersion = !replacing }
         if !keepsCallersVersion {
-            condition = version.flatMap { $0.ifRangeValue == nil ? nil : .ifRange($0) }
+            condition = version.map { .ifRange($0) }
         }
     }
 

@@ -58,6 +58,18 @@ public final class CachedByteSource: ByteSource {
         var unreachable: MediaSourceError?
         /// The answer for the next read of missing bytes: the origin was unreachable while it waited.
         var readerError: MediaSourceError?
+        /// Where the check of a complete entry stands (see ``RevalidationGate``).
+        var revalidationGate: RevalidationGate?
+        /// An open held for the check's answer: the cached entry's facts and the caller.
+        var heldOpen: HeldOpen?
+    }
+
+    /// An open waiting for the answer of the check of its complete entry.
+    private struct HeldOpen {
+        let info: ResourceInfo
+        let rangesSupported: Bool
+        let completion: @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
+        let since: ContinuousClock.Instant
     }
 
     private let url: URL
@@ -97,6 +109,15 @@ public final class CachedByteSource: ByteSource {
         let failure: MediaSourceError? = state.withLock { state in
             guard !state.closed else { return .closed }
             state.validator = HTTPValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
+            if state.validator == nil, !entry.cachedRanges.isEmpty,
+                cachedLength.map({ !entry.cachedRanges.contains(0..<$0) }) ?? true
+            {
+                // Neither ETag nor Last-Modified: nothing can tell whether the origin still has the
+                // file these bytes came from, and a changed file of the same length would be spliced
+                // with them. A partial entry of such an origin is fetched again from byte 0.
+                log.info("\(loggable(url)): the origin names no version (no ETag, no Last-Modified); not resuming, fetching it from the start")
+                try? entry.drop()
+            }
             let held = held(state)
             if let length = cachedLength, held.contiguousLength(from: 0) > 0 || length == 0 {
                 let complete = held.contains(0..<length)
@@ -104,13 +125,16 @@ public final class CachedByteSource: ByteSource {
                 // A complete copy is read at any offset whatever the origin supports.
                 let info = ResourceInfo(
                     length: length, contentType: metadata.contentType, randomAccess: rangesSupported || complete)
+                if complete, let validator = state.validator, revalidator?.claim(resource) == true,
+                    revalidateLocked(&state, against: validator, opening: info, rangesSupported: rangesSupported, completion)
+                {
+                    return nil  // opens with the origin's answer, or from the cache at the deadline
+                }
                 state.info = info
                 state.planner.setResource(.init(length: length, rangesSupported: rangesSupported))
                 opened = info
                 if !complete {
                     actions = state.planner.open(cached: held)  // continue the download
-                } else if let validator = state.validator, revalidator?.claim(resource) == true {
-                    revalidateLocked(&state, against: validator)
                 }
             } else {
                 state.openCompletion = completion
@@ -249,36 +273,100 @@ public final class CachedByteSource: ByteSource {
     /// Whether the background check found a new version (it replaces the entry at close).
     public var foundNewVersion: Bool { state.withLock { $0.replaceOnClose } }
 
-    /// A conditional request for the first byte, off the critical path: 304 keeps
-    /// the entry; a new version is remembered and replaces the entry at close.
-    private func revalidateLocked(_ state: inout State, against validator: HTTPValidator) {
-        let request = RangeRequest(
-            url: url, start: 0, end: 1, condition: .ifNoneMatch(validator), priority: .fillHoles)
-        state.revalidation = fetcher.start(request) { [weak self] id, event in
+    /// A conditional request for the first byte (If-None-Match and If-Modified-Since, so an
+    /// origin with only a date can answer 304 too). With the revalidator's `wait`, it goes out at
+    /// the open's priority and the open is held until the answer or the deadline, whichever comes
+    /// first (``RevalidationGate``); without, it runs off the critical path and the open goes on
+    /// from the cache. Returns whether the open is held (`completion` is then called later).
+    private func revalidateLocked(
+        _ state: inout State, against validator: HTTPValidator, opening info: ResourceInfo, rangesSupported: Bool,
+        _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
+    ) -> Bool {
+        let wait = revalidator?.wait ?? .zero
+        let holds = wait > .zero
+        let priority: FetchPriority = holds ? (state.planner.background ? .preload : .playback) : .fillHoles
+        let request = RangeRequest(url: url, start: 0, end: 1, condition: .ifNoneMatch(validator), priority: priority)
+        state.revalidationGate = RevalidationGate(holdsOpen: holds)
+        let id = fetcher.start(request) { [weak self] id, event in
             self?.revalidationEvent(event, of: id)
         }
+        state.revalidation = id
+        guard holds else { return false }
+        state.heldOpen = HeldOpen(info: info, rangesSupported: rangesSupported, completion: completion, since: .now)
+        let nanoseconds = Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            self?.advanceRevalidation(.deadline, of: id)
+        }
+        return true
     }
 
     private func revalidationEvent(_ event: TransferEvent, of id: TransferID) {
-        let cancel = state.withLock { state -> Bool in
-            guard state.revalidation == id else { return false }
-            switch event {
-            case .notModified:
-                return false
-            case .changed(let head), .response(let head):
-                // Some origins ignore If-None-Match: compare the validators ourselves.
-                let same = head.validator.map { $0 == state.validator } ?? false
-                if !same { state.replaceOnClose = true }
-                state.revalidation = nil
-                return true
-            case .finished, .failed:
-                state.revalidation = nil
-                return false
-            case .data, .status:
-                return false
+        let step: RevalidationGate.Event
+        switch event {
+        case .notModified: step = .notModified
+        case .changed(let head), .response(let head):
+            // Some origins ignore If-None-Match: compare the validators (and length) ourselves.
+            let served = CacheValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
+            step = .answered(sameVersion: served.isSameVersion(as: entry.metadata.validator))
+        case .status(.retrying(_, _, let reason)) where reason.unreachableServer != nil: step = .unreachable
+        case .failed: step = .failed
+        case .finished: step = .finished
+        case .data, .status: return
+        }
+        advanceRevalidation(step, of: id)
+    }
+
+    /// Feeds `step` of the check `id` to the gate and carries out its decision.
+    private func advanceRevalidation(_ step: RevalidationGate.Event, of id: TransferID) {
+        var actions: [DownloadPlanner.Action] = []
+        var opened: (@Sendable () -> Void)?
+        var cancel = false
+        state.withLock { state in
+            guard !state.closed, state.revalidation == id, var gate = state.revalidationGate else { return }
+            let action = gate.handle(step)
+            state.revalidationGate = gate
+            let held = state.heldOpen
+            let waited = held.map { Self.milliseconds(ContinuousClock.now - $0.since) } ?? 0
+            switch action {
+            case .none:
+                break
+            case .openFromCache(let stopRequest):
+                guard let held else { break }
+                state.heldOpen = nil
+                state.info = held.info
+                state.planner.setResource(.init(length: held.info.length, rangesSupported: held.rangesSupported))
+                opened = { held.completion(.success(held.info)) }
+                log.info("opened \(loggable(url)) from the cache after \(waited) ms (the check: \(step))")
+                cancel = stopRequest
+                if gate.phase == .background { fetcher.setPriority(id, .fillHoles) }
+            case .playNewVersion:
+                // Answered in time: the new version plays from its first byte, fetched like an
+                // uncached resource (the open completes with that response).
+                guard let held else { break }
+                log.info("\(loggable(url)) changed on the server (answered in \(waited) ms): playing the new version")
+                state.heldOpen = nil
+                try? entry.drop()
+                state.overflow = ByteRuns()
+                state.validator = nil
+                state.openCompletion = held.completion
+                actions = state.planner.open(cached: self.held(state))
+                cancel = true
+            case .replaceOnClose:
+                state.replaceOnClose = true
+                cancel = true
+            case .stopRequest:
+                cancel = true
             }
+            if gate.phase == .settled || cancel { state.revalidation = nil }
         }
         if cancel { fetcher.cancel(id) }
+        execute(actions)
+        opened?()
+    }
+
+    /// `duration` in whole milliseconds, for logs.
+    private static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
     }
 
     deinit { close() }

@@ -3,14 +3,21 @@ import RangeCache
 import Synchronization
 
 /// Decides when a fully cached resource is checked against its origin again:
-/// at most once per interval per resource (within one daemon run).
+/// at most once per interval per resource (within one daemon run), and how long
+/// opening it waits for the origin's answer.
 public final class Revalidator: Sendable {
     private let interval: Duration
+    /// How long an open waits for the answer of a check it starts: a new version that answers
+    /// within it plays at once; later, the cached copy plays and the new one waits for the next
+    /// play. Zero opens at once, as offline (an unreachable origin never makes an open wait).
+    public let wait: Duration
     private let checked = Mutex<[String: ContinuousClock.Instant]>([:])
 
-    /// Creates a revalidator that checks each resource at most once per `interval`.
-    public init(interval: Duration) {
+    /// Creates a revalidator that checks each resource at most once per `interval`, holding
+    /// the open up to `wait` for the answer.
+    public init(interval: Duration, wait: Duration = .zero) {
         self.interval = interval
+        self.wait = wait
     }
 
     /// Whether `key` is due a check now; if so, it counts as checked from now on.

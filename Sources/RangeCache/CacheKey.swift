@@ -99,20 +99,17 @@ public struct Validator: Sendable, Hashable {
     public var etagHeader: String? { etag.map { etagIsWeak ? "W/" + $0 : $0 } }
 
     /// Whether bytes under `other` belong to the same version as bytes under
-    /// this validator. A strong entity tag decides alone; else Last-Modified
-    /// and length together; else a weak tag with the length. Any difference in
-    /// what both sides know means a different version; when neither side
-    /// knows anything that identifies a version, only equal (or unknown)
-    /// lengths are taken as the same version.
+    /// this validator. Lengths both sides know must agree. Then equal strong
+    /// entity tags decide alone (they promise identical bytes); otherwise every
+    /// validator either side has must be on the other side too and equal: the
+    /// entity tag with its weakness (a weak tag matches only the same weak tag,
+    /// never a strong one) and the date. A validator on one side only is a
+    /// difference. When neither side has any, only equal (or unknown) lengths
+    /// are taken as the same version. The fetcher's response policy judges a
+    /// 206 by the same rule (Fetcher's `Validator.sameVersion(as:)`).
     public func isSameVersion(as other: Validator) -> Bool {
         if let length, let otherLength = other.length, length != otherLength { return false }
-        let strong = etagIsWeak ? nil : etag
-        let otherStrong = other.etagIsWeak ? nil : other.etag
-        if strong != nil || otherStrong != nil { return strong == otherStrong }
-        if lastModified != nil || other.lastModified != nil {
-            return lastModified == other.lastModified && length == other.length
-        }
-        if etag != nil || other.etag != nil { return etag == other.etag }
-        return true
+        if let etag, !etagIsWeak, other.etag != nil, !other.etagIsWeak { return etag == other.etag }
+        return etagHeader == other.etagHeader && lastModified == other.lastModified
     }
 }

@@ -129,6 +129,10 @@ public enum ConfigKeys {
     public static let revalidateInterval = ConfigKey<Duration>(
         "revalidate.interval", default: .seconds(3600),
         "how long a cached file is trusted before its ETag / Last-Modified is checked again")
+    /// How long opening a cached file waits for the origin's answer when it is checked.
+    public static let revalidateWait = ConfigKey<Duration>(
+        "revalidate.wait", default: .milliseconds(300),
+        "how long opening a cached file waits for that check: a new version answering in time plays instead of the old copy")
     /// The lowest level of log lines written to stderr.
     public static let logLevel = ConfigKey<LogLevel>(
         "log.level", default: .info, "lowest level of log lines written to stderr",
@@ -142,7 +146,7 @@ public enum ConfigKeys {
         AnyConfigKey(preloadConcurrency),
         AnyConfigKey(readAheadLargeFileThreshold), AnyConfigKey(readAheadWindow),
         AnyConfigKey(resumeMinimum), AnyConfigKey(resumeEndMargin), AnyConfigKey(resumeRewind),
-        AnyConfigKey(revalidateInterval), AnyConfigKey(audioSink), AnyConfigKey(logLevel),
+        AnyConfigKey(revalidateInterval), AnyConfigKey(revalidateWait), AnyConfigKey(audioSink), AnyConfigKey(logLevel),
     ]
 
     /// The setting called `name`, if there is one.

@@ -93,6 +93,8 @@ public struct Configuration: Sendable {
     public var resumeRewind: Duration { self[ConfigKeys.resumeRewind] }
     /// How long a cached file is trusted before it is revalidated.
     public var revalidateInterval: Duration { self[ConfigKeys.revalidateInterval] }
+    /// How long opening a cached file waits for the answer of its check.
+    public var revalidateWait: Duration { self[ConfigKeys.revalidateWait] }
     /// The gst-launch description of the audio output; nil picks the desktop's sound server.
     public var audioSink: String? {
         let description = self[ConfigKeys.audioSink]

@@ -71,7 +71,7 @@ final class Daemon: Sendable {
         }
         self.cache = cache
         let namespace = settings.account
-        let revalidator = Revalidator(interval: settings.revalidateInterval)
+        let revalidator = Revalidator(interval: settings.revalidateInterval, wait: settings.revalidateWait)
         let playback = PlaybackSources()
         let readAhead = CachedByteSource.ReadAheadPolicy(
             threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes)

@@ -52,6 +52,61 @@ struct PolicyTests {
         }
     }
 
+    /// A 206 to a request that held bytes of a version: joined only when nothing shows another version.
+    @Test func aPartialResponseIsJoinedOnlyWithTheVersionItNames() {
+        let date = "Tue, 14 Nov 2023 22:13:20 GMT"
+        let later = "Wed, 15 Nov 2023 08:00:00 GMT"
+        let range = "bytes 100-199/1000"
+        let accepted = HeadVerdict.accept(bodyStart: 100, total: 1000, declaredEnd: 200)
+        func verdict(_ held: Validator, _ served: [String: String]) -> HeadVerdict {
+            judge(206, served.merging(["Content-Range": range]) { a, _ in a }, start: 100, end: 200,
+                knownLength: 1000, condition: .ifRange(held))
+        }
+        func changed(_ verdict: HeadVerdict) -> Bool {
+            if case .fail(.resourceChanged) = verdict { true } else { false }
+        }
+        let strong = Validator(etag: "\"s1\"", lastModified: date)!
+        let weak = Validator(etag: "W/\"w1\"", lastModified: nil)!
+        let weakDated = Validator(etag: "W/\"w1\"", lastModified: date)!
+        let dated = Validator(etag: nil, lastModified: date)!
+        // (held, served headers, joined?)
+        let table: [(Validator, [String: String], Bool)] = [
+            // A strong ETag: sent as If-Range; equal strong tags decide alone.
+            (strong, ["ETag": "\"s1\"", "Last-Modified": later], true),
+            (strong, ["ETag": "\"s2\"", "Last-Modified": date], false),
+            (strong, [:], true),  // the origin checked If-Range and named nothing
+            (strong, ["ETag": "W/\"s1\""], false),  // weak never matches strong
+            // A weak ETag only: no If-Range can be sent, so the answer must name the same version.
+            (weak, ["ETag": "W/\"w1\""], true),
+            (weak, ["ETag": "W/\"w2\""], false),
+            (weak, ["ETag": "\"w1\""], false),
+            (weak, [:], false),
+            (weak, ["ETag": "W/\"w1\"", "Last-Modified": date], false),  // a date appeared
+            // A weak ETag and a date: the date goes as If-Range; the weak tag is still compared.
+            (weakDated, ["ETag": "W/\"w1\"", "Last-Modified": date], true),
+            (weakDated, ["ETag": "W/\"w2\"", "Last-Modified": date], false),
+            // Last-Modified only.
+            (dated, ["Last-Modified": date], true),
+            (dated, ["Last-Modified": later], false),
+            (dated, [:], true),
+        ]
+        for (held, served, joined) in table {
+            let result = verdict(held, served)
+            #expect(joined ? result == accepted : changed(result), "held \(held), served \(served): \(result)")
+        }
+        // Another total is a change whatever the validators say.
+        #expect(changed(judge(206, ["Content-Range": "bytes 100-199/1001", "ETag": "W/\"w1\""], start: 100,
+            end: 200, knownLength: 1000, condition: .ifRange(weak))))
+    }
+
+    @Test func aFullResponseToAWeakValidatorIsAChangeUnlessTheSameWeakTag() {
+        let weak = Validator(etag: "W/\"w1\"", lastModified: nil)!
+        #expect(judge(200, ["Content-Length": "500", "ETag": "W/\"w1\""], start: 100, condition: .ifRange(weak))
+            == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
+        #expect(judge(200, ["Content-Length": "500", "ETag": "W/\"w2\""], start: 100, condition: .ifRange(weak))
+            == .changed(total: 500, declaredEnd: 500))
+    }
+
     @Test func revalidationAnswersAreNotModifiedOrChanged() {
         #expect(judge(304, condition: .ifNoneMatch(v1)) == .notModified)
         #expect(judge(304) == .fail(.httpStatus(304)))

@@ -40,6 +40,13 @@ import Testing
         #expect(weak.isSameVersion(as: Validator(etag: "W/\"w\"", length: 10)))
         #expect(!weak.isSameVersion(as: Validator(etag: "W/\"v\"", length: 10)))
         #expect(!weak.isSameVersion(as: Validator(etag: "\"w\"", length: 10)), "weak never matches strong")
+        let weakDated = Validator(etag: "W/\"w\"", lastModified: "Mon", length: 10)
+        #expect(weakDated.isSameVersion(as: Validator(etag: "W/\"w\"", lastModified: "Mon", length: 10)))
+        #expect(!weakDated.isSameVersion(as: Validator(etag: "W/\"v\"", lastModified: "Mon", length: 10)),
+            "a changed weak tag is a new version even with the same date")
+        #expect(!weak.isSameVersion(as: Validator(length: 10)), "the weak tag vanished")
+        #expect(Validator(length: 10).isSameVersion(as: Validator(length: 10)))
+        #expect(!Validator(length: 10).isSameVersion(as: Validator(length: 11)))
     }
 
     @Test func sha256MatchesTheStandardVectors() {

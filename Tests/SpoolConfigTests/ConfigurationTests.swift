@@ -31,6 +31,7 @@ struct ConfigurationTests {
         #expect(configuration.resumeEndMargin == .seconds(10))
         #expect(configuration.resumeRewind == .seconds(2))
         #expect(configuration.revalidateInterval == .seconds(3600))
+        #expect(configuration.revalidateWait == .milliseconds(300))
         #expect(configuration.audioSink == nil)
         #expect(configuration.logLevel == .info)
         #expect(ConfigKeys.all.allSatisfy { configuration.source(of: $0) == .defaultValue })

@@ -12,16 +12,23 @@ public struct OriginResource: Sendable, Equatable {
     public var lastModified: Date
     /// The `Content-Type` header value.
     public var contentType: String
+    /// Whether responses carry `ETag` (and conditions on it are honoured).
+    public var sendsETag: Bool
+    /// Whether responses carry `Last-Modified` (and conditions on the date are honoured).
+    public var sendsLastModified: Bool
 
-    /// Creates a resource; by default with a fresh random strong ETag and a fixed date in 2023.
+    /// Creates a resource; by default with a fresh random strong ETag and a fixed date in 2023,
+    /// both sent (`sendsETag`, `sendsLastModified`: false plays an origin that omits one).
     public init(
         _ body: Data, etag: String? = nil, lastModified: Date = Date(timeIntervalSince1970: 1_700_000_000),
-        contentType: String = "application/octet-stream"
+        contentType: String = "application/octet-stream", sendsETag: Bool = true, sendsLastModified: Bool = true
     ) {
         self.body = body
         self.etag = etag ?? "\"\(UUID().uuidString.prefix(12).lowercased())\""
         self.lastModified = Date(timeIntervalSince1970: lastModified.timeIntervalSince1970.rounded(.down))
         self.contentType = contentType
+        self.sendsETag = sendsETag
+        self.sendsLastModified = sendsLastModified
     }
 }
 
@@ -94,6 +101,8 @@ public struct OriginFaults: Sendable, Equatable {
     public var errorResponses: ErrorResponses?
     /// Answer every Range request with 200 and the full body (and no `Accept-Ranges`).
     public var ignoresRange = false
+    /// Honour Range even when `If-Range` names another version (as some servers and caches do).
+    public var ignoresIfRange = false
     /// Send the body with chunked transfer encoding and no `Content-Length`.
     public var chunked = false
     /// Declare `Content-Length` this many bytes off the truth (positive: more than sent); the
@@ -110,7 +119,8 @@ public struct OriginFaults: Sendable, Equatable {
     public init(
         firstByteLatency: Double = 0, bytesPerSecond: Int? = nil, closeAfterBodyBytes: Int? = nil,
         errorResponses: ErrorResponses? = nil, ignoresRange: Bool = false, chunked: Bool = false,
-        contentLengthError: Int = 0, replacement: Replacement? = nil, redirect: Redirect? = nil, stall: Stall? = nil
+        contentLengthError: Int = 0, replacement: Replacement? = nil, redirect: Redirect? = nil, stall: Stall? = nil,
+        ignoresIfRange: Bool = false
     ) {
         self.firstByteLatency = firstByteLatency
         self.bytesPerSecond = bytesPerSecond
@@ -122,6 +132,7 @@ public struct OriginFaults: Sendable, Equatable {
         self.replacement = replacement
         self.redirect = redirect
         self.stall = stall
+        self.ignoresIfRange = ignoresIfRange
     }
 }
 

@@ -141,7 +141,8 @@ struct OriginConnection {
             return response
         }
 
-        let validators = [("ETag", resource.etag), ("Last-Modified", HTTPDate.format(resource.lastModified))]
+        let validators = (resource.sendsETag ? [("ETag", resource.etag)] : [])
+            + (resource.sendsLastModified ? [("Last-Modified", HTTPDate.format(resource.lastModified))] : [])
         if Self.notModified(request, resource) {
             return PlannedResponse(status: 304, headers: validators)
         }
@@ -149,7 +150,8 @@ struct OriginConnection {
         response.body = resource.body
         guard !entry.faults.ignoresRange else { return response }
         response.headers.append(("Accept-Ranges", "bytes"))
-        guard let rangeHeader = request.header("range"), Self.ifRangeHolds(request, resource) else { return response }
+        guard let rangeHeader = request.header("range"), entry.faults.ignoresIfRange || Self.ifRangeHolds(request, resource)
+        else { return response }
         switch ByteRange.parse(rangeHeader, length: resource.body.count) {
         case .none:
             return response
@@ -171,13 +173,13 @@ struct OriginConnection {
     }
 
     private static func notModified(_ request: OriginHTTPRequest, _ resource: OriginResource) -> Bool {
-        if let tags = request.header("if-none-match") {
+        if let tags = request.header("if-none-match"), resource.sendsETag {
             return tags.split(separator: ",").contains {
                 let tag = $0.trimmingCharacters(in: .whitespaces)
                 return tag == "*" || tag == resource.etag || tag == "W/" + resource.etag
             }
         }
-        if let since = request.header("if-modified-since").flatMap(HTTPDate.parse) {
+        if let since = request.header("if-modified-since").flatMap(HTTPDate.parse), resource.sendsLastModified {
             return resource.lastModified <= since
         }
         return false
@@ -186,8 +188,8 @@ struct OriginConnection {
     /// Whether a Range request may be honoured: no If-Range, or one naming the current version.
     private static func ifRangeHolds(_ request: OriginHTTPRequest, _ resource: OriginResource) -> Bool {
         guard let validator = request.header("if-range") else { return true }
-        if validator.hasPrefix("\"") { return validator == resource.etag }
-        return HTTPDate.parse(validator) == resource.lastModified
+        if validator.hasPrefix("\"") { return resource.sendsETag && validator == resource.etag }
+        return resource.sendsLastModified && HTTPDate.parse(validator) == resource.lastModified
     }
 
     // MARK: body

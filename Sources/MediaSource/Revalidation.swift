@@ -1,0 +1,91 @@
+/// What a ``CachedByteSource`` does with the conditional request that checks a complete cached
+/// entry against its origin. Pure: the source feeds it what happened and carries out the actions.
+///
+/// While the open is held (for at most the `wait` of ``Revalidator``), a new version in the
+/// answer is played from its first byte, fetched as an uncached resource. An
+/// unchanged answer, a failure, an unreachable origin or the deadline opens from the cache; once
+/// the open is done, a new version only replaces the entry for the next play (it must not be
+/// spliced with, or written over, the copy being played).
+struct RevalidationGate: Equatable {
+    /// How far the check has come.
+    enum Phase: Equatable {
+        /// The open waits for the answer or the deadline, whichever comes first.
+        case holding
+        /// The open completed from the cache; the answer only decides about the next play.
+        case background
+        /// Answered or given up: nothing more to do.
+        case settled
+    }
+
+    /// What happened to the conditional request, or the time that passed.
+    enum Event: Equatable {
+        /// 304: the cached copy is current.
+        case notModified
+        /// A response with a body: `sameVersion` when its validators name the cached version
+        /// (an origin ignoring the condition), false for a new one.
+        case answered(sameVersion: Bool)
+        /// No connection could be made (refused, no route, unknown host): the request keeps
+        /// retrying in the background, but nobody waits for it.
+        case unreachable
+        /// The request failed for good.
+        case failed
+        /// The request ended.
+        case finished
+        /// The wait for the answer is over.
+        case deadline
+    }
+
+    /// What the source does next.
+    enum Action: Equatable {
+        /// Nothing.
+        case none
+        /// Complete the open from the cache. `stopRequest`: cancel the request (its answer is
+        /// known and its body unwanted); else it goes on, at the lowest priority.
+        case openFromCache(stopRequest: Bool)
+        /// A new version answered in time: cancel, empty the entry and open as if uncached, so the
+        /// new version plays from its first byte.
+        case playNewVersion
+        /// A new version answered too late for this play: cancel, replace the entry at close.
+        case replaceOnClose
+        /// Cancel the request: its answer is known.
+        case stopRequest
+    }
+
+    /// Where the check stands.
+    private(set) var phase: Phase
+
+    /// A check that holds the open (`holdsOpen`) or runs in the background from the start.
+    init(holdsOpen: Bool) {
+        phase = holdsOpen ? .holding : .background
+    }
+
+    /// Moves on with `event`; returns what to do.
+    mutating func handle(_ event: Event) -> Action {
+        switch (phase, event) {
+        case (.settled, _):
+            return .none
+        case (.holding, .notModified):
+            phase = .settled
+            return .openFromCache(stopRequest: false)  // a 304 ends by itself, its connection kept
+        case (.holding, .answered(let same)):
+            phase = .settled
+            return same ? .openFromCache(stopRequest: true) : .playNewVersion
+        case (.holding, .unreachable), (.holding, .deadline):
+            // Offline or slow: the cached copy plays now. The request goes on; a new version it
+            // finds later replaces the entry at close.
+            phase = .background
+            return .openFromCache(stopRequest: false)
+        case (.holding, .failed), (.holding, .finished):
+            phase = .settled
+            return .openFromCache(stopRequest: false)
+        case (.background, .notModified), (.background, .failed), (.background, .finished):
+            phase = .settled
+            return .none
+        case (.background, .answered(let same)):
+            phase = .settled
+            return same ? .stopRequest : .replaceOnClose
+        case (.background, .unreachable), (.background, .deadline):
+            return .none
+        }
+    }
+}

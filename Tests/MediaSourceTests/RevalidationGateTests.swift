@@ -1,0 +1,35 @@
+import Testing
+
+@testable import MediaSource
+
+/// The decisions of a check of a complete entry, driven directly.
+@Suite("Revalidation gate")
+struct RevalidationGateTests {
+    /// The actions for `events` fed in order to a gate that holds the open (or not).
+    private func run(_ events: [RevalidationGate.Event], holding: Bool = true) -> [RevalidationGate.Action] {
+        var gate = RevalidationGate(holdsOpen: holding)
+        return events.map { gate.handle($0) }
+    }
+
+    @Test func anAnswerBeforeTheDeadlineDecidesThisPlay() {
+        #expect(run([.notModified, .finished, .deadline]) == [.openFromCache(stopRequest: false), .none, .none])
+        #expect(run([.answered(sameVersion: false), .deadline]) == [.playNewVersion, .none])
+        // An origin ignoring the condition sends the same version whole: stop it, play the copy.
+        #expect(run([.answered(sameVersion: true)]) == [.openFromCache(stopRequest: true)])
+        #expect(run([.failed]) == [.openFromCache(stopRequest: false)])
+    }
+
+    @Test func theDeadlineOrAnUnreachableOriginOpensFromTheCacheAndALaterChangeWaitsForTheNextPlay() {
+        #expect(run([.deadline, .answered(sameVersion: false)]) == [.openFromCache(stopRequest: false), .replaceOnClose])
+        #expect(run([.unreachable, .unreachable, .deadline, .answered(sameVersion: false)])
+            == [.openFromCache(stopRequest: false), .none, .none, .replaceOnClose])
+        #expect(run([.deadline, .answered(sameVersion: true)]) == [.openFromCache(stopRequest: false), .stopRequest])
+        #expect(run([.deadline, .notModified, .answered(sameVersion: false)]) == [.openFromCache(stopRequest: false), .none, .none])
+    }
+
+    @Test func withoutAWaitTheOpenIsNotHeldAndAChangeOnlyReplacesTheEntryAtClose() {
+        #expect(run([.answered(sameVersion: false)], holding: false) == [.replaceOnClose])
+        #expect(run([.notModified, .deadline], holding: false) == [.none, .none])
+        #expect(run([.unreachable, .failed, .answered(sameVersion: false)], holding: false) == [.none, .none, .none])
+    }
+}

@@ -1,0 +1,117 @@
+import Fetcher
+import Foundation
+import MediaSource
+import RangeCache
+import Testing
+import TestSupport
+
+/// How long opening `source` takes, and its result.
+func timedOpen(_ source: ByteSource) -> (Result<ResourceInfo, MediaSourceError>, seconds: Double) {
+    let started = ContinuousClock.now
+    let result = open(source)
+    let elapsed = ContinuousClock.now - started
+    return (result, Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
+
+@Suite("Revalidation with a deadline", .serialized)
+struct RevalidationTests {
+    /// What the origin sends to name a version.
+    enum Naming: String, CaseIterable, CustomTestStringConvertible {
+        case strongETag, lastModifiedOnly
+        var testDescription: String { rawValue }
+
+        func resource(_ body: Data, version: Int) -> OriginResource {
+            OriginResource(
+                body, etag: "\"v\(version)\"", lastModified: Date(timeIntervalSince1970: 1_700_000_000 + Double(version) * 60),
+                sendsETag: self == .strongETag)
+        }
+    }
+
+    /// A rig whose entry is complete, then the file changes on the origin (same length).
+    private func changedRig(_ naming: Naming, faults: OriginFaults = OriginFaults()) throws -> (CacheRig, newer: Data) {
+        let rig = try CacheRig(size: 300_000)
+        rig.origin.serve(naming.resource(rig.body, version: 1), at: rig.path)
+        try rig.fill()
+        let newer = Data(rig.body.reversed())
+        rig.origin.serve(naming.resource(newer, version: 2), at: rig.path, faults: faults)
+        rig.origin.clearRequests()
+        return (rig, newer)
+    }
+
+    @Test(arguments: Naming.allCases)
+    func aNewVersionThatAnswersBeforeTheDeadlinePlaysFromItsFirstByte(naming: Naming) throws {
+        let (rig, newer) = try changedRig(naming)
+        let revalidator = Revalidator(interval: .seconds(3600), wait: .seconds(5))
+        do {
+            let source = try rig.source(revalidator: revalidator)
+            let (opened, seconds) = timedOpen(source)
+            #expect(try opened.get().length == Int64(newer.count))
+            #expect(seconds < 4, "the answer came in milliseconds; the open waited \(seconds) s")
+            #expect(firstDifference(try readInChunks(source, length: newer.count).get(), newer) == nil,
+                "the play that found the change plays the new version")
+            source.close()
+        }
+        let log = try rig.origin.settledRequests()
+        #expect(log.count == 2, "the check, then the new version from byte 0: \(log)")
+        let check = log.first { $0.ifModifiedSince != nil }
+        #expect(check?.range == "bytes=0-0")
+        #expect(check?.ifNoneMatch == (naming == .strongETag ? "\"v1\"" : nil))
+        #expect(check?.ifModifiedSince == HTTPDate.format(Date(timeIntervalSince1970: 1_700_000_060)))
+        #expect(log.contains { $0.range == "bytes=0-" && $0.ifRange == nil && $0.ifModifiedSince == nil })
+        #expect(rig.bytesSent == newer.count + 1, "only the check's byte fetched twice")
+        // The entry now holds the new version, whole: the next play needs no network.
+        let again = try rig.source(revalidator: revalidator)
+        defer { again.close() }
+        _ = try open(again).get()
+        #expect(firstDifference(try readFully(again, at: 0, length: newer.count).get(), newer) == nil)
+        #expect(rig.origin.requests().count == 2)
+    }
+
+    @Test func anUnchangedResourceOpensFromTheCacheAsSoonAsTheOriginSaysSo() throws {
+        let rig = try CacheRig(size: 300_000)
+        try rig.fill()
+        rig.origin.clearRequests()
+        let source = try rig.source(revalidator: Revalidator(interval: .seconds(3600), wait: .seconds(5)))
+        defer { source.close() }
+        let (opened, seconds) = timedOpen(source)
+        #expect(try opened.get().length == Int64(rig.body.count))
+        #expect(seconds < 4, "a 304 in milliseconds held the open \(seconds) s")
+        #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count).get(), rig.body) == nil)
+        let log = try rig.origin.requests(atLeast: 1)
+        #expect(log.map(\.status) == [304])
+        #expect(rig.bytesSent == 0)
+        #expect(!source.isRevalidating && !source.foundNewVersion)
+    }
+
+    @Test func aNewVersionThatAnswersAfterTheDeadlineWaitsForTheNextPlay() throws {
+        let (rig, newer) = try changedRig(.strongETag, faults: OriginFaults(firstByteLatency: 3))
+        let revalidator = Revalidator(interval: .seconds(3600), wait: .milliseconds(100))
+        do {
+            let current = try rig.source(revalidator: revalidator)
+            let (opened, seconds) = timedOpen(current)
+            _ = try opened.get()
+            #expect(seconds < 2, "the deadline is 100 ms; the open took \(seconds) s")
+            #expect(firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
+                "past the deadline the cached copy plays")
+            #expect(eventually(timeout: 10) { current.foundNewVersion })
+            current.close()
+        }
+        rig.origin.setFaults(OriginFaults(), for: rig.path)
+        let next = try rig.source(revalidator: revalidator)
+        defer { next.close() }
+        _ = try open(next).get()
+        #expect(firstDifference(try readFully(next, at: 0, length: newer.count).get(), newer) == nil)
+    }
+
+    @Test func anUnreachableOriginNeverMakesTheOpenWait() throws {
+        let rig = try CacheRig(size: 300_000)
+        try rig.fill()
+        rig.origin.stop()  // its port refuses connections
+        let source = try rig.source(revalidator: Revalidator(interval: .seconds(3600), wait: .seconds(8)))
+        defer { source.close() }
+        let (opened, seconds) = timedOpen(source)
+        #expect(try opened.get().length == Int64(rig.body.count))
+        #expect(seconds < 4, "offline, the open waited \(seconds) s for a deadline of 8 s")
+        #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count).get(), rig.body) == nil)
+    }
+}
