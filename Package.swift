@@ -77,7 +77,7 @@ let package = Package(
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DBusKit"], path: "Tests/TestSupport"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "RangeCacheTests", dependencies: ["RangeCache", "RangeCacheKillChild", "TestSupport"]),

@@ -34,40 +34,6 @@ import TestSupport
 // SPOOL_NETTEST_LOGS=<folder> keeps each test's daemon log and origin log there;
 // SPOOL_NETTEST_LOG_LEVEL=trace sets the daemon's log level (debug by default).
 
-/// MPRIS over DBusKit for the rig.
-struct DBusMPRISRemote: MPRISRemote {
-    let connection: DBusConnection
-    let busName: String
-    static let path = "/org/mpris/MediaPlayer2"
-    static let player = "org.mpris.MediaPlayer2.Player"
-
-    func call(_ method: String, _ arguments: [DBusValue] = [], interface: String = player) async throws -> [DBusValue] {
-        try await connection.call(
-            destination: busName, path: Self.path, interface: interface, method: method, arguments: arguments)
-    }
-    func get(_ name: String) async throws -> DBusValue? {
-        try await call("Get", [.string(Self.player), .string(name)], interface: "org.freedesktop.DBus.Properties")
-            .first?.variantValue
-    }
-    func isOnBus() async throws -> Bool { try await connection.nameHasOwner(busName) }
-    func openURI(_ uri: String) async throws { _ = try await call("OpenUri", [.string(uri)]) }
-    func setPosition(trackID: String, microseconds: Int64) async throws {
-        _ = try await call("SetPosition", [.objectPath(trackID), .int64(microseconds)])
-    }
-    func next() async throws { _ = try await call("Next") }
-    func stop() async throws { _ = try await call("Stop") }
-    func play() async throws { _ = try await call("Play") }
-    func pause() async throws { _ = try await call("Pause") }
-    func positionMicroseconds() async throws -> Int64 { try await get("Position")?.int64Value ?? 0 }
-    func playbackStatus() async throws -> String { try await get("PlaybackStatus")?.stringValue ?? "" }
-    func metadata() async throws -> MPRISTrack {
-        let metadata = try await get("Metadata")?.stringVariantDictValue ?? [:]
-        return MPRISTrack(
-            trackID: metadata["mpris:trackid"].flatMap { $0.objectPathValue ?? $0.stringValue },
-            url: metadata["xesam:url"]?.stringValue, lengthMicroseconds: metadata["mpris:length"]?.int64Value)
-    }
-}
-
 /// One test's origin, bus and daemon.
 final class NetworkCase {
     let rig: NetworkRig
@@ -116,6 +82,20 @@ final class NetworkCase {
     /// For failure messages: the origin's responses and the daemon's log tail.
     func context(_ name: String) -> String {
         "origin: \(report(name))\ndaemon log tail:\n\(player.logTail(25))"
+    }
+
+    /// Runs `step`; its failure is recorded with the origin's and the daemon's logs for `names`
+    /// instead of thrown, so the checks after it still run.
+    @discardableResult
+    func check<T>(
+        _ names: String..., sourceLocation: SourceLocation = #_sourceLocation, _ step: () async throws -> T
+    ) async -> T? {
+        do {
+            return try await step()
+        } catch {
+            Issue.record("\(error)\n\(names.map(context).joined(separator: "\n"))", sourceLocation: sourceLocation)
+            return nil
+        }
     }
 
     /// Checks "no byte twice" and "nothing beyond the file" for `/name` after `seeks` seeks.
@@ -308,11 +288,7 @@ struct NetworkConditionsTests {
         let downloadedEnd = test.report("back.mp3").contiguousEnd
         let track = try await test.probe.currentTrack(needsLength: false)
         let seeked = try await test.probe.setPosition(1, track: track)
-        do {
-            _ = try await test.probe.awaitAdvancing(since: seeked, near: 1, timeout: 5)
-        } catch {
-            Issue.record("\(error)\n\(test.context("back.mp3"))")
-        }
+        await test.check("back.mp3") { try await test.probe.awaitAdvancing(since: seeked, near: 1, timeout: 5) }
         let refetch = test.report("back.mp3").transfers.filter { $0.arrived >= seeked && $0.plannedBytes.lowerBound < downloadedEnd }
         #expect(refetch.isEmpty, "requests for cached bytes (below \(downloadedEnd)): \(refetch)\n\(test.context("back.mp3"))")
         test.expectNoByteTwice("back.mp3", seeks: 1)
@@ -401,11 +377,7 @@ struct NetworkConditionsTests {
         let opened = try await test.probe.open(try test.rig.playlist([a, b]))
         let started = try await test.probe.awaitAdvancing(since: opened, trackURLSuffix: "plain-a.mp3", timeout: 10)
         #expect(started <= 5, "open → advancing took \(started) s\n\(test.context("plain-a.mp3"))")
-        do {
-            _ = try await test.probe.awaitHandOver(from: "plain-a.mp3", to: "plain-b.flac", timeout: first.duration + 10)
-        } catch {
-            Issue.record("\(error)\n\(test.context("plain-a.mp3"))\n\(test.context("plain-b.flac"))")
-        }
+        await test.check("plain-a.mp3", "plain-b.flac") { try await test.probe.awaitHandOver(from: "plain-a.mp3", to: "plain-b.flac", timeout: first.duration + 10) }
         test.expectNoByteTwice("plain-a.mp3", seeks: 0)
     }
 
@@ -423,11 +395,7 @@ struct NetworkConditionsTests {
             let requestsBefore = test.report("norange.mp3").transfers.count
             let track = try await test.probe.currentTrack(needsLength: false)
             let seeked = try await test.probe.setPosition(8, track: track)
-            do {
-                _ = try await test.probe.awaitAdvancing(since: seeked, near: 8, timeout: 5)
-            } catch {
-                Issue.record("\(error)\n\(test.context("norange.mp3"))")
-            }
+            await test.check("norange.mp3") { try await test.probe.awaitAdvancing(since: seeked, near: 8, timeout: 5) }
             #expect(test.report("norange.mp3").transfers.count == requestsBefore, "\(test.context("norange.mp3"))")
             test.expectNoByteTwice("norange.mp3", seeks: 1)
         }
@@ -445,11 +413,7 @@ struct NetworkConditionsTests {
             let b = try test.serve(second.url, as: "long-b.mp3")
             let opened = try await test.probe.open(try test.rig.playlist([a, b]))
             _ = try await test.probe.awaitAdvancing(since: opened, trackURLSuffix: "long-a.ogg", timeout: 10)
-            do {
-                _ = try await test.probe.awaitHandOver(from: "long-a.ogg", to: "long-b.mp3", timeout: first.duration + 10)
-            } catch {
-                Issue.record("\(error)\n\(test.context("long-a.ogg"))")
-            }
+            await test.check("long-a.ogg") { try await test.probe.awaitHandOver(from: "long-a.ogg", to: "long-b.mp3", timeout: first.duration + 10) }
         }
     }
 }

@@ -43,6 +43,15 @@ func longMP3(seconds: Int, in dir: TemporaryDirectory) throws -> URL {
     return file
 }
 
+/// An engine that plays `source` as if it came over http, into a fake sink (in real time with
+/// `sync`), and the recorder of its events.
+func httpEngine(over source: ByteSource, sync: Bool) throws -> (GStreamerEngine, EventRecorder) {
+    let engine = try GStreamerEngine(audioSink: "fakesink sync=\(sync)") { _ throws(MediaSourceError) in source }
+    let recorder = EventRecorder()
+    engine.setEventHandler { recorder.record($0) }
+    return (engine, recorder)
+}
+
 @Suite("Playing and seeking a track still downloading", .serialized)
 struct NetworkSeekTests {
     /// In random-access mode id3demux pulls the last 128 bytes (ID3v1) and mpegaudioparse
@@ -53,10 +62,8 @@ struct NetworkSeekTests {
         let file = try longMP3(seconds: 60, in: dir)
         let size = Int64(try Data(contentsOf: file).count)
         let source = PartlyDownloadedSource(path: file.path, head: 32_768, tailStart: size)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in source }
+        let (engine, recorder) = try httpEngine(over: source, sync: false)
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
         #expect(
             recorder.waitFor(timeout: 5) { $0 == .stateChanged(.paused) } != nil,
@@ -72,10 +79,8 @@ struct NetworkSeekTests {
         let file = try longMP3(seconds: 60, in: dir)
         let size = Int64(try Data(contentsOf: file).count)
         let source = PartlyDownloadedSource(path: file.path, head: 200_000, tailStart: size / 2)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in source }
+        let (engine, recorder) = try httpEngine(over: source, sync: false)
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
         #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
         #expect(recorder.waitFor { $0 == .stateChanged(.paused) } != nil, "\(recorder.all)")
@@ -93,10 +98,8 @@ struct NetworkSeekTests {
         let file = try longMP3(seconds: 60, in: dir)
         let size = Int64(try Data(contentsOf: file).count)
         let source = PartlyDownloadedSource(path: file.path, head: 200_000, tailStart: size / 2)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { _ throws(MediaSourceError) in source }
+        let (engine, recorder) = try httpEngine(over: source, sync: true)
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.setRate(1.25)  // scaletempo from the start: the change below is a plain seek
         engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: true)
         #expect(recorder.waitFor { $0 == .stateChanged(.playing) } != nil, "\(recorder.all)")

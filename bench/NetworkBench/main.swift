@@ -17,40 +17,6 @@ import DBusKit
 import Foundation
 import TestSupport
 
-/// MPRIS over DBusKit for the rig.
-struct DBusRemote: MPRISRemote {
-    let connection: DBusConnection
-    let busName: String
-    static let path = "/org/mpris/MediaPlayer2"
-    static let player = "org.mpris.MediaPlayer2.Player"
-
-    func call(_ method: String, _ arguments: [DBusValue] = [], interface: String = player) async throws -> [DBusValue] {
-        try await connection.call(
-            destination: busName, path: Self.path, interface: interface, method: method, arguments: arguments)
-    }
-    func get(_ name: String) async throws -> DBusValue? {
-        try await call("Get", [.string(Self.player), .string(name)], interface: "org.freedesktop.DBus.Properties")
-            .first?.variantValue
-    }
-    func isOnBus() async throws -> Bool { try await connection.nameHasOwner(busName) }
-    func openURI(_ uri: String) async throws { _ = try await call("OpenUri", [.string(uri)]) }
-    func setPosition(trackID: String, microseconds: Int64) async throws {
-        _ = try await call("SetPosition", [.objectPath(trackID), .int64(microseconds)])
-    }
-    func next() async throws { _ = try await call("Next") }
-    func stop() async throws { _ = try await call("Stop") }
-    func play() async throws { _ = try await call("Play") }
-    func pause() async throws { _ = try await call("Pause") }
-    func positionMicroseconds() async throws -> Int64 { try await get("Position")?.int64Value ?? 0 }
-    func playbackStatus() async throws -> String { try await get("PlaybackStatus")?.stringValue ?? "" }
-    func metadata() async throws -> MPRISTrack {
-        let metadata = try await get("Metadata")?.stringVariantDictValue ?? [:]
-        return MPRISTrack(
-            trackID: metadata["mpris:trackid"].flatMap { $0.objectPathValue ?? $0.stringValue },
-            url: metadata["xesam:url"]?.stringValue, lengthMicroseconds: metadata["mpris:length"]?.int64Value)
-    }
-}
-
 /// One measured value, or why there is none.
 enum Outcome {
     case value(Double)
@@ -99,7 +65,7 @@ struct NetworkBench {
                 ? try rig.startSpool(executable: spool, logLevel: ProcessInfo.processInfo.environment["NETBENCH_LOG"])
                 : try rig.startMPV(plugin: plugin!)
             let connection = try DBusConnection(address: rig.bus.address)
-            let probe = PlayerProbe(remote: DBusRemote(connection: connection, busName: player.busName), player: player, rig: rig)
+            let probe = PlayerProbe(remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
             try await probe.waitUntilReady()
             return probe
         }
