@@ -40,7 +40,7 @@ public final class CachedByteSource: ByteSource {
         var planner: DownloadPlanner
         /// How to wake the reader the planner has waiting.
         var wake: (@Sendable () -> Void)?
-        /// When each transfer delivered its first byte, and from where: its measured rate.
+        /// When each transfer's request was started, and from where: its measured rate.
         var meters: [Int: (start: ContinuousClock.Instant, offset: Int64)] = [:]
         var failure: MediaSourceError?
         var closed = false
@@ -201,7 +201,7 @@ public final class CachedByteSource: ByteSource {
 
     /// Prepared ahead of need (true) or playing (false): sets the priority of its downloads.
     public func setBackground(_ background: Bool) {
-        execute(state.withLock { $0.planner.setBackground(background) })
+        execute(state.withLock { state in state.planner.setBackground(background, cached: held(state), now: .now) })
     }
 
     /// Forgets the pending reader.
@@ -378,11 +378,14 @@ public final class CachedByteSource: ByteSource {
         for action in actions {
             switch action {
             case .start(let key, let from, let to, let priority):
-                guard let request = state.withLock({ state in
-                    state.closed ? nil : request(from, end: to, priority: priority, state)
+                guard let request = state.withLock({ state -> RangeRequest? in
+                    guard !state.closed else { return nil }
+                    state.meters[key] = (.now, from)
+                    return request(from, end: to, priority: priority, state)
                 }) else { continue }
                 transfers.start(key, request) { [weak self] event in self?.handle(event, of: key) }
             case .cancel(let key):
+                state.withLock { _ = $0.meters.removeValue(forKey: key) }
                 transfers.cancel(key)
             case .setPriority(let key, let priority):
                 transfers.setPriority(key, priority)
@@ -421,10 +424,6 @@ public final class CachedByteSource: ByteSource {
         return ranges
     }
 
-    /// Bytes a transfer must deliver, and the time it must take, before its rate counts.
-    private static let meterBytes: Int64 = 16 * 1024
-    private static let meterTime: Duration = .milliseconds(100)
-
     private func handle(_ event: TransferEvent, of key: Int) {
         var callbacks: [@Sendable () -> Void] = []
         var actions: [DownloadPlanner.Action] = []
@@ -459,7 +458,7 @@ public final class CachedByteSource: ByteSource {
                 store(bytes, at: offset, &state)
                 let next = offset + Int64(bytes.count)
                 effects = state.planner.received(key, upTo: next, cached: held(state))
-                if let rate = measure(key, deliveredUpTo: next, from: offset, &state) {
+                if let rate = measure(key, deliveredUpTo: next, state) {
                     effects.actions += state.planner.setRate(rate, of: key, cached: held(state), now: .now)
                 }
             case .status(let status):
@@ -528,18 +527,14 @@ public final class CachedByteSource: ByteSource {
         return false
     }
 
-    /// The transfer's rate since its first byte, once it has delivered enough to tell.
-    private func measure(_ key: Int, deliveredUpTo next: Int64, from offset: Int64, _ state: inout State) -> Double? {
-        let now = ContinuousClock.now
-        guard let meter = state.meters[key] else {
-            state.meters[key] = (now, offset)
-            return nil
-        }
-        let elapsed = now - meter.start
-        let bytes = next - meter.offset
-        guard bytes >= Self.meterBytes, elapsed >= Self.meterTime else { return nil }
+    /// The transfer's bytes per second since its request was started: a lower bound of its
+    /// throughput (the time includes the request's latency), so it never makes a reader wait
+    /// for a transfer slower than it is, and it is known from the first bytes on.
+    private func measure(_ key: Int, deliveredUpTo next: Int64, _ state: State) -> Double? {
+        guard let meter = state.meters[key] else { return nil }
+        let elapsed = ContinuousClock.now - meter.start
         let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return Double(bytes) / seconds
+        return seconds > 0 ? Double(next - meter.offset) / seconds : nil
     }
 
     /// Stores the length of a stream that came without one, so a replay knows it.

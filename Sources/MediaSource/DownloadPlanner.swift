@@ -14,7 +14,8 @@ import RangeCache
 /// - **End of stream** past the known length, or past the last byte of a stream of unknown
 ///   length whose download ended cleanly.
 /// - **Wait** when a transfer delivers the missing byte soon: within ``waitAheadTime`` at its
-///   measured rate (at least ``waitAheadFloor``, at most 512 KiB or 3 s of audio). Without
+///   measured rate (at least ``waitAheadFloor``, at most 512 KiB or 3 s of audio; in the
+///   background, for a track prepared ahead that nobody hears yet, always that most). Without
 ///   Range support only the one stream from byte 0 can bring a byte, so reads wait for it.
 /// - A **probe** — a read of at most ``probeMaxRead`` bytes that does not continue the last
 ///   one (GStreamer's type finders peek at the end and the middle, tag readers read the end,
@@ -185,21 +186,18 @@ public struct DownloadPlanner: Sendable {
         self.resource = resource
     }
 
-    /// The stream of unknown length ended cleanly at `length`.
-    public mutating func setLength(_ length: Int64) {
-        resource?.length = length
-    }
-
     /// Sets the stream's byte rate (zero or less forgets it).
     public mutating func setByteRate(_ bytesPerSecond: Double) {
         byteRate = bytesPerSecond > 0 ? bytesPerSecond : nil
     }
 
-    /// Prepared ahead of need (true) or playing (false).
-    public mutating func setBackground(_ background: Bool) -> [Action] {
+    /// Prepared ahead of need, nobody listens yet: a read waits for the download whenever it
+    /// reaches the byte within ``waitAheadLimit`` (or 3 s of audio), so nothing crosses the network
+    /// twice. Playing again, a waiting read is planned anew under the playing rules.
+    public mutating func setBackground(_ background: Bool, cached: RangeSet, now: ContinuousClock.Instant) -> [Action] {
         self.background = background
         guard !background, let main = main else { return [] }
-        return [.setPriority(key: main.key, .readAhead)]
+        return [.setPriority(key: main.key, .readAhead)] + replanWaiting(cached: cached, now: now)
     }
 
     /// The transfer's measured rate. A reader that waits for this transfer only because its rate
@@ -207,7 +205,14 @@ public struct DownloadPlanner: Sendable {
     public mutating func setRate(_ rate: Double, of key: Int, cached: RangeSet, now: ContinuousClock.Instant) -> [Action] {
         guard let index = index(of: key) else { return [] }
         transfers[index].rate = rate
-        guard let waiting, let main, main.key == key else { return [] }
+        guard main?.key == key else { return [] }
+        return replanWaiting(cached: cached, now: now)
+    }
+
+    /// A reader waiting for the main transfer that no longer counts as reaching it soon gets
+    /// its own request.
+    private mutating func replanWaiting(cached: RangeSet, now: ContinuousClock.Instant) -> [Action] {
+        guard let waiting, let main else { return [] }
         let missing = waiting.offset + cached.contiguousLength(from: waiting.offset)
         guard main.reaches(missing, within: .max), !main.reaches(missing, within: waitAhead(for: main)),
             !transfers.contains(where: { $0.role == .probe && $0.reaches(missing, within: .max) })
@@ -273,6 +278,7 @@ public struct DownloadPlanner: Sendable {
     /// How far ahead of `transfer` a read waits for it.
     func waitAhead(for transfer: Transfer) -> Int64 {
         let upper = max(Self.waitAheadLimit, Int64((byteRate ?? 0) * Self.waitAheadSeconds))
+        if background { return upper }
         guard let rate = transfer.rate else { return min(upper, Self.unmeasuredWaitAhead) }
         return min(upper, max(Self.waitAheadFloor, Int64(rate * Self.waitAheadTime)))
     }

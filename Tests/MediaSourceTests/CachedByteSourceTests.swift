@@ -157,7 +157,8 @@ struct CachedByteSourceTests {
         _ = try readFully(source, at: 0, length: 4096).get()
         let tail = Int64(rig.body.count - 10_000)
         #expect(firstDifference(try readFully(source, at: tail, length: 10_000).get(), rig.body.suffix(10_000)) == nil)
-        let ranges = rig.origin.requests().compactMap(\.range)
+        // The origin logs a request when its response ends, which may be just after the client has the bytes.
+        let ranges = try rig.origin.requests(atLeast: 1).compactMap(\.range)
         #expect(ranges.contains("bytes=\(tail)-\(rig.body.count - 1)"), "\(ranges)")
         // The main transfer from 0 is still running: it was not restarted at the tail.
         #expect(ranges.filter { $0.hasPrefix("bytes=0-") }.count <= 1)

@@ -93,6 +93,20 @@ struct DownloadPlannerRuleTests {
         #expect(starts(actions).map(\.from) == [29_900])
     }
 
+    /// A track prepared ahead has no listener to keep waiting: its probe waits for the download
+    /// that will reach it, so nothing crosses the network twice, until it starts playing.
+    @Test func aBackgroundProbeWaitsForTheDownloadUntilItPlays() {
+        var (p, opened) = planner(length: 300_000)
+        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        _ = p.setBackground(true, cached: RangeSet(), now: start)
+        let cached = RangeSet([0..<1000])
+        let (answer, actions) = p.read(.init(offset: 299_872, maxLength: 128), cached: cached, now: start)
+        #expect(answer == .wait && starts(actions).isEmpty)
+        #expect(starts(p.setRate(20_000, of: key, cached: cached, now: start)).isEmpty)
+        let playing = p.setBackground(false, cached: cached, now: start)
+        #expect(starts(playing).map(\.from) == [299_872])
+    }
+
     @Test func aProbeGetsAShortParallelRequestAndTheDownloadGoesOn() {
         var (p, _) = planner()
         let cached = RangeSet([0..<20_000])
