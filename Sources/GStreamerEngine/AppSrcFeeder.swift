@@ -239,7 +239,10 @@ final class AppSrcFeeder: Sendable {
     private func serveLocked(_ state: inout State) {
         guard let appsrc = state.appsrc, let request = state.pending else { return }
         let generation = request.generation
-        let outcome = source.read(at: state.offset, maxLength: request.length) { [weak self] in
+        // Pulled, a demuxer takes a short buffer for the end of the file: it gets all it asked.
+        // Pushed, any amount goes on downstream: it gets what has arrived.
+        let minimum = randomAccess && pulled ? request.length : 1
+        let outcome = source.read(at: state.offset, maxLength: request.length, minLength: minimum) { [weak self] in
             self?.retry(generation: generation)
         }
         switch outcome {

@@ -62,6 +62,11 @@ public protocol ByteSource: AnyObject, Sendable {
     /// a new read may succeed; a later read or ``cancelPendingReads()`` replaces it.
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome
 
+    /// Like ``read(at:maxLength:wake:)``, but answers as soon as `minLength` bytes are here
+    /// (fewer only at the end): a reader that takes short buffers (a pushed stream) goes on
+    /// with what has arrived instead of waiting for all it asked.
+    func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome
+
     /// Drops the pending wake-up, if any: the reader moved elsewhere (seek, stop).
     func cancelPendingReads()
 
@@ -79,6 +84,11 @@ public protocol ByteSource: AnyObject, Sendable {
 }
 
 extension ByteSource {
+    /// Sources whose reads never wait for a download answer as they always do.
+    public func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        read(at: offset, maxLength: maxLength, wake: wake)
+    }
+
     /// Sources with nothing to download ignore the hint.
     public func setBackground(_ background: Bool) {}
 
