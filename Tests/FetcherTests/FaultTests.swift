@@ -128,7 +128,8 @@ struct FaultTests {
             if event.isData { origin.setFaults(OriginFaults(), for: "/a.mp3") }
         }
         expectDelivered(fetcher.record(RangeRequest(url: url), into: recorder), body)
-        #expect(try origin.requests(atLeast: 2).map(\.range) == ["bytes=0-", "bytes=99500-99999"])
+        // Logged as each response ends: the short second one may be logged before the first.
+        #expect(try origin.requests(atLeast: 2).compactMap(\.range).sorted() == ["bytes=0-", "bytes=99500-99999"])
     }
 
     @Test func aFileReplacedDuringAResponseIsReportedAndNeverSpliced() throws {
