@@ -85,12 +85,33 @@ public struct TrackTags: Sendable, Equatable {
     }
 }
 
+/// What a failure says about trying the same track again.
+public enum FailureKind: Sendable, Equatable {
+    /// Another try may work (a server error, a dropped connection, an unexplained error).
+    case transient
+    /// The track will not play however often it is tried (missing, not audio, no decoder).
+    case permanent
+    /// No connection to the track's server could be made: the server or the network is down.
+    case unreachable
+}
+
 /// Why the engine could not play a track.
 public struct EngineError: Error, Sendable, Equatable, CustomStringConvertible {
     /// A one-line explanation.
     public let message: String
+    /// Whether trying again may help.
+    public let kind: FailureKind
+    /// Where playback of the track was when it failed (its start, when it failed to open), so a
+    /// retry resumes there; nil when unknown.
+    public let position: Duration?
+
     /// Creates an error with a message.
-    public init(_ message: String) { self.message = message }
+    public init(_ message: String, kind: FailureKind = .transient, position: Duration? = nil) {
+        self.message = message
+        self.kind = kind
+        self.position = position
+    }
+
     /// The message.
     public var description: String { message }
 }
@@ -117,7 +138,8 @@ public enum EngineEvent: Sendable, Equatable {
     case seeked(TrackID, position: Duration)
     /// The track played to its end.
     case endOfTrack(TrackID)
-    /// The track failed; the engine is idle.
+    /// The track failed; the engine is idle and reports no position for it any more (the
+    /// error carries where it was).
     case failed(TrackID?, EngineError)
 }
 

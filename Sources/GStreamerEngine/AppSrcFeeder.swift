@@ -258,7 +258,7 @@ final class AppSrcFeeder: Sendable {
         case .failed(let error):
             state.pending = nil
             log.warning("\(label): \(error)")
-            postReadError(error.description, from: appsrc)
+            postReadError(error, from: appsrc)
         }
     }
 
@@ -274,9 +274,11 @@ final class AppSrcFeeder: Sendable {
         gst_app_src_push_buffer(appsrc, buffer)  // takes the buffer
     }
 
-    private func postReadError(_ message: String, from appsrc: UnsafeMutablePointer<GstAppSrc>) {
+    private func postReadError(_ failure: MediaSourceError, from appsrc: UnsafeMutablePointer<GstAppSrc>) {
         let object = UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstObject.self)
-        let error = g_error_new_literal(gst_resource_error_quark(), gint(GST_RESOURCE_ERROR_READ.rawValue), message)
+        let message = failure.description
+        let code = gint(FailureKinds.resourceCode(for: failure).rawValue)
+        let error = g_error_new_literal(gst_resource_error_quark(), code, message)
         gst_element_post_message(
             UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self),
             gst_message_new_error(object, error, message))

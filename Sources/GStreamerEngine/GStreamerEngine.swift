@@ -181,7 +181,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 switch result {
                 case .failure(let error):
                     log.warning("\(track.id): \(error)")
-                    emit(.failed(track.id, EngineError(error.description)))
+                    let kind = FailureKinds.kind(of: error)
+                    emit(.failed(track.id, EngineError(error.description, kind: kind, position: position)))
                 case .success(let feeder):
                     emit(.seekable(track.id, feeder.randomAccess))
                     start(track, feeder: feeder, generation: generation, at: position)
@@ -647,12 +648,15 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             var debug: UnsafeMutablePointer<gchar>?
             gst_message_parse_error(message, &error, &debug)
             let text = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+            let kind = error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
             log.error("\(id): \(text) (\(takeGString(debug) ?? ""))")
             if let error { g_error_free(error) }
             control.async { [self] in
                 guard shared.withLock({ $0.current?.uri == current.uri }) else { return }
+                // Taken before the teardown, which forgets it: a retry resumes here.
+                let position = position()
                 teardown()
-                emit(.failed(id, EngineError(text)))
+                emit(.failed(id, EngineError(text, kind: kind, position: position)))
             }
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?

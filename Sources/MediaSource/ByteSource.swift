@@ -1,3 +1,4 @@
+import Fetcher
 import FoundationEssentials
 
 /// What the playback engine learns about a resource when it opens.
@@ -19,8 +20,15 @@ public struct ResourceInfo: Sendable, Equatable {
 
 /// Why a source cannot deliver bytes.
 public enum MediaSourceError: Error, Sendable, Equatable, CustomStringConvertible {
-    /// The resource could not be opened (missing file, HTTP error, bad URL).
+    /// The resource could not be opened this time (a server error, a dropped connection):
+    /// trying again later may work.
     case unavailable(String)
+    /// The resource is not there and asking again will not change it (a missing file, an
+    /// HTTP 404 or 410, an unsupported URL).
+    case gone(String)
+    /// No connection to the origin could be made at all (unknown host, refused, no route):
+    /// the server or the network is down. The text says so itself.
+    case unreachable(String)
     /// Reading failed after the resource was opened.
     case readFailed(String)
     /// The source was closed.
@@ -30,8 +38,26 @@ public enum MediaSourceError: Error, Sendable, Equatable, CustomStringConvertibl
     public var description: String {
         switch self {
         case .unavailable(let why): "cannot open: \(why)"
+        case .gone(let why): "not found: \(why)"
+        case .unreachable(let why): why
         case .readFailed(let why): "read failed: \(why)"
         case .closed: "source closed"
+        }
+    }
+
+    /// The error for a download that failed with `error`: a client error that a retry will not
+    /// cure (404, 410, other 4xx but 408 and 429; no new URL after a 401/403/410) is ``gone(_:)``,
+    /// no connection at all is ``unreachable(_:)``, anything else ``unavailable(_:)``.
+    public init(downloadFailure error: FetchError) {
+        switch error {
+        case .httpStatus(let status) where (400..<500).contains(status) && status != 408 && status != 429:
+            self = .gone(error.description)
+        case .unresolvable:
+            self = .gone(error.description)
+        case .transport where error.unreachableServer != nil:
+            self = .unreachable(error.unreachableServer ?? error.description)
+        default:
+            self = .unavailable(error.description)
         }
     }
 }

@@ -473,7 +473,7 @@ public final class CachedByteSource: ByteSource {
                         // retry budget; the player's own retry and skip take it from here.
                         state.openCompletion = nil
                         actions += state.planner.stopAll()
-                        let failure = MediaSourceError.unavailable(error.description)
+                        let failure = error
                         state.failure = failure
                         callbacks.append { completion(.failure(failure)) }
                     }
@@ -501,8 +501,9 @@ public final class CachedByteSource: ByteSource {
                 log.warning("\(loggable(url)): \(error)")
                 if let completion = state.openCompletion {
                     state.openCompletion = nil
-                    state.failure = .unavailable(error.description)
-                    callbacks.append { completion(.failure(.unavailable(error.description))) }
+                    let failure = MediaSourceError(downloadFailure: error)
+                    state.failure = failure
+                    callbacks.append { completion(.failure(failure)) }
                 } else if isChange(error) {
                     _ = try? entry.setMetadata(EntryMetadata())
                     state.failure = .readFailed("the resource changed on the server")
@@ -549,7 +550,7 @@ public final class CachedByteSource: ByteSource {
     /// The clear error for a reader when `reason` means the origin cannot be reached at all
     /// (unknown host, refused, no route), nil for other failures, which are retried silently.
     private static func unreachable(_ reason: FetchError) -> MediaSourceError? {
-        reason.unreachableServer.map { .readFailed("\($0); still retrying") }
+        reason.unreachableServer.map { .unreachable("\($0); still retrying") }
     }
 
     /// The first response: bind the entry to this version and finish opening.

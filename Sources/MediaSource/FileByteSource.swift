@@ -18,13 +18,16 @@ public final class FileByteSource: ByteSource {
     public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
         let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            completion(.failure(.unavailable("\(path): \(String(cString: strerror(errno)))")))
+            let reason = "\(path): \(String(cString: strerror(errno)))"
+            // A file that is not there, or that we may not read, stays so on a retry.
+            let permanent = [ENOENT, ENOTDIR, EACCES, EISDIR, ELOOP, ENAMETOOLONG].contains(errno)
+            completion(.failure(permanent ? .gone(reason) : .unavailable(reason)))
             return
         }
         var status = stat()
         guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
             Glibc.close(fd)
-            completion(.failure(.unavailable("\(path): not a regular file")))
+            completion(.failure(.gone("\(path): not a regular file")))
             return
         }
         descriptor.withLock { $0 = fd }

@@ -175,10 +175,10 @@ public final class HTTPByteSource: ByteSource {
                 log.warning("\(loggable(url)): \(problem)")
                 if let completion = state.openCompletion {
                     state.openCompletion = nil
-                    state.failure = .unavailable(problem)
-                    callbacks.append { completion(.failure(.unavailable(problem))) }
+                    state.failure = .unreachable(problem)
+                    callbacks.append { completion(.failure(.unreachable(problem))) }
                 } else {
-                    state.failure = .readFailed(problem)
+                    state.failure = .unreachable(problem)
                 }
                 if let waiter = state.waiter {
                     state.waiter = nil
@@ -191,8 +191,9 @@ public final class HTTPByteSource: ByteSource {
                 log.warning("\(loggable(url)): \(error)")
                 if let completion = state.openCompletion {
                     state.openCompletion = nil
-                    state.failure = .unavailable(error.description)
-                    callbacks.append { completion(.failure(.unavailable(error.description))) }
+                    let failure = MediaSourceError(downloadFailure: error)
+                    state.failure = failure
+                    callbacks.append { completion(.failure(failure)) }
                 } else {
                     state.failure = .readFailed(error.description)
                 }

@@ -96,7 +96,7 @@ public actor Player {
     private let memory: PlaybackMemory
     private let policy: ResumePolicy
     private let keyForURL: @Sendable (URL) -> String
-    private let retryDelay: Duration
+    private let networkUp: @Sendable (URL) -> Bool
     private let preloader: Preloader?
     private let preloadPolicy: PreloadPolicy
     private let log = Logger(label: "player")
@@ -122,8 +122,10 @@ public actor Player {
     private var pendingSeekable: [TrackID: Bool] = [:]
     /// The track the engine last said can or cannot seek; before that, a seek goes to the engine.
     private var seekableReported: TrackID?
-    private var retried: TrackID?
-    private var failuresInRow = 0
+    /// What a failed track leads to (retry, skip, wait for the network, stop).
+    private var failures: FailurePolicy
+    /// Waits for the network to come back, to load the current track again.
+    private var networkWait: Task<Void, Never>?
     private var saver: Task<Void, Never>?
     /// Looks at the clock and the downloads while a track is loaded, for the preload trigger.
     private var preloadTicker: Task<Void, Never>?
@@ -135,17 +137,21 @@ public actor Player {
 
     /// Creates a player driving `engine`, remembering positions and the session in
     /// `memory`; `keyForURL` gives the stable key positions are saved under;
-    /// a failed track is retried once after `retryDelay`. With a `preloader`, upcoming tracks
-    /// are prepared as `preload` says (``PreloadPolicy``); without one, the engine is given the
-    /// following track as soon as it is known.
+    /// a failed track is handled as ``FailurePolicy`` says, a retry coming after `retryDelay`;
+    /// `networkUp` tells whether a URL's host could be reached at all (``NetworkState``); a trailing
+    /// closure is `keyForURL`.
+    /// With a `preloader`, upcoming tracks are prepared as `preload` says (``PreloadPolicy``);
+    /// without one, the engine is given the following track as soon as it is known.
     public init(
         engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
         retryDelay: Duration = .milliseconds(500), preloader: Preloader? = nil,
         preload: PreloadSettings = PreloadSettings(),
-        keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString }
+        keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString },
+        networkUp: @escaping @Sendable (URL) -> Bool = { NetworkState.isUp(forHost: $0.host) }
     ) {
         self.engine = engine
-        self.retryDelay = retryDelay
+        self.failures = FailurePolicy(retryDelay: retryDelay)
+        self.networkUp = networkUp
         self.preloader = preloader
         self.preloadPolicy = PreloadPolicy(settings: preload)
         self.memory = memory
@@ -209,6 +215,7 @@ public actor Player {
     public func open(_ items: [(url: URL, title: String?)]) {
         guard !items.isEmpty else { return }
         rememberCurrent()
+        failures.reset()
         queue.clear()
         queue.add(items)
         restoredStart = nil
@@ -302,9 +309,9 @@ public actor Player {
             update { $0.status = .playing }
             startSaving()
         case .paused:
-            startCurrent(playing: true, at: restoredStart)  // a restored session
+            startCurrent(playing: true, at: restoredStart)  // a restored session, or a failed track
         case .stopped:
-            startCurrent(playing: true, at: .zero)
+            startCurrent(playing: true, at: restoredStart ?? .zero)  // where a seek while stopped set it
         }
     }
 
@@ -312,7 +319,12 @@ public actor Player {
     public func pause() {
         guard snapshot.status == .playing else { return }
         engine.pause()
-        update { $0.status = .paused }
+        networkWait?.cancel()  // a listener who paused is not overruled when the network returns
+        networkWait = nil
+        update {
+            $0.status = .paused
+            if self.loadedID == nil { $0.buffering = false }
+        }
         stopSaving()
         rememberCurrent()
     }
@@ -329,14 +341,12 @@ public actor Player {
         unload(status: .stopped)
     }
 
-    /// Moves to the next track in play order; at the end of the queue (no loop) playback stops.
-    /// Paused or stopped playback stays that way, as MPRIS asks.
+    /// Moves to the next track in play order; at the end of the queue (no loop) it does nothing,
+    /// as MPRIS asks when `CanGoNext` is false. Paused or stopped playback stays that way.
     public func next() {
+        guard queue.canGoNext else { return }
         rememberCurrent()
-        guard queue.advance(automatic: false) != nil else {
-            unload(status: .stopped)
-            return
-        }
+        guard queue.advance(automatic: false) != nil else { return }
         changedTrack()
     }
 
@@ -369,12 +379,13 @@ public actor Player {
     }
 
     /// Seeks to `position` within the current track (clamped at 0); a burst of seeks
-    /// is coalesced by the engine, so only the last target is applied. Returns why the seek
-    /// cannot be honoured (nothing loaded, a stream that cannot seek), nil when it is applied.
+    /// is coalesced by the engine, so only the last target is applied. A track that is current
+    /// but not loaded (stopped, restored, failed) starts there on the next Play. Returns why the
+    /// seek cannot be honoured (no current track, a stream that cannot seek), nil when applied.
     @discardableResult
     public func seek(to position: Duration) -> String? {
-        if loadedID == nil, snapshot.status == .paused, queue.current != nil {
-            restoredStart = max(.zero, position)  // a restored, not yet loaded track
+        if loadedID == nil, queue.current != nil {
+            restoredStart = max(.zero, position)
             return nil
         }
         guard let loaded = loadedID else { return "nothing is playing" }
@@ -430,6 +441,8 @@ public actor Player {
         let saved = memory.position(forKey: keyForURL(entry.url))
         let start = explicit ?? saved.flatMap(policy.startPosition(for:)) ?? .zero
         restoredStart = nil
+        networkWait?.cancel()
+        networkWait = nil
         positionOverride.withLock { $0 = start > .zero ? start : nil }
         loopRestartQueued = false
         pendingTags = [:]
@@ -452,6 +465,9 @@ public actor Player {
 
     private func unload(status: PlaybackStatus) {
         stopSaving()
+        networkWait?.cancel()
+        networkWait = nil
+        restoredStart = nil
         positionOverride.withLock { $0 = nil }
         if snapshot.buffering { update { $0.buffering = false } }
         if loadedID != nil { engine.stop() }
@@ -560,10 +576,12 @@ public actor Player {
     private func handle(_ event: EngineEvent) {
         let current = loadedID
         switch event {
-        case .nextQueued(let id) where id == current:
+        case .nextQueued(let id) where id == current && id == preparedID:
+            // Only a track prepared as its own follower restarts (loop Track); a queued event
+            // that crossed a Next or a load for the same entry is stale.
             loopRestartQueued = true
         case .trackStarted(let id) where id == current:
-            failuresInRow = 0
+            failures.started(id)
             if loopRestartQueued {
                 loopRestartQueued = false
                 preparedID = nil
@@ -621,7 +639,7 @@ public actor Player {
         _ = queue.jump(to: id)
         loadedID = id
         preparedID = nil
-        failuresInRow = 0
+        failures.started(id)
         let tags = (pendingTags.removeValue(forKey: id) ?? TrackTags())
         let reported = pendingSeekable.removeValue(forKey: id)
         let seekable = reported ?? false
@@ -651,34 +669,63 @@ public actor Player {
             unload(status: .stopped)
             return
         }
-        update { $0.lastError = "\(entry.url.lastPathComponent): \(error.message)" }
-        let position = position()
+        let name = entry.url.lastPathComponent.isEmpty ? entry.url.absoluteString : entry.url.lastPathComponent
+        // The engine forgot the track; its place is the failure's, else the last one known.
+        let place = error.position ?? positionOverride.withLock { $0 } ?? .zero
         loadedID = nil
-        positionOverride.withLock { $0 = nil }
-        if retried != id {
-            // One quick retry for transient faults.
-            retried = id
-            let delay = retryDelay
+        preparedID = nil
+        restoredStart = place > .zero ? place : nil
+        let action = failures.failed(
+            id, kind: error.kind, networkUp: networkUp(entry.url), queue: Set(queue.entries.map(\.id)))
+        switch action {
+        case .retry(let delay):
+            update { $0.lastError = "\(name): \(error.message)" }
             Task { [weak self] in
                 try? await Task.sleep(for: delay)
-                await self?.retry(id, at: position)
+                await self?.retry(id)
             }
-            return
-        }
-        retried = nil
-        failuresInRow += 1
-        if failuresInRow >= 3 || queue.advance(automatic: false) == nil {
-            log.error("stopping after \(failuresInRow) failed tracks")
-            failuresInRow = 0
+        case .waitForNetwork:
+            log.warning("waiting for the network to play \(name) from \(place)")
+            update {
+                $0.lastError = "\(name): \(error.message); waiting for the network"
+                $0.buffering = true
+            }
+            waitForNetwork(id, url: entry.url)
+        case .skip:
+            update { $0.lastError = "\(name): \(error.message)" }
+            if queue.advance(automatic: false) == nil {
+                unload(status: .stopped)
+            } else {
+                startCurrent(playing: snapshot.status == .playing)
+            }
+        case .stop:
+            log.error("stopping: no track of the queue could be played")
             unload(status: .stopped)
-            return
+            update { $0.lastError = "no track of the queue could be played (last: \(name): \(error.message))" }
         }
-        startCurrent(playing: true)
     }
 
-    private func retry(_ id: TrackID, at position: Duration?) {
+    /// Loads the failed current track again at its place, unless the listener moved on.
+    private func retry(_ id: TrackID) {
         guard queue.currentID == id, loadedID == nil, snapshot.status == .playing else { return }
-        startCurrent(playing: true, at: position)
+        startCurrent(playing: true, at: restoredStart ?? .zero)
+    }
+
+    /// Checks the network once a second and retries the track when it is back; every 30 s it
+    /// retries anyway, in case the interfaces do not tell.
+    private func waitForNetwork(_ id: TrackID, url: URL) {
+        networkWait?.cancel()
+        let networkUp = networkUp
+        networkWait = Task { [weak self] in
+            var waited = Duration.zero
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .seconds(1))
+                waited += .seconds(1)
+                if networkUp(url) || waited >= .seconds(30) { break }
+            }
+            guard !Task.isCancelled else { return }
+            await self?.retry(id)
+        }
     }
 
     // MARK: Memory

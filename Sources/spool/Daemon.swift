@@ -92,7 +92,7 @@ final class Daemon: Sendable {
                 playback.register(source, for: url)
                 return source
             default:
-                throw .unavailable("unsupported URL scheme '\(url.scheme ?? "")'")
+                throw .gone("unsupported URL scheme '\(url.scheme ?? "")'")
             }
         }
         let memory: PlaybackMemory

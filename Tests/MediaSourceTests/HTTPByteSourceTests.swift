@@ -90,8 +90,8 @@ struct HTTPByteSourceTests {
         let origin = try FaultOrigin()
         let source = HTTPByteSource(url: origin.url(for: "/nope.mp3"), fetcher: fetcher)
         defer { source.close() }
-        guard case .failure(.unavailable(let why)) = open(source) else {
-            Issue.record("a 404 must fail to open")
+        guard case .failure(.gone(let why)) = open(source) else {
+            Issue.record("a 404 must fail to open, for good")
             return
         }
         #expect(why.contains("404"))

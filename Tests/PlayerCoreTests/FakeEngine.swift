@@ -23,9 +23,14 @@ final class FakeEngine: PlaybackEngine {
         commands.compactMap { if case .load(let id, _, let at, let playing) = $0 { (id, at, playing) } else { nil } }
     }
 
-    /// Sends an event to the player as the real engine would.
+    /// Sends an event to the player as the real engine would: after a failure it has
+    /// forgotten the track and reports no position.
     func send(_ event: EngineEvent) {
-        state.withLock { $0.handler }?(event)
+        let handler = state.withLock { state in
+            if case .failed = event { state.position = nil }
+            return state.handler
+        }
+        handler?(event)
     }
 
     /// Sets what `position()` answers.

@@ -136,25 +136,6 @@ struct PlayerTests {
         #expect(engine.loads.count == 2)
     }
 
-    @Test func threeFailedTracksInARowStopPlayback() async {
-        let engine = FakeEngine()
-        let player = Player(engine: engine, retryDelay: .zero)
-        let recorder = UpdateRecorder()
-        await player.observe { recorder.record($0) }
-        await player.open((1...5).map { (URL(string: "http://127.0.0.1:1/\($0).mp3")!, nil) })
-        for failed in 0..<3 {
-            for attempt in 0..<2 {
-                let loadsBefore = engine.loads.count
-                let id = engine.loads.last!.0
-                engine.send(.failed(id, EngineError("broken")))
-                if failed == 2 && attempt == 1 { break }
-                #expect(await recorder.waitUntil { _ in engine.loads.count == loadsBefore + 1 })
-            }
-        }
-        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.status == .stopped })
-        #expect(Set(engine.loads.map(\.0)).count == 3, "tracks 4 and 5 were never tried")
-    }
-
     @Test func seekedEventsAreForwarded() async {
         let (engine, player, recorder, id) = await openedPlayer(url)
         // Before the engine says whether the track can seek, the seek goes to it (a start position).

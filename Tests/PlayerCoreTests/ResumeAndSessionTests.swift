@@ -137,12 +137,49 @@ struct ResumeAndSessionTests {
         #expect(engine.loads.count == 1, "no reload")
     }
 
-    @Test func nextAtTheEndOfTheQueueStops() async {
+    @Test func aStaleNextQueuedAfterNextKeepsTheResumePositionAndSignalsNoSeek() async {
+        let memory = TransientMemory()
+        memory.save(SavedPosition(key: "http://127.0.0.1:1/other.mp3", position: .seconds(60), duration: .seconds(600), rate: 1, finished: false))
+        let engine = FakeEngine()
+        let player = makePlayer(engine, memory)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open([(episode, nil), (other, nil)])
+        let second = await player.state.queue[1].id
+        #expect(engine.commands.contains(.next(second)), "prepared for the hand-over")
+        await player.next()  // the listener is quicker than the engine's about-to-finish
+        #expect(engine.loads.last?.0 == second && engine.loads.last?.1 == .seconds(58))
+        engine.send(.nextQueued(second))  // sent before the engine saw the load
+        engine.send(.trackStarted(second))
+        engine.send(.duration(second, .seconds(600)))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == .seconds(600) })
+        #expect(!recorder.all.contains(.seeked(.zero)), "no spurious Seeked(0)")
+        #expect(memory.position(forKey: "http://127.0.0.1:1/other.mp3")?.position == .seconds(60), "its place is kept")
+    }
+
+    @Test func nextAtTheEndOfTheQueueDoesNothing() async {
         let engine = FakeEngine()
         let player = makePlayer(engine, TransientMemory())
         await player.open(episode)
+        #expect(await player.state.canGoNext == false)
+        let before = engine.commands
         await player.next()
-        #expect(await player.state.status == .stopped)
-        #expect(engine.commands.last == .stop)
+        #expect(await player.state.status == .playing, "CanGoNext is false: Next has no effect")
+        #expect(engine.commands == before)
+    }
+
+    @Test func aSeekWhileStoppedSetsWherePlayStarts() async {
+        let engine = FakeEngine()
+        let player = makePlayer(engine, TransientMemory())
+        await player.open(episode)
+        await player.stop()
+        #expect(await player.seek(to: .seconds(15)) == nil)
+        #expect(player.position() == .seconds(15), "Position shows where Play will start")
+        await player.play()
+        #expect(engine.loads.last?.1 == .seconds(15))
+        // Stop forgets it again: Play after Stop starts from the beginning.
+        await player.stop()
+        await player.play()
+        #expect(engine.loads.last?.1 == .zero)
     }
 }

@@ -1,0 +1,50 @@
+internal import CGStreamer
+import EngineAPI
+import MediaSource
+
+/// How a failure's kind crosses GStreamer's bus: the feeder posts a source's error as a
+/// resource error whose code says whether trying again may help, and the engine reads the kind
+/// back from the error's domain and code, with GStreamer's own errors (no type found, no
+/// decoder) among them.
+enum FailureKinds {
+    /// The kind of a source's error.
+    static func kind(of error: MediaSourceError) -> FailureKind {
+        switch error {
+        case .gone: .permanent
+        case .unreachable: .unreachable
+        case .unavailable, .readFailed, .closed: .transient
+        }
+    }
+
+    /// The resource error code the feeder posts for a source's error.
+    static func resourceCode(for error: MediaSourceError) -> GstResourceError {
+        switch kind(of: error) {
+        case .permanent: GST_RESOURCE_ERROR_NOT_FOUND
+        case .unreachable: GST_RESOURCE_ERROR_OPEN_READ
+        case .transient: GST_RESOURCE_ERROR_READ
+        }
+    }
+
+    /// The kind of an error posted on the bus, from its domain and code.
+    static func kind(domain: GQuark, code: gint) -> FailureKind {
+        if domain == gst_resource_error_quark() {
+            switch code {
+            case gint(GST_RESOURCE_ERROR_NOT_FOUND.rawValue): return .permanent
+            case gint(GST_RESOURCE_ERROR_OPEN_READ.rawValue): return .unreachable
+            default: return .transient
+            }
+        }
+        if domain == gst_stream_error_quark() {
+            let permanent: [GstStreamError] = [
+                GST_STREAM_ERROR_TYPE_NOT_FOUND, GST_STREAM_ERROR_WRONG_TYPE, GST_STREAM_ERROR_CODEC_NOT_FOUND,
+                GST_STREAM_ERROR_NOT_IMPLEMENTED, GST_STREAM_ERROR_FORMAT, GST_STREAM_ERROR_DEMUX,
+                GST_STREAM_ERROR_DECODE, GST_STREAM_ERROR_DECRYPT, GST_STREAM_ERROR_DECRYPT_NOKEY,
+            ]
+            return permanent.contains { gint($0.rawValue) == code } ? .permanent : .transient
+        }
+        if domain == gst_core_error_quark(), code == gint(GST_CORE_ERROR_MISSING_PLUGIN.rawValue) {
+            return .permanent
+        }
+        return .transient
+    }
+}

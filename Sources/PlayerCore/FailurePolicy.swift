@@ -1,0 +1,70 @@
+import EngineAPI
+
+/// What the player does when a track fails, decided from the failure's kind alone, so the
+/// rules can be tested as a table without an engine or a network.
+///
+/// - A track that will never play (missing, not audio, no decoder, HTTP 404) is skipped at once.
+/// - A failure that another try may cure (a server error, a cut connection, an origin that
+///   refuses connections while the network is up) is retried once where it stopped, then skipped.
+/// - With the network down, skipping would run through the whole queue: the player keeps the
+///   track and its place and tries again when the network returns.
+/// - Playback stops only when every track of the queue has failed in one pass; any track
+///   that starts playing begins a new pass.
+public struct FailurePolicy: Sendable, Equatable {
+    /// What to do about one failure.
+    public enum Action: Sendable, Equatable {
+        /// Load the same track again at the place it failed, after `delay`.
+        case retry(after: Duration)
+        /// Keep the track and its place; load it again once the network is back.
+        case waitForNetwork
+        /// Go on with the next track in play order.
+        case skip
+        /// Every track of the queue failed in this pass: stop.
+        case stop
+    }
+
+    /// How long a retry waits, so a server that just dropped us is not asked again at once.
+    public let retryDelay: Duration
+    /// The track retried last: a second failure of it is not retried again.
+    private var retried: TrackID?
+    /// Tracks given up on since a track last started.
+    private var givenUp: Set<TrackID> = []
+
+    /// Creates the policy with no failure seen.
+    public init(retryDelay: Duration) {
+        self.retryDelay = retryDelay
+    }
+
+    /// Decides about `track` failing with `kind`; `networkUp` says whether a connection could be
+    /// made at all, `queue` holds every entry of the queue.
+    public mutating func failed(
+        _ track: TrackID, kind: FailureKind, networkUp: Bool, queue: Set<TrackID>
+    ) -> Action {
+        switch kind {
+        case .unreachable where !networkUp:
+            return .waitForNetwork
+        case .transient, .unreachable:
+            if retried != track {
+                retried = track
+                return .retry(after: retryDelay)
+            }
+        case .permanent:
+            break
+        }
+        retried = nil
+        givenUp.insert(track)
+        return queue.isSubset(of: givenUp) ? .stop : .skip
+    }
+
+    /// `track` started playing: it may be retried again, and a new pass begins.
+    public mutating func started(_ track: TrackID) {
+        retried = nil
+        givenUp = []
+    }
+
+    /// The queue was replaced: what failed in it no longer counts.
+    public mutating func reset() {
+        retried = nil
+        givenUp = []
+    }
+}

@@ -1,0 +1,180 @@
+import EngineAPI
+import Foundation
+import PlayerCore
+import Synchronization
+import Testing
+
+@Suite("What a failed track leads to")
+struct FailurePolicyTests {
+    let a = TrackID(1)
+    let b = TrackID(2)
+    let c = TrackID(3)
+    var queue: Set<TrackID> { [a, b, c] }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        let failures: [(track: UInt64, kind: FailureKind, networkUp: Bool)]
+        let expected: [FailurePolicy.Action]
+        var testDescription: String { failures.map { "\($0.track):\($0.kind)\($0.networkUp ? "" : " offline")" }.joined(separator: ", ") }
+    }
+
+    static let rows: [Row] = [
+        // A missing or unplayable track is skipped at once.
+        Row(failures: [(1, .permanent, true)], expected: [.skip]),
+        // A transient failure is retried once, then skipped.
+        Row(failures: [(1, .transient, true), (1, .transient, true)], expected: [.retry(after: .zero), .skip]),
+        // A refused connection with the network up is the server's fault: retried once, then skipped.
+        Row(failures: [(1, .unreachable, true), (1, .unreachable, true)], expected: [.retry(after: .zero), .skip]),
+        // With the network down nothing is skipped, however often it fails.
+        Row(failures: [(1, .unreachable, false), (1, .unreachable, false), (1, .unreachable, false)],
+            expected: [.waitForNetwork, .waitForNetwork, .waitForNetwork]),
+        // Every track given up on in one pass: stop, at the last one.
+        Row(failures: [(1, .permanent, true), (2, .permanent, true), (3, .transient, true), (3, .transient, true)],
+            expected: [.skip, .skip, .retry(after: .zero), .stop]),
+        // A track failing twice in a pass counts once: the others still get their turn.
+        Row(failures: [(1, .permanent, true), (1, .permanent, true), (2, .permanent, true)],
+            expected: [.skip, .skip, .skip]),
+    ]
+
+    @Test(arguments: rows)
+    func decisions(row: Row) {
+        var policy = FailurePolicy(retryDelay: .zero)
+        let actions = row.failures.map {
+            policy.failed(TrackID($0.track), kind: $0.kind, networkUp: $0.networkUp, queue: queue)
+        }
+        #expect(actions == row.expected)
+    }
+
+    @Test func aTrackThatPlaysStartsANewPass() {
+        var policy = FailurePolicy(retryDelay: .zero)
+        #expect(policy.failed(a, kind: .permanent, networkUp: true, queue: queue) == .skip)
+        #expect(policy.failed(b, kind: .permanent, networkUp: true, queue: queue) == .skip)
+        policy.started(c)
+        #expect(policy.failed(c, kind: .permanent, networkUp: true, queue: queue) == .skip, "a and b count no more")
+        // And a track that played may be retried again after a later cut.
+        #expect(policy.failed(a, kind: .transient, networkUp: true, queue: queue) == .retry(after: .zero))
+        policy.started(a)
+        #expect(policy.failed(a, kind: .transient, networkUp: true, queue: queue) == .retry(after: .zero))
+    }
+}
+
+/// Whether the fake network is up, switched by a test.
+final class NetworkSwitch: Sendable {
+    private let state: Mutex<Bool>
+    init(_ up: Bool) { state = Mutex(up) }
+    var isUp: Bool {
+        get { state.withLock { $0 } }
+        set { state.withLock { $0 = newValue } }
+    }
+}
+
+@Suite("The player on failures")
+struct PlayerFailureTests {
+    let urls = (1...4).map { URL(string: "http://127.0.0.1:1/\($0).mp3")! }
+
+    func makePlayer(network: NetworkSwitch = NetworkSwitch(true)) async -> (FakeEngine, Player, UpdateRecorder, TransientMemory) {
+        let engine = FakeEngine()
+        let memory = TransientMemory()
+        let player = Player(engine: engine, memory: memory, retryDelay: .zero, networkUp: { _ in network.isUp })
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        return (engine, player, recorder, memory)
+    }
+
+    @Test func aRetryAfterAMidTrackFailureResumesWhereItFailed() async {
+        let (engine, player, recorder, memory) = await makePlayer()
+        await player.open(urls[0])
+        let id = engine.loads[0].0
+        engine.send(.duration(id, .seconds(300)))
+        engine.setPosition(.seconds(40))
+        await player.saveNow()
+        engine.setPosition(.seconds(42))
+        engine.send(.failed(id, EngineError("connection reset", kind: .transient, position: .seconds(42))))
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
+        #expect(engine.loads[1].0 == id && engine.loads[1].1 == .seconds(42), "\(engine.loads)")
+        #expect(memory.position(forKey: urls[0].absoluteString)?.position == .seconds(40), "a failure saves nothing")
+        #expect(memory.session()?.position == .seconds(42), "the session keeps the place, not 0:00")
+    }
+
+    @Test func theSavedPlaceSurvivesAFailureWhileTheListenerHasPaused() async {
+        let (engine, player, recorder, memory) = await makePlayer()
+        await player.open(urls[0])
+        let id = engine.loads[0].0
+        engine.setPosition(.seconds(42))
+        await player.pause()
+        engine.send(.failed(id, EngineError("connection reset", kind: .transient, position: .seconds(42))))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.lastError != nil })
+        await player.saveNow()  // the periodic save, after the engine forgot the track
+        #expect(memory.session()?.position == .seconds(42))
+        #expect(player.position() == .seconds(42))
+        await player.play()
+        #expect(engine.loads.last?.1 == .seconds(42), "Play continues where it failed")
+    }
+
+    @Test func badTracksAreSkippedAndTheGoodOnePlays() async {
+        let (engine, player, recorder, _) = await makePlayer()
+        await player.open(urls.map { ($0, nil) })
+        let ids = engine.loads.map(\.0)
+        engine.send(.failed(ids[0], EngineError("HTTP status 404", kind: .permanent)))
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
+        #expect(engine.loads[1].0 != ids[0], "a missing track is not retried")
+        engine.send(.failed(engine.loads[1].0, EngineError("refused", kind: .unreachable)))
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 3 })
+        #expect(engine.loads[2].0 == engine.loads[1].0, "a refused connection is retried once")
+        engine.send(.failed(engine.loads[2].0, EngineError("refused", kind: .unreachable)))
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 4 })
+        engine.send(.failed(engine.loads[3].0, EngineError("not audio", kind: .permanent)))
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 5 })
+        let good = engine.loads[4].0
+        engine.send(.trackStarted(good))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.lastError == nil })
+        #expect(await player.state.status == .playing)
+        #expect(await player.state.nowPlaying?.entry.url == urls[3])
+    }
+
+    @Test func aQueueWhoseEveryTrackFailsStopsAfterOnePass() async {
+        let (engine, player, recorder, _) = await makePlayer()
+        await player.setLoop(.playlist)
+        await player.open(urls.map { ($0, nil) })
+        for _ in 0..<4 {
+            let loadsBefore = engine.loads.count
+            engine.send(.failed(engine.loads.last!.0, EngineError("not audio", kind: .permanent)))
+            #expect(await recorder.waitUntil { _ in
+                engine.loads.count == loadsBefore + 1 || recorder.snapshots.last?.status == .stopped
+            })
+        }
+        #expect(await player.state.status == .stopped)
+        #expect(Set(engine.loads.map(\.0)).count == 4, "every track was tried once, even with loop on")
+        #expect(await player.state.lastError?.contains("no track of the queue could be played") == true)
+    }
+
+    @Test func withTheNetworkDownTheTrackWaitsInsteadOfSkipping() async throws {
+        let network = NetworkSwitch(false)
+        let (engine, player, recorder, _) = await makePlayer(network: network)
+        await player.open(urls.map { ($0, nil) })
+        let id = engine.loads[0].0
+        engine.send(.failed(id, EngineError("no route", kind: .unreachable, position: .seconds(7))))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.lastError?.contains("waiting for the network") == true })
+        #expect(await player.state.buffering)
+        #expect(await player.state.nowPlaying?.entry.id == id, "no skipping through the queue offline")
+        #expect(engine.loads.count == 1)
+        network.isUp = true
+        let deadline = ContinuousClock.now + .seconds(5)
+        while engine.loads.count < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(engine.loads.count == 2)
+        #expect(engine.loads.last?.0 == id && engine.loads.last?.1 == .seconds(7), "back online: the same track, same place")
+    }
+
+    @Test func pausingWhileWaitingForTheNetworkCancelsTheAutomaticRetry() async throws {
+        let network = NetworkSwitch(false)
+        let (engine, player, recorder, _) = await makePlayer(network: network)
+        await player.open(urls[0])
+        engine.send(.failed(engine.loads[0].0, EngineError("no route", kind: .unreachable, position: .seconds(7))))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.buffering == true })
+        await player.pause()
+        network.isUp = true
+        try await Task.sleep(for: .milliseconds(1500))  // longer than the network check's period: nothing may load
+        #expect(engine.loads.count == 1, "a listener who paused is not overruled")
+        await player.play()
+        #expect(engine.loads.last?.1 == .seconds(7))
+    }
+}
