@@ -37,7 +37,7 @@ public enum EngineState: Sendable, Equatable {
 }
 
 /// Tags read from a track's stream.
-public struct TrackTags: Sendable, Equatable {
+public struct TrackTags: Sendable, Equatable, Codable {
     /// Track title.
     public var title: String?
     /// Track artists, in order.

@@ -56,12 +56,18 @@ public struct SavedSession: Sendable, Equatable, Codable {
     public var rate: Double
     /// Volume.
     public var volume: Double
+    /// The current track's tags as last shown, so a restored session names it before Play.
+    public var currentTags: TrackTags?
+    /// The current track's length, when it was known.
+    public var currentDuration: Duration?
 
     /// Creates a session record.
     public init(
         entries: [Entry], currentIndex: Int?, position: Duration, loop: LoopMode, shuffle: Bool, rate: Double,
-        volume: Double
+        volume: Double, currentTags: TrackTags? = nil, currentDuration: Duration? = nil
     ) {
+        self.currentTags = currentTags
+        self.currentDuration = currentDuration
         self.entries = entries
         self.currentIndex = currentIndex
         self.position = position

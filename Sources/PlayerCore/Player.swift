@@ -107,12 +107,20 @@ public actor Player {
     private var loadedID: TrackID?
     /// The entry prepared in the engine for the gapless hand-over.
     private var preparedID: TrackID?
+    /// The entry the engine committed to play after the current one (it said so at the end of
+    /// the current one's data, ``EngineEvent/nextQueued(_:)``): it starts at the boundary whatever
+    /// was asked since. When the queue no longer agrees, the right entry is loaded at the boundary.
+    private var committedID: TrackID?
     /// The current entry was queued again behind itself (loop Track).
     private var loopRestartQueued = false
     /// Where the restored session's track starts on the first Play.
     private var restoredStart: Duration? {
         didSet { positionOverride.withLock { $0 = restoredStart } }
     }
+    /// Whether `restoredStart` is a restored session's place, which Play rewinds as a track's own
+    /// resume does (the place itself stays as saved, so restarts without playing never drift);
+    /// a place set by a seek or a failure is played exactly.
+    private var rewindOnPlay = false
     /// The position to report instead of the engine's: a restored track not yet
     /// loaded, or a track loading at a resume position until its seek lands.
     /// Readable from any thread because MPRIS answers Position without waiting.
@@ -196,7 +204,11 @@ public actor Player {
         queue = .restored(
             saved.entries.map { ($0.url, $0.title) }, current: saved.currentIndex, loop: saved.loop,
             shuffle: saved.shuffle)
+        var tags = saved.currentTags ?? TrackTags()
+        if let art = tags.artURL, art.isFileURL, !FileManager.default.fileExists(atPath: art.path) { tags.artURL = nil }  // evicted since
+        let duration = saved.currentDuration ?? queue.current.flatMap { memory.position(forKey: keyForURL($0.url))?.duration }
         restoredStart = saved.position > .zero ? saved.position : nil
+        rewindOnPlay = true
         let rate = min(snapshot.maximumRate, max(snapshot.minimumRate, saved.rate))
         engine.setRate(rate)
         engine.setVolume(saved.volume)
@@ -204,7 +216,7 @@ public actor Player {
             $0.rate = rate
             $0.volume = saved.volume
             $0.status = self.queue.current == nil ? .stopped : .paused
-            $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) }
+            $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: tags, duration: duration) }
         }
         log.info("restored a session of \(saved.entries.count) tracks at \(saved.position)")
     }
@@ -309,7 +321,9 @@ public actor Player {
             update { $0.status = .playing }
             startSaving()
         case .paused:
-            startCurrent(playing: true, at: restoredStart)  // a restored session, or a failed track
+            // A restored session, or a failed track.
+            let rewind = rewindOnPlay ? policy.rewind : .zero
+            startCurrent(playing: true, at: restoredStart.map { max(.zero, $0 - rewind) })
         case .stopped:
             startCurrent(playing: true, at: restoredStart ?? .zero)  // where a seek while stopped set it
         }
@@ -386,6 +400,7 @@ public actor Player {
     public func seek(to position: Duration) -> String? {
         if loadedID == nil, queue.current != nil {
             restoredStart = max(.zero, position)
+            rewindOnPlay = false
             return nil
         }
         guard let loaded = loadedID else { return "nothing is playing" }
@@ -450,6 +465,7 @@ public actor Player {
         engine.load(EngineTrack(id: entry.id, url: entry.url), at: start, playing: playing)
         loadedID = entry.id
         preparedID = nil  // a load drops what the engine had prepared
+        committedID = nil
         // Restarting the same entry (Stop then Play, a retry) keeps what is known of it, so clients see no flicker.
         let known = snapshot.nowPlaying?.entry.id == entry.id ? snapshot.nowPlaying : nil
         update {
@@ -473,6 +489,7 @@ public actor Player {
         if loadedID != nil { engine.stop() }
         loadedID = nil
         preparedID = nil
+        committedID = nil
         loopRestartQueued = false
         stopPreload()
         update { $0.status = status }
@@ -580,6 +597,12 @@ public actor Player {
             // Only a track prepared as its own follower restarts (loop Track); a queued event
             // that crossed a Next or a load for the same entry is stale.
             loopRestartQueued = true
+        case .nextQueued(let id) where id == preparedID:
+            committedID = id
+        case .trackStarted(let id) where id == current && loopRestartQueued && queue.upcoming(automatic: true) != id:
+            // The engine restarted the track for loop Track, which was turned off since.
+            loopRestartQueued = false
+            trackEnded(id)
         case .trackStarted(let id) where id == current:
             failures.started(id)
             if loopRestartQueued {
@@ -590,8 +613,14 @@ public actor Player {
                 prepareNext()
             }
             if snapshot.lastError != nil { update { $0.lastError = nil } }
-        case .trackStarted(let id):
+        case .trackStarted(let id) where id == preparedID && queue.upcoming(automatic: true) == id:
             handOver(to: id)
+        case .trackStarted(let id) where id == committedID:
+            // The engine went on with what it had committed to, but the queue changed since (an
+            // insert, a removal, loop or shuffle): the current track ended; load what follows now.
+            log.info("\(id) was committed before the queue changed: loading what follows instead")
+            committedID = nil
+            if let finished = current { trackEnded(finished) }
         case .tags(let id, let tags) where id == current:
             update { state in
                 if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = Self.merge(tags, into: known) }
@@ -635,6 +664,7 @@ public actor Player {
     /// The engine started the prepared entry without a gap.
     private func handOver(to id: TrackID) {
         guard id == preparedID, let entry = queue.entry(id) else { return }
+        committedID = nil
         if let finished = loadedID { forgetPosition(of: finished) }
         _ = queue.jump(to: id)
         loadedID = id
@@ -675,6 +705,8 @@ public actor Player {
         loadedID = nil
         preparedID = nil
         restoredStart = place > .zero ? place : nil
+        rewindOnPlay = false
+        saveSession()  // the place, should the daemon die before the retry
         let action = failures.failed(
             id, kind: error.kind, networkUp: networkUp(entry.url), queue: Set(queue.entries.map(\.id)))
         switch action {
@@ -749,11 +781,13 @@ public actor Player {
 
     private func saveSession(at known: Duration? = nil) {
         let position = known ?? position()
+        let shown = snapshot.nowPlaying.flatMap { $0.entry.id == queue.currentID ? $0 : nil }
         memory.save(
             SavedSession(
                 entries: queue.entries.map { .init(url: $0.url, title: $0.title) }, currentIndex: queue.currentIndex,
                 position: position, loop: queue.loop, shuffle: queue.shuffle, rate: snapshot.rate,
-                volume: snapshot.volume))
+                volume: snapshot.volume, currentTags: shown.map(\.tags).flatMap { $0.isEmpty ? nil : $0 },
+                currentDuration: shown?.duration))
     }
 
     private func startSaving() {

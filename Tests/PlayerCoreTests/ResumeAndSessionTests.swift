@@ -72,6 +72,14 @@ struct ResumeAndSessionTests {
             await player.setLoop(.playlist)
             await player.setRate(1.5)
             await player.setVolume(0.4)
+            let id = await player.state.nowPlaying!.entry.id
+            var tags = TrackTags()
+            tags.title = "Other"
+            tags.artists = ["Someone"]
+            tags.artURL = URL(fileURLWithPath: "/nonexistent/cover.png")
+            engine.send(.tags(id, tags))
+            engine.send(.duration(id, .seconds(600)))
+            for _ in 0..<10_000 where await player.state.nowPlaying?.duration == nil { await Task.yield() }
             engine.setPosition(.seconds(42))
             await player.shutdown()
         }
@@ -86,10 +94,15 @@ struct ResumeAndSessionTests {
         #expect(state.loop == .playlist)
         #expect(state.rate == 1.5)
         #expect(state.volume == 0.4)
-        #expect(player.position() == .seconds(42))
+        // Named and measured before Play, and rewound as a track's own resume is.
+        #expect(state.nowPlaying?.tags.title == "Other")
+        #expect(state.nowPlaying?.tags.artists == ["Someone"])
+        #expect(state.nowPlaying?.tags.artURL == nil, "art that is gone is not offered")
+        #expect(state.nowPlaying?.duration == .seconds(600))
+        #expect(player.position() == .seconds(42), "the place as saved, so restarts never drift")
         #expect(engine.loads.isEmpty, "nothing is loaded until Play")
         await player.play()
-        #expect(engine.loads.last?.1 == .seconds(42))
+        #expect(engine.loads.last?.1 == .seconds(40), "Play rewinds as a track's own resume does")
         #expect(engine.loads.last?.2 == true)
         #expect(await player.state.status == .playing)
     }
