@@ -76,6 +76,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var next: Prepared?
         /// The next track's URI was given to playbin; its audio has not started yet.
         var handedOver = false
+        /// A track handed over without a gap whose start is announced once it is heard.
+        var unannounced: (id: TrackID, seekable: Bool)?
         var generation: UInt64 = 0
         var wantPlaying = false
         var busRunning = true
@@ -508,6 +510,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.current = nil
                 state.next = nil
                 state.handedOver = false
+                state.unannounced = nil
                 state.feeders.removeAll()
             }
             return (state.current, state.next)
@@ -641,6 +644,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         let id = current.track.id
         switch message.pointee.type {
         case GST_MESSAGE_EOS:
+            announceStart(of: id)  // a track shorter than the previous one's tail starts before it ends
             log.info("\(id) ended")
             emit(.endOfTrack(id))
         case GST_MESSAGE_ERROR:
@@ -653,6 +657,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             if let error { g_error_free(error) }
             control.async { [self] in
                 guard shared.withLock({ $0.current?.uri == current.uri }) else { return }
+                announceStart(of: id)  // the player learns which track failed
                 // Taken before the teardown, which forgets it: a retry resumes here.
                 let position = position()
                 teardown()
@@ -699,7 +704,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// A new stream's audio started: the first track, or the next one after a gapless hand-over.
     private func streamStarted() {
         let playing = stringProperty(playbin, "current-uri")
-        enum Start { case first(TrackID), handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, seekable: Bool), none }
+        // Still the previous track's position: its samples are not all played yet.
+        var switchPosition: gint64 = -1
+        let positionKnown = gst_element_query_position(playbin, GST_FORMAT_TIME, &switchPosition) != 0 && switchPosition >= 0
+        enum Start {
+            case first(TrackID)
+            case handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, seekable: Bool, audibleIn: Duration)
+            case none
+        }
         let start = shared.withLock { state -> Start in
             if let next = state.next, next.uri == playing, state.handedOver {
                 let old = state.current
@@ -707,9 +719,12 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.current = Current(track: next.track, uri: next.uri, feeder: next.feeder, prerolled: true)
                 state.next = nil
                 state.handedOver = false
+                let audibleIn = HandOverTiming.audibleDelay(
+                    previousLength: old?.duration, positionAtSwitch: positionKnown ? .nanoseconds(switchPosition) : nil,
+                    rate: state.rate)
                 return .handedOver(
                     next.track.id, old?.feeder, needsRate: state.rate != 1,
-                    seekable: next.feeder?.randomAccess ?? false)
+                    seekable: next.feeder?.randomAccess ?? false, audibleIn: audibleIn)
             }
             if let current = state.current, current.uri == playing {
                 return current.reconfiguring ? .none : .first(current.track.id)
@@ -719,16 +734,18 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         switch start {
         case .first(let id):
             emit(.trackStarted(id))
-        case .handedOver(let id, let oldFeeder, let needsRate, let seekable):
-            log.info("\(id) started (gapless)")
+        case .handedOver(let id, let oldFeeder, let needsRate, let seekable, let audibleIn):
+            log.info("\(id) started (gapless), heard in \(audibleIn)")
             oldFeeder?.detach()  // the old track's bytes are all read by now
             shared.withLock { $0.current?.feeder }?.source.setBackground(false)
-            emit(.seekable(id, seekable))
-            emit(.trackStarted(id))
+            // Announced when it is heard: until then the previous track's end still sounds.
+            shared.withLock { $0.unannounced = (id, seekable) }
+            let heard = Int(audibleIn.components.seconds) * 1000 + Int(audibleIn.components.attoseconds / 1_000_000_000_000_000)
+            control.asyncAfter(deadline: .now() + .milliseconds(heard)) { [self] in announceStart(of: id) }
             // Formats whose length is known up front post no DURATION_CHANGED for the new
             // stream, and playbin answers the query only once the stream has settled.
             for delay in [0, 50, 200, 1000] {
-                control.asyncAfter(deadline: .now() + .milliseconds(delay)) { [self] in
+                control.asyncAfter(deadline: .now() + .milliseconds(heard + delay)) { [self] in
                     if let started = shared.withLock({ $0.current }), started.track.id == id, started.duration == nil {
                         reportDuration(of: started)
                     }
@@ -812,6 +829,18 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Tells the player that the handed-over track `id` is heard, once.
+    private func announceStart(of id: TrackID) {
+        let seekable = shared.withLock { state -> Bool? in
+            guard let pending = state.unannounced, pending.id == id else { return nil }
+            state.unannounced = nil
+            return state.current?.track.id == id ? pending.seekable : nil
+        }
+        guard let seekable else { return }
+        emit(.seekable(id, seekable))
+        emit(.trackStarted(id))
     }
 
     private func reportDuration(of current: Current) {

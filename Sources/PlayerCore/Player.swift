@@ -598,6 +598,7 @@ public actor Player {
             // that crossed a Next or a load for the same entry is stale.
             loopRestartQueued = true
         case .nextQueued(let id) where id == preparedID:
+            log.debug("the engine committed \(id) as the next track")
             committedID = id
         case .trackStarted(let id) where id == current && loopRestartQueued && queue.upcoming(automatic: true) != id:
             // The engine restarted the track for loop Track, which was turned off since.

@@ -1,0 +1,137 @@
+import DBusKit
+import Foundation
+import Testing
+import TestSupport
+
+/// Which of a few tones sounds in each 10 ms of a recording (nil: silence or a mixture).
+func tonesPer10ms(_ pcm: Data, frequencies: [Int]) -> [Int?] {
+    let samples = leftChannel(pcm)
+    let window = 441
+    return stride(from: 0, to: samples.count - window, by: window).map { start in
+        let slice = samples[start..<(start + window)]
+        let energy = slice.reduce(0.0) { $0 + Double($1) * Double($1) }
+        guard energy > Double(window) * 1e5 else { return nil }  // quieter than about -50 dBFS
+        // Goertzel power of each frequency; the tone is the one holding most of the energy.
+        let powers = frequencies.map { frequency -> Double in
+            let coefficient = 2 * cos(2 * Double.pi * Double(frequency) / 44_100)
+            var (previous, beforePrevious) = (0.0, 0.0)
+            for sample in slice {
+                let current = Double(sample) + coefficient * previous - beforePrevious
+                beforePrevious = previous
+                previous = current
+            }
+            return previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious
+        }
+        let best = powers.indices.max { powers[$0] < powers[$1] }!
+        return powers[best] > powers.reduce(0, +) * 0.9 ? frequencies[best] : nil
+    }
+}
+
+/// Runs of the same value: (value, count), in order.
+func runs<T: Equatable>(_ values: [T]) -> [(T, Int)] {
+    var result: [(T, Int)] = []
+    for value in values {
+        if let last = result.last, last.0 == value { result[result.count - 1].1 += 1 } else { result.append((value, 1)) }
+    }
+    return result
+}
+
+/// Queue edits in the last second of a track, after GStreamer took the next one: what is heard,
+/// `Metadata` and the `TrackList` must agree.
+@Suite("Queue edits in the hand-over window", .serialized)
+struct HandOverWindowTests {
+    enum Edit: String, CaseIterable, Sendable {
+        /// TrackList.AddTrack(the 4th tone, after the current one): "play next".
+        case playNext
+        /// TrackList.RemoveTrack(the committed second track).
+        case removeTheNext
+        /// Player.Next.
+        case next
+    }
+
+    /// Plays tones of 300 Hz (4 s), 500 Hz and 700 Hz (3 s each), makes `edit` once the engine
+    /// committed to the second, and returns the tones heard in order (with how long each
+    /// sounded, in 10 ms) and the URLs `Metadata` named.
+    func play(_ edit: Edit) async throws -> (heard: [(Int, Int)], named: [String], tones: [Int: URL], summary: String) {
+        let media = try TemporaryDirectory()
+        var tones: [Int: URL] = [:]
+        for (frequency, seconds) in [(300, 4.0), (500, 3.0), (700, 3.0), (900, 3.0)] {
+            tones[frequency] = try steadyTone(frequency: frequency, seconds: seconds, amplitude: 0.5, in: media)
+        }
+        let pulse = try PulseServer()
+        let recording = try pulse.recordOutput()
+        let daemon = try RunningDaemon(standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
+        try await daemon.waitUntilReady()
+        let signals = try await daemon.client.subscribe(
+            matching: "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.mpris.MediaPlayer2.Player'")
+        let named = Task {
+            var urls: [String] = []
+            for await message in signals {
+                let changed = changedProperties(message)
+                if let url = changed["Metadata"]?.stringVariantDictValue?["xesam:url"]?.stringValue, urls.last != url {
+                    urls.append(url)
+                }
+                if changed["PlaybackStatus"]?.stringValue == "Stopped" { break }
+            }
+            return urls
+        }
+        let queue = [tones[300]!, tones[500]!, tones[700]!]
+        try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray(queue.map(\.absoluteString))])
+        guard eventually(timeout: 15, interval: 0.01, { daemon.process.standardError.contains("committed track 2 as the next") }) else {
+            throw RigError("the engine never committed the second track; log:\n\(daemon.process.standardError)")
+        }
+        let tracks = try await daemon.property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues ?? []
+        let paths = tracks.compactMap(\.objectPathValue)
+        switch edit {
+        case .playNext:
+            try await daemon.mpris(
+                "org.mpris.MediaPlayer2.TrackList", "AddTrack", [.string(tones[900]!.absoluteString), .objectPath(paths[0]), .boolean(false)])
+        case .removeTheNext:
+            try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "RemoveTrack", [.objectPath(paths[1])])
+        case .next:
+            try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Next")
+        }
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(30))
+            named.cancel()
+        }
+        let urls = await named.value
+        deadline.cancel()
+        try waitForRecordingToGrow(recording, by: 300)  // the tail the server still held
+        let pcm = try recording.stop()
+        let heard = runs(tonesPer10ms(pcm, frequencies: [300, 500, 700, 900])).compactMap { run in run.0.map { ($0, run.1) } }
+        let summary = runs(tonesPer10ms(pcm, frequencies: [300, 500, 700, 900]))
+            .map { "\($0.0.map(String.init) ?? "-")×\($0.1)" }.joined(separator: " ")
+        print("\(edit) in the hand-over window, heard per 10 ms: \(summary)")
+        return (heard, urls, tones, summary)
+    }
+
+    func waitForRecordingToGrow(_ recording: PulseRecording, by milliseconds: Int) throws {
+        let target = recording.recordedBytes + milliseconds * PulseServer.sampleRate * 4 / 1000
+        guard eventually(timeout: Double(milliseconds) / 1000 + 5, { recording.recordedBytes >= target }) else {
+            throw RigError("the recording stalled at \(recording.recordedBytes) bytes")
+        }
+    }
+
+    @Test(arguments: Edit.allCases)
+    func anEditInTheWindowIsWhatIsHeardAndNamed(edit: Edit) async throws {
+        let (heard, named, tones, summary) = try await play(edit)
+        let expected: [Int] =
+            switch edit {
+            case .playNext: [300, 900, 500, 700]
+            case .removeTheNext: [300, 700]
+            case .next: [300, 500, 700]
+            }
+        // Heard and named agree within 100 ms: a tone that sounds for less (the committed track
+        // while the engine reloads at the boundary) does not count as played, but is bounded.
+        let played = runs(heard.filter { $0.1 >= 10 }.map(\.0)).map(\.0)
+        #expect(played == expected, "heard \(summary)")
+        let stray = heard.filter { $0.1 < 10 }.reduce(0) { $0 + $1.1 } * 10
+        #expect(stray <= 50, "\(stray) ms of stray audio: \(summary)")
+        #expect(named == expected.map { tones[$0]!.absoluteString }, "Metadata named \(named.map { URL(string: $0)!.lastPathComponent })")
+        if edit != .next {
+            // The first track plays to its end (its last 10 ms may share a window with silence).
+            #expect((heard.first?.1 ?? 0) * 10 >= 3900, "the first track sounded \((heard.first?.1 ?? 0) * 10) ms of 3994")
+        }
+    }
+}
