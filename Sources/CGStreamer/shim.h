@@ -2,3 +2,4 @@
 #include <gst/app/gstappsrc.h>
 #include <gst/audio/audio.h>
 #include <gst/controller/controller.h>
+#include <gst/base/gsttypefindhelper.h>

@@ -66,6 +66,9 @@ final class AppSrcFeeder: Sendable {
         lock = Mutex(LockedState())
     }
 
+    /// Whether a read waits for bytes that are not here yet.
+    var isWaitingForBytes: Bool { lock.withLock { $0.state.waitingSince != nil } }
+
     /// Whether GStreamer may read at any offset: the length is known and the origin honours ranges.
     var randomAccess: Bool { info.randomAccess && info.length != nil }
 

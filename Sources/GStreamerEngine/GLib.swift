@@ -139,3 +139,21 @@ extension GStreamer {
         return needs.filter { $0.anyOf.contains(where: hasElement) }.flatMap(\.mimeTypes)
     }
 }
+
+/// The URI of the stream `element` works for within playbin: that of the nearest enclosing
+/// element with a `uri` property (the uridecodebin of its group), stopping at `top`, which
+/// names the next stream rather than its own.
+func streamURI(of element: UnsafeMutablePointer<GstObject>?, below top: UnsafeMutableRawPointer) -> String? {
+    guard let element else { return nil }
+    var object: UnsafeMutablePointer<GstObject>? = gst_object_ref(element).assumingMemoryBound(to: GstObject.self)
+    while let current = object {
+        defer { gst_object_unref(current) }
+        if UnsafeMutableRawPointer(current) == top { return nil }
+        let type = current.withMemoryRebound(to: GTypeInstance.self, capacity: 1) { $0.pointee.g_class }
+        if let type, g_object_class_find_property(UnsafeMutableRawPointer(type).assumingMemoryBound(to: GObjectClass.self), "uri") != nil {
+            return stringProperty(current, "uri")
+        }
+        object = gst_object_get_parent(current)
+    }
+    return nil
+}

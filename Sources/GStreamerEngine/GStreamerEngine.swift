@@ -67,6 +67,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var track: EngineTrack
         var uri: String
         var feeder: AppSrcFeeder?
+        /// Its first bytes are no media type GStreamer knows: playbin is not given it, so the
+        /// current track ends normally and the track fails on its own load.
+        var unplayable = false
     }
 
     private struct Shared {
@@ -76,6 +79,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var next: Prepared?
         /// The next track's URI was given to playbin; its audio has not started yet.
         var handedOver = false
+        /// The next group's stream that broke and was dropped: its further errors are its own.
+        var brokenNext: String?
         /// A track handed over without a gap whose start is announced once it is heard.
         var unannounced: (id: TrackID, seekable: Bool)?
         var generation: UInt64 = 0
@@ -212,6 +217,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     guard state.generation == generation, state.next?.uri == uri, case .success(let feeder) = result
                     else { return false }
                     state.next?.feeder = feeder
+                    state.next?.unplayable = !Self.mayBeMedia(feeder.source, url: track.url)
                     state.feeders[uri] = feeder
                     return true
                 }
@@ -430,6 +436,35 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         if gst_element_set_state(playbin, playing ? GST_STATE_PLAYING : GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
             log.warning("\(track.id): the pipeline refused to start")
         }
+        watchPreroll(of: uri, generation: generation)
+    }
+
+    /// How long a track may fail to start while none of its reads waits for bytes.
+    static let prerollStall: Duration = .seconds(4)
+
+    /// Fails a track that neither starts nor waits for bytes: decodebin swallows an error that
+    /// a demuxer posts while it is still being set up (it filters errors until the element's
+    /// state change returns, and drops them when that succeeds: a truncated M4A, one time in
+    /// a few), and the pipeline then waits forever for a stream that will never come.
+    private func watchPreroll(of uri: String, generation: UInt64, stalledFor stalled: Duration = .zero) {
+        let step = Duration.milliseconds(500)
+        control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
+            let check = shared.withLock { state -> (id: TrackID, waiting: Bool)? in
+                guard state.generation == generation, let current = state.current, current.uri == uri,
+                    !current.prerolled
+                else { return nil }
+                return (current.track.id, current.feeder?.isWaitingForBytes ?? false)
+            }
+            guard let check else { return }
+            let stalledNow = check.waiting ? .zero : stalled + step
+            guard stalledNow >= Self.prerollStall else {
+                watchPreroll(of: uri, generation: generation, stalledFor: stalledNow)
+                return
+            }
+            log.error("\(check.id): no stream started within \(Self.prerollStall) and nothing is awaited")
+            teardown()
+            emit(.failed(check.id, EngineError("the stream stopped before it started (the file may be damaged)")))
+        }
     }
 
     /// Whether the filter in place is not the one the rate needs: scaletempo at
@@ -491,7 +526,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             return current.uri
         }
         guard let uri else { return }
-        log.debug("rate \(shared.withLock { $0.rate }): rebuilding the pipeline at \(position)")
+        log.debug("rebuilding the pipeline at \(position) (rate \(shared.withLock { $0.rate }))")
         gst_element_set_state(playbin, GST_STATE_READY)
         // Everything on the bus before this marker belongs to the pipeline before the rebuild.
         if let structure = gst_structure_new_empty(Self.restartMarkerName) {
@@ -511,6 +546,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.next = nil
                 state.handedOver = false
                 state.unannounced = nil
+                state.brokenNext = nil
                 state.feeders.removeAll()
             }
             return (state.current, state.next)
@@ -581,10 +617,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         }
 
     private func setUp(_ source: UnsafeMutablePointer<GstElement>) {
-        guard let uri = takeGString(gst_uri_handler_get_uri(OpaquePointer(source))),
-            let feeder = shared.withLock({ $0.feeders[uri] })
-        else {
-            log.error("source-setup for an unknown source")
+        let uri = takeGString(gst_uri_handler_get_uri(OpaquePointer(source)))
+        guard let uri, let feeder = shared.withLock({ $0.feeders[uri] }) else {
+            log.error("source-setup for an unknown source \(uri ?? "without a URI") (known: \(shared.withLock { Array($0.feeders.keys) }))")
             return
         }
         feeder.attach(to: UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstAppSrc.self))
@@ -600,13 +635,41 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// prepared next track, if its source is open. Nothing else happens here.
     private func aboutToFinish() {
         let next = shared.withLock { state -> Prepared? in
-            guard let next = state.next, next.feeder != nil, !state.handedOver else { return nil }
+            guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else { return nil }
             state.handedOver = true
             return next
         }
         guard let next else { return }
         setProperty(playbin, "uri", next.uri)
         emit(.nextQueued(next.track.id))
+        control.async { [self] in watchHandOver(to: next.uri, last: nil) }
+    }
+
+    /// How long playback may stand still at the boundary while the next track's bytes are all
+    /// here before it counts as broken.
+    static let handOverStall: Duration = .milliseconds(1500)
+
+    /// Rescues the current track when the next group hangs without a word (the same swallowed
+    /// demuxer error as at a load): its last buffers wait for a stream that never starts, and the
+    /// position stands still. It is then loaded again without the next track, as for a next
+    /// track that reports its error.
+    private func watchHandOver(to uri: String, last: Duration?, stalledFor stalled: Duration = .zero) {
+        let step = Duration.milliseconds(500)
+        control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
+            let waiting = shared.withLock { state -> Bool? in
+                guard let next = state.next, next.uri == uri, state.handedOver, state.wantPlaying else { return nil }
+                return next.feeder?.isWaitingForBytes ?? false
+            }
+            guard let waiting else { return }  // handed over, replaced or paused
+            let now = position()
+            let stalledNow = !waiting && now != nil && now == last ? stalled + step : .zero
+            guard stalledNow >= Self.handOverStall else {
+                watchHandOver(to: uri, last: now, stalledFor: stalledNow)
+                return
+            }
+            log.error("the next track never started and the current one stands still at \(now ?? .zero)")
+            dropBrokenNext(uri: uri)
+        }
     }
 
     // MARK: Bus thread
@@ -653,8 +716,17 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             gst_message_parse_error(message, &error, &debug)
             let text = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
             let kind = error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
-            log.error("\(id): \(text) (\(takeGString(debug) ?? ""))")
             if let error { g_error_free(error) }
+            let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
+            let (next, broken) = shared.withLock { ($0.next, $0.brokenNext) }
+            if let from, from == next?.uri || from == broken {
+                // The next track's stream broke while the current one still plays: it plays to its
+                // end, and the player loads the next track again then and hears its own error.
+                log.error("\(next.map { "\($0.track.id)" } ?? "a dropped track") (next): \(text) (\(takeGString(debug) ?? ""))")
+                control.async { [self] in dropBrokenNext(uri: from) }
+                return
+            }
+            log.error("\(id): \(text) (\(takeGString(debug) ?? ""))")
             control.async { [self] in
                 guard shared.withLock({ $0.current?.uri == current.uri }) else { return }
                 announceStart(of: id)  // the player learns which track failed
@@ -829,6 +901,44 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Forgets the prepared next track whose stream broke in playbin's next group. playbin holds
+    /// the current track's last buffers back until the next stream starts, which it never will,
+    /// and keeps the broken group through a rebuild: the current track is loaded again from
+    /// scratch where it is heard, without a next, so it plays to its end and ends with an end of
+    /// stream; the player then loads the broken track and hears its error.
+    private func dropBrokenNext(uri: String) {
+        let reload = shared.withLock { state -> (EngineTrack, Bool)? in
+            guard let next = state.next, next.uri == uri, let current = state.current else { return nil }
+            state.brokenNext = uri
+            return (current.track, state.wantPlaying)
+        }
+        guard let (track, playing) = reload else { return }
+        log.info("reloading \(track.id) without the broken next track")
+        load(track, at: position() ?? .zero, playing: playing)
+    }
+
+    /// Whether the first bytes `source` holds now may be media: false only when 4 KiB or the
+    /// whole resource are here and GStreamer's type finders know none of it or call it text or
+    /// an image (an HTML error page named `.mp3`); bytes not here yet are not waited for.
+    private static func mayBeMedia(_ source: ByteSource, url: URL) -> Bool {
+        guard case .data(let head) = source.read(at: 0, maxLength: 16 * 1024, wake: {}) else {
+            source.cancelPendingReads()
+            return true
+        }
+        guard head.count >= 4096 || head.count < 16 * 1024 else { return true }
+        let ext = url.pathExtension.isEmpty ? nil : url.pathExtension
+        var probability = GST_TYPE_FIND_NONE
+        let caps = head.withUnsafeBytes { bytes in
+            gst_type_find_helper_for_data_with_extension(
+                nil, bytes.baseAddress?.assumingMemoryBound(to: guint8.self), gsize(bytes.count), ext, &probability)
+        }
+        guard let caps else { return false }
+        defer { gst_caps_unref(caps) }
+        // decodebin stops at a text or image type with "this appears to be a text file".
+        let name = gst_caps_get_structure(caps, 0).map { String(cString: gst_structure_get_name($0)) } ?? ""
+        return !name.hasPrefix("text/") && !name.hasPrefix("image/")
     }
 
     /// Tells the player that the handed-over track `id` is heard, once.
