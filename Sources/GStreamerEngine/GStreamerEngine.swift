@@ -405,6 +405,12 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     source.close()
                     done(.failure(error))
                 case .success(let info):
+                    let format = TypeHint.fileExtension(url: track.url, contentType: info.contentType)
+                    if let caps = TypeHint.slowDecoderCaps(forExtension: format) {
+                        // While the first bytes travel. Not before the open: loading holds the
+                        // dynamic loader's lock, which the first request's set-up waited for.
+                        GStreamer.preloadDecoder(for: caps)
+                    }
                     let feeder = AppSrcFeeder(
                         source: source, info: info, label: "\(track.id)",
                         pulled: FeedingMode.pulls(track, contentType: info.contentType)

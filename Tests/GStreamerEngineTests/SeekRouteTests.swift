@@ -5,7 +5,7 @@ import Testing
 @testable import GStreamerEngine
 
 /// The choice between a time seek and a byte seek, and the feeding mode, without GStreamer.
-@Suite("Seek routes and feeding modes")
+@Suite("Seek routes, feeding modes and the decoder loaded ahead")
 struct SeekRouteTests {
     /// A parser's conversion for a 16 kB/s stream: byte = 16 000 × seconds.
     static func byte(_ time: Duration) -> Int64? { Int64(Double(time.components.seconds) * 16_000) }
@@ -61,5 +61,13 @@ struct SeekRouteTests {
         #expect(AppSrcFeeder.id3v2Length(Data([0x49, 0x44, 0x33, 4, 0, 0x10, 0, 0, 2, 1])) == 277)
         #expect(AppSrcFeeder.id3v2Length(Data([0xFF, 0xFB, 0x90, 0x64, 0, 0, 0, 0, 0, 0])) == 0)
         #expect(AppSrcFeeder.id3v2Length(Data("fLaC".utf8)) == 0)
+    }
+
+    /// Opening an M4A loads the plugin of the decoder decodebin will take while the bytes travel:
+    /// it must be the one decodebin takes (libav's, 110–125 ms to load), not some other.
+    @Test func theDecoderLoadedAheadForAACIsTheOneDecodebinTakes() throws {
+        let caps = try #require(TypeHint.slowDecoderCaps(forExtension: "mp4"))
+        #expect(GStreamer.decoderName(for: caps) == "avdec_aac")
+        #expect(TypeHint.slowDecoderCaps(forExtension: "flac") == nil)
     }
 }
