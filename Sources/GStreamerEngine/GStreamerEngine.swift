@@ -534,10 +534,12 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Seeks to `position`, as a time or, in a pushed track whose bytes before the target are
     /// not here, as the byte the parser maps it to (see ``SeekRoute``).
     private func performSeek(to position: Duration, accurate: Bool = true) {
+        // A reference of its own: the streaming thread that adds a new parser drops the old one.
         let (rate, feeder, parser) = shared.withLock { state -> (Double, AppSrcFeeder?, ElementRef?) in
             state.current?.seekTarget = position
-            return (state.rate, state.current?.feeder, state.parser)
+            return (state.rate, state.current?.feeder, state.parser.map { ElementRef($0.pointer) })
         }
+        defer { parser?.release() }
         let route = SeekRoute.choose(
             target: position, accurate: accurate, pushed: feeder?.pushed ?? false,
             byte: { parser?.byte(at: $0) }, holds: { feeder?.holds(streamRange: $0) ?? true })
