@@ -616,11 +616,15 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// On a streaming thread, about a second before the end: hand playbin the
     /// prepared next track, if its source is open. Nothing else happens here.
     private func aboutToFinish() {
-        let next = shared.withLock { state -> Prepared? in
-            guard let next = state.next, next.feeder != nil, !state.handedOver else { return nil }
+        let (next, parser) = shared.withLock { state -> (Prepared?, ElementRef?) in
+            guard let next = state.next, next.feeder != nil, !state.handedOver else { return (nil, nil) }
             state.handedOver = true
-            return next
+            // The next stream's parser, if its format has one, is added once playbin has the URI;
+            // this stream's must not answer for a next one without (a seek now reloads anyway).
+            defer { state.parser = nil }
+            return (next, state.parser)
         }
+        parser?.release()
         guard let next else { return }
         setProperty(playbin, "uri", next.uri)
         emit(.nextQueued(next.track.id))
