@@ -33,6 +33,9 @@ final class AppSrcFeeder: Sendable {
         /// A read has been pending since this request (by generation); reported once it lasts.
         var waitingSince: UInt64?
         var reportedWaiting = false
+        /// Bytes before the parsed stream (an ID3v2 tag, which id3demux strips), once the first
+        /// bytes were pushed.
+        var leadingTag: Int64?
     }
 
     let source: ByteSource
@@ -72,6 +75,32 @@ final class AppSrcFeeder: Sendable {
     /// Whether GStreamer may read at any offset: the length is known and the origin honours ranges.
     var randomAccess: Bool { info.randomAccess && info.length != nil }
 
+    /// Whether the track can seek. Always: a resource read only from its start (an origin
+    /// without Range) is pushed in seekable mode, and a seek-data beyond what has arrived is a
+    /// read the source answers when the sequential download gets there (the download planner
+    /// waits for it; it never fails such a read). Bytes already here are served at once.
+    var seekable: Bool { true }
+
+    /// Whether GStreamer pushes from this feeder (seekable mode) rather than pulling.
+    var pushed: Bool { !(randomAccess && pulled) }
+
+    /// Whether the source holds `range` of the parsed stream: the file's bytes after any
+    /// leading ID3v2 tag (the offsets a parser behind id3demux counts in).
+    func holds(streamRange range: Range<Int64>) -> Bool {
+        let shift = lock.withLock { $0.state.leadingTag } ?? 0
+        return source.holds((range.lowerBound + shift)..<(range.upperBound + shift))
+    }
+
+    /// The length of an ID3v2 tag starting `head` (10-byte header, syncsafe size, optional
+    /// 10-byte footer), 0 when `head` starts with none.
+    static func id3v2Length(_ head: Data) -> Int64 {
+        let bytes = [UInt8](head.prefix(10))
+        guard bytes.count == 10, bytes[0] == 0x49, bytes[1] == 0x44, bytes[2] == 0x33 else { return 0 }
+        let size = bytes[6...9].reduce(Int64(0)) { $0 << 7 | Int64($1 & 0x7f) }
+        let footer: Int64 = bytes[5] & 0x10 != 0 ? 10 : 0
+        return 10 + size + footer
+    }
+
     /// Configures `appsrc` and starts answering its callbacks. Attaching again
     /// (playbin rebuilt its source, for a new rate filter) moves the feeder to the
     /// new appsrc: the old one's callbacks are ignored from then on.
@@ -96,8 +125,9 @@ final class AppSrcFeeder: Sendable {
         if let length = info.length {
             gst_app_src_set_size(appsrc, gint64(length))
         }
-        let type =
-            !randomAccess ? GST_APP_STREAM_TYPE_STREAM : pulled ? GST_APP_STREAM_TYPE_RANDOM_ACCESS : GST_APP_STREAM_TYPE_SEEKABLE
+        // Pulled only with random access: a pull of bytes the origin sends only in order would
+        // hold a streaming thread (and the type finders' far probes) until the download got there.
+        let type = randomAccess && pulled ? GST_APP_STREAM_TYPE_RANDOM_ACCESS : GST_APP_STREAM_TYPE_SEEKABLE
         gst_app_src_set_stream_type(appsrc, type)
         var callbacks = GstAppSrcCallbacks()
         callbacks.need_data = AppSrcFeeder.onNeedData
@@ -251,6 +281,9 @@ final class AppSrcFeeder: Sendable {
         switch outcome {
         case .data(let bytes):
             state.pending = nil
+            if state.offset == 0, state.leadingTag == nil, bytes.count >= 10 {
+                state.leadingTag = Self.id3v2Length(bytes)
+            }
             push(bytes, at: state.offset, to: appsrc)
             state.offset += Int64(bytes.count)
         case .endOfStream:

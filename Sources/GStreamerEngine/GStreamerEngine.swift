@@ -93,6 +93,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var latestLoad: UInt64 = 0
         /// The newest seek target not yet applied; a burst of seeks applies only the last.
         var pendingSeek: Duration?
+        /// The audio parser of the pipeline's newest stream (mpegaudioparse, flacparse), referenced:
+        /// it maps a pushed track's seek target to a byte.
+        var parser: ElementRef?
         /// Restart markers posted on the bus (by ``reconfigure(at:)``), and seen by the bus thread.
         var markersPosted: UInt64 = 0
         var markersSeen: UInt64 = 0
@@ -148,6 +151,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         g_signal_connect_data(
             asGObject(playbin), "about-to-finish", unsafeBitCast(GStreamerEngine.onAboutToFinish, to: GCallback.self),
             context, nil, GConnectFlags(rawValue: 0))
+        g_signal_connect_data(
+            asGObject(playbin), "deep-element-added",
+            unsafeBitCast(GStreamerEngine.onElementAdded, to: GCallback.self), context, nil, GConnectFlags(rawValue: 0))
         startThread(name: "spool.engine.bus") { [self] in self.runBus() }
     }
 
@@ -191,7 +197,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     let kind = FailureKinds.kind(of: error)
                     emit(.failed(track.id, EngineError(error.description, kind: kind, position: position)))
                 case .success(let feeder):
-                    emit(.seekable(track.id, feeder.randomAccess))
+                    emit(.seekable(track.id, feeder.seekable))
                     start(track, feeder: feeder, generation: generation, at: position)
                 }
             }
@@ -288,7 +294,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 }
                 state.current?.seeking = true
                 state.current?.silentSeek = false
-                return .seek(exact: Self.exactSeeks(current.track))
+                return .seek(exact: FeedingMode.exactSeeks(current.track))
             }
             switch plan {
             case .seek(let exact):
@@ -327,7 +333,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.current?.silentSeek = true
                 // At the play head baseparse is exact anyway when it got there by parsing; after a
                 // far seek (through the seek table) an accurate one would parse up from its index.
-                return .seek(exact: Self.exactSeeks(current.track))
+                return .seek(exact: FeedingMode.exactSeeks(current.track))
             }
             log.trace("rate \(clamped): \(plan)")
             // A seek in flight answers no position query: it is going to its target.
@@ -408,9 +414,15 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     source.close()
                     done(.failure(error))
                 case .success(let info):
+                    let format = TypeHint.fileExtension(url: track.url, contentType: info.contentType)
+                    if let caps = TypeHint.slowDecoderCaps(forExtension: format) {
+                        // While the first bytes travel. Not before the open: loading holds the
+                        // dynamic loader's lock, which the first request's set-up waited for.
+                        GStreamer.preloadDecoder(for: caps)
+                    }
                     let feeder = AppSrcFeeder(
                         source: source, info: info, label: "\(track.id)",
-                        pulled: Self.pulls(track, contentType: info.contentType)
+                        pulled: FeedingMode.pulls(track, contentType: info.contentType)
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }
@@ -472,7 +484,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Only a track that can seek is rebuilt: a stream restarted from its first byte
     /// could not go back to where it was (its rate change stays a plain seek).
     private func filterMismatchLocked(_ state: Shared) -> Bool {
-        guard state.current?.feeder?.randomAccess == true else { return false }
+        guard state.current?.feeder?.seekable == true else { return false }
         let wanted = hasScaletempo && state.rate != 1
         return wanted != (state.filter == .scaletempo)
     }
@@ -540,7 +552,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     }
 
     private func teardown() {
-        let (old, next) = shared.withLock { state -> (Current?, Prepared?) in
+        let (old, next, parser) = shared.withLock { state -> (Current?, Prepared?, ElementRef?) in
             defer {
                 state.current = nil
                 state.next = nil
@@ -548,53 +560,43 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 state.unannounced = nil
                 state.brokenNext = nil
                 state.feeders.removeAll()
+                state.parser = nil
             }
-            return (state.current, state.next)
+            return (state.current, state.next, state.parser)
         }
+        parser?.release()
         // Detach before the state change, so no streaming thread waits on the network.
         old?.feeder?.detach()
         next?.feeder?.detach()
         if old != nil || next != nil { gst_element_set_state(playbin, GST_STATE_NULL) }
     }
 
-    /// Whether a seekable `track` is read in random-access (pull) mode rather than pushed.
-    ///
-    /// Pull mode gives Ogg exact seeks and stable durations (push mode seeks oggdemux about
-    /// 2 s wrong), but in pull mode the MPEG audio chain reads far more than it plays before
-    /// the first sample: id3demux pulls the last 128 bytes for an ID3v1 tag, and baseparse
-    /// (mpegaudioparse) pulls 64 KiB blocks and takes a shorter answer for the end of the
-    /// file, so each pull waits for its whole 64 KiB. Over a slow origin an MP3 started after
-    /// 64 KiB (1.4 s at 48 kB/s; players pushing start after a few KiB, 0.24 s), and a short
-    /// one only after its whole download (the tail read waited for it). Pushed, appsrc asks
-    /// for what comes next and mpegaudioparse seeks through seek-data (Xing TOC or bitrate).
-    /// Local files keep pull mode: their reads never wait.
-    static func pulls(_ track: EngineTrack, contentType: String?) -> Bool {
-        guard !track.url.isFileURL else { return true }
-        let pushed: Set<String> = ["mp3", "mp2", "mpga"]
-        return !pushed.contains(TypeHint.fileExtension(url: track.url, contentType: contentType) ?? "")
-    }
-
-    /// Whether a listener's seek in `track` asks GStreamer for sample accuracy.
-    ///
-    /// The audio parsers built on baseparse (MP3, FLAC, ADTS AAC) answer an accurate seek in
-    /// pull mode by parsing every frame from the last one they indexed, which is as far as
-    /// playback got, up to the target (gstbaseparse.c, gst_base_parse_handle_seek): over the
-    /// network a seek to 80 % of a track read the file sequentially and landed only when the
-    /// download got there. Without the flag baseparse is still exact within 20 s after what it
-    /// indexed and otherwise converts the time with the stream's seek table (Xing TOC) or
-    /// bitrate, so the reader goes to the target at once. Ogg, MP4 and WAV seek the same either
-    /// way. A local file keeps the flag: the scan is a fast local read there.
-    static func exactSeeks(_ track: EngineTrack) -> Bool { track.url.isFileURL }
-
+    /// Seeks to `position`, as a time or, in a pushed track whose bytes before the target are
+    /// not here, as the byte the parser maps it to (see ``SeekRoute``).
     private func performSeek(to position: Duration, accurate: Bool = true) {
-        let rate = shared.withLock { state -> Double in
+        // A reference of its own: the streaming thread that adds a new parser drops the old one.
+        let (rate, feeder, parser) = shared.withLock { state -> (Double, AppSrcFeeder?, ElementRef?) in
             state.current?.seekTarget = position
-            return state.rate
+            return (state.rate, state.current?.feeder, state.parser.map { ElementRef($0.pointer) })
         }
-        let flags = GstSeekFlags(rawValue: GST_SEEK_FLAG_FLUSH.rawValue | (accurate ? GST_SEEK_FLAG_ACCURATE.rawValue : 0))
-        let accepted = gst_element_seek(
-            playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(nanoseconds(position)),
-            GST_SEEK_TYPE_NONE, -1)
+        defer { parser?.release() }
+        let route = SeekRoute.choose(
+            target: position, accurate: accurate, pushed: feeder?.pushed ?? false,
+            byte: { parser?.byte(at: $0) }, holds: { feeder?.holds(streamRange: $0) ?? true })
+        let flush = GST_SEEK_FLAG_FLUSH.rawValue
+        let accepted: gboolean
+        switch route {
+        case .time(let accurate):
+            let flags = GstSeekFlags(rawValue: flush | (accurate ? GST_SEEK_FLAG_ACCURATE.rawValue : 0))
+            accepted = gst_element_seek(
+                playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(nanoseconds(position)),
+                GST_SEEK_TYPE_NONE, -1)
+        case .bytes(let offset):
+            log.debug("seek to \(position): byte \(offset) of the parsed stream")
+            accepted = gst_element_seek(
+                playbin, rate, GST_FORMAT_BYTES, GstSeekFlags(rawValue: flush), GST_SEEK_TYPE_SET, gint64(offset),
+                GST_SEEK_TYPE_NONE, -1)
+        }
         if accepted == 0 {
             log.warning("seek to \(position) at rate \(rate) refused")
             let playing = shared.withLock { state -> Bool in
@@ -625,6 +627,25 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         feeder.attach(to: UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstAppSrc.self))
     }
 
+    private static let onElementAdded:
+        @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<GstElement>?, gpointer?) ->
+        Void = { _, _, element, context in
+            guard let element, let context else { return }
+            Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().elementAdded(element)
+        }
+
+    /// On a streaming thread: keeps the newest parser (playbin builds one per stream).
+    private func elementAdded(_ element: UnsafeMutablePointer<GstElement>) {
+        guard let klass = gst_element_get_metadata(element, "klass"), String(cString: klass).contains("Parser") else {
+            return
+        }
+        let old = shared.withLock { state -> ElementRef? in
+            defer { state.parser = ElementRef(element) }
+            return state.parser
+        }
+        old?.release()
+    }
+
     private static let onAboutToFinish: @convention(c) (UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
         _, context in
         guard let context else { return }
@@ -634,11 +655,15 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// On a streaming thread, about a second before the end: hand playbin the
     /// prepared next track, if its source is open. Nothing else happens here.
     private func aboutToFinish() {
-        let next = shared.withLock { state -> Prepared? in
-            guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else { return nil }
+        let (next, parser) = shared.withLock { state -> (Prepared?, ElementRef?) in
+            guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else { return (nil, nil) }
             state.handedOver = true
-            return next
+            // The next stream's parser, if its format has one, is added once playbin has the URI;
+            // this stream's must not answer for a next one without (a seek now reloads anyway).
+            defer { state.parser = nil }
+            return (next, state.parser)
         }
+        parser?.release()
         guard let next else { return }
         setProperty(playbin, "uri", next.uri)
         emit(.nextQueued(next.track.id))
@@ -796,7 +821,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     rate: state.rate)
                 return .handedOver(
                     next.track.id, old?.feeder, needsRate: state.rate != 1,
-                    seekable: next.feeder?.randomAccess ?? false, audibleIn: audibleIn)
+                    seekable: next.feeder?.seekable ?? false, audibleIn: audibleIn)
             }
             if let current = state.current, current.uri == playing {
                 return current.reconfiguring ? .none : .first(current.track.id)
@@ -871,7 +896,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     state.current?.silentStart = false
                     // A restart where a rate change found the track goes back exactly to what was
                     // heard; a start position (resume, a seek before the preroll) is a listener's seek.
-                    return .seek(start, exact: now.silentStart || Self.exactSeeks(now.track))
+                    return .seek(start, exact: now.silentStart || FeedingMode.exactSeeks(now.track))
                 }
                 if now.seeking {
                     state.current?.seeking = false

@@ -48,4 +48,13 @@ enum TypeHint {
     static func uri(_ base: String, url: URL, contentType: String? = nil) -> String {
         fileExtension(url: url, contentType: contentType).map { "\(base).\($0)" } ?? base
     }
+
+    /// The caps of the encoded audio in a track with extension `ext`, for formats whose decoder
+    /// is slow to load (see ``GStreamer/preloadDecoder(for:)``): AAC, decoded by libav.
+    static func slowDecoderCaps(forExtension ext: String?) -> String? {
+        switch ext {
+        case "mp4", "aac": "audio/mpeg, mpegversion=(int)4"
+        default: nil
+        }
+    }
 }

@@ -103,6 +103,11 @@ public protocol ByteSource: AnyObject, Sendable {
     /// yield to the playing track's. Set back to false when its audio starts.
     func setBackground(_ background: Bool)
 
+    /// Whether every byte of `range` is here now, so reading it waits for nothing. The engine
+    /// lets a parser read through bytes that are held, and sends a seek straight to its target
+    /// when they are not.
+    func holds(_ range: Range<Int64>) -> Bool
+
     /// Tells the source the stream's average bytes per second (length over duration, once the
     /// player knows the duration), so a seek a few seconds of audio ahead of a running
     /// download waits for it instead of opening a new request.
@@ -117,6 +122,9 @@ extension ByteSource {
 
     /// Sources with nothing to download ignore the hint.
     public func setBackground(_ background: Bool) {}
+
+    /// Sources with nothing to download hold every byte.
+    public func holds(_ range: Range<Int64>) -> Bool { true }
 
     /// Sources with nothing to download ignore the rate.
     public func setByteRate(_ bytesPerSecond: Double) {}

@@ -204,6 +204,11 @@ public final class CachedByteSource: ByteSource {
         execute(state.withLock { state in state.planner.setBackground(background, cached: held(state), now: .now) })
     }
 
+    /// Whether the cache (or the overflow kept in memory) holds every byte of `range`.
+    public func holds(_ range: Range<Int64>) -> Bool {
+        range.isEmpty || state.withLock { held($0).contains(range) }
+    }
+
     /// Forgets the pending reader.
     public func cancelPendingReads() {
         state.withLock { state in

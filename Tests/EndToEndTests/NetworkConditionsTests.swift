@@ -21,6 +21,8 @@ import TestSupport
 // - two seeks within 100 ms: lands on the second;
 // - Next during a download: the next track starts;
 // - resume: a track stopped at a position and reopened starts there (less the 2 s rewind);
+// - no Range: the track can seek at once; a seek beyond what has arrived buffers and lands
+//   when the one download brings the target; a seek in the downloaded file fetches nothing;
 // - the end of a track hands over to the next one (range-capable, Range-less chunked, and
 //   overstated Content-Length origins);
 // - no byte twice: the origin serves no byte of the file twice across requests, beyond
@@ -96,6 +98,14 @@ final class NetworkCase {
             Issue.record("\(error)\n\(names.map(context).joined(separator: "\n"))", sourceLocation: sourceLocation)
             return nil
         }
+    }
+
+    /// A property of the daemon's object (`Player`, `org.spool.Spool1`).
+    func property(_ name: String, of interface: String) async throws -> DBusValue? {
+        try await connection.call(
+            destination: player.busName, path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties",
+            method: "Get", arguments: [.string(interface), .string(name)]
+        ).first?.variantValue
     }
 
     /// Checks "no byte twice" and "nothing beyond the file" for `/name` after `seeks` seeks.
@@ -255,17 +265,7 @@ struct NetworkConditionsTests {
             let started = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
             #expect(started <= 5, "open → advancing took \(started) s\n\(test.context(name))")
         }
-        let target: Double
-        if cell.format == .flac {
-            // FLAC is pulled: its parser's seek waits for the download instead of asking for the target.
-            var landed = cell.fraction * duration
-            await withKnownIssue("FLAC's pull-mode seek waits for the download", isIntermittent: true) {
-                landed = try await test.seek(to: cell.fraction, of: duration, name: name)
-            }
-            target = landed
-        } else {
-            target = try await test.seek(to: cell.fraction, of: duration, name: name)
-        }
+        let target = try await test.seek(to: cell.fraction, of: duration, name: name)
         if cell.fraction > 0.9 {
             do {
                 _ = try await test.probe.awaitStatus("Stopped", timeout: duration - target + 5)
@@ -296,20 +296,18 @@ struct NetworkConditionsTests {
 
     /// A second SetPosition 100 ms after the first: the player ends up at the second target.
     @Test func twoSeeksWithin100msLandOnTheSecond() async throws {
-        await withKnownIssue("FLAC is pulled: its parser's seek waits for the download instead of asking for the target", isIntermittent: true) {
-            let file = try NetworkMedia.tone(.flac, seconds: 20)
-            let size = try Data(contentsOf: file).count
-            let link = Link(multiple: 2, latency: 0.05)
-            let test = try await NetworkCase.start(linkRate: link.rate(size: size, duration: 20))
-            let url = try test.serve(file, as: "twice.flac", faults: link.faults)
-            let opened = try await test.probe.open(url)
-            _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
-            let track = try await test.probe.currentTrack(needsLength: false)
-            let first = try await test.probe.setPosition(14, track: track)
-            try await Task.sleep(until: first + .milliseconds(80))
-            try await test.seek(to: 0.4, of: 20, name: "twice.flac")
-            test.expectNoByteTwice("twice.flac", seeks: 2)
-        }
+        let file = try NetworkMedia.tone(.flac, seconds: 20)
+        let size = try Data(contentsOf: file).count
+        let link = Link(multiple: 2, latency: 0.05)
+        let test = try await NetworkCase.start(linkRate: link.rate(size: size, duration: 20))
+        let url = try test.serve(file, as: "twice.flac", faults: link.faults)
+        let opened = try await test.probe.open(url)
+        _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
+        let track = try await test.probe.currentTrack(needsLength: false)
+        let first = try await test.probe.setPosition(14, track: track)
+        try await Task.sleep(until: first + .milliseconds(80))
+        try await test.seek(to: 0.4, of: 20, name: "twice.flac")
+        test.expectNoByteTwice("twice.flac", seeks: 2)
     }
 
     /// Next while the current track is still downloading starts the next track.
@@ -338,29 +336,27 @@ struct NetworkConditionsTests {
     /// A track played to a position (reached by a seek into the undownloaded part), stopped and
     /// opened again resumes there, less the default 2 s rewind.
     @Test func reopeningAStoppedTrackResumesAtItsPosition() async throws {
-        await withKnownIssue("a resume position in a pushed http MP3 lands at the wrong place (seen at the end of the track)", isIntermittent: true) {
-            let file = try NetworkMedia.tone(.mp3CBR, seconds: 30)
-            let size = try Data(contentsOf: file).count
-            let link = Link(multiple: 3, latency: 0.05)
-            let test = try await NetworkCase.start(linkRate: link.rate(size: size, duration: 30))
-            let url = try test.serve(file, as: "resume.mp3", faults: link.faults)
-            let opened = try await test.probe.open(url)
-            _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
-            try await test.seek(to: 0.5, of: 30, name: "resume.mp3")
-            _ = try await test.probe.awaitAdvancing(since: .now, near: 16.5, tolerance: 0.5, timeout: 10)
-            let stoppedAt = Double(try await test.probe.remote.positionMicroseconds()) / 1e6
-            try await test.probe.remote.stop()
-            _ = try await test.probe.awaitStatus("Stopped")
-            let reopened = try await test.probe.open(url)
-            do {
-                let landed = try await test.probe.awaitAdvancing(since: reopened, near: stoppedAt - 2, tolerance: 1, timeout: 5)
-                #expect(landed <= 5)
-            } catch {
-                let at = Double(try await test.probe.remote.positionMicroseconds()) / 1e6
-                Issue.record("stopped at \(stoppedAt) s, reopened at \(at) s: \(error)\n\(test.context("resume.mp3"))")
-            }
-            test.expectNoByteTwice("resume.mp3", seeks: 2)
+        let file = try NetworkMedia.tone(.mp3CBR, seconds: 30)
+        let size = try Data(contentsOf: file).count
+        let link = Link(multiple: 3, latency: 0.05)
+        let test = try await NetworkCase.start(linkRate: link.rate(size: size, duration: 30))
+        let url = try test.serve(file, as: "resume.mp3", faults: link.faults)
+        let opened = try await test.probe.open(url)
+        _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
+        try await test.seek(to: 0.5, of: 30, name: "resume.mp3")
+        _ = try await test.probe.awaitAdvancing(since: .now, near: 16.5, tolerance: 0.5, timeout: 10)
+        let stoppedAt = Double(try await test.probe.remote.positionMicroseconds()) / 1e6
+        try await test.probe.remote.stop()
+        _ = try await test.probe.awaitStatus("Stopped")
+        let reopened = try await test.probe.open(url)
+        do {
+            let landed = try await test.probe.awaitAdvancing(since: reopened, near: stoppedAt - 2, tolerance: 1, timeout: 5)
+            #expect(landed <= 5)
+        } catch {
+            let at = Double(try await test.probe.remote.positionMicroseconds()) / 1e6
+            Issue.record("stopped at \(stoppedAt) s, reopened at \(at) s: \(error)\n\(test.context("resume.mp3"))")
         }
+        test.expectNoByteTwice("resume.mp3", seeks: 2)
     }
 
     /// An origin without Range that sends chunked bodies (no length): the track plays to its end
@@ -383,22 +379,47 @@ struct NetworkConditionsTests {
 
     /// An origin without Range, the file fully downloaded: a seek lands from the cache, with no request.
     @Test func aRangelessOriginSeeksInTheDownloadedFile() async throws {
-        await withKnownIssue("seeking within the arrived part of an origin without Range is not built yet", isIntermittent: true) {
-            let file = try NetworkMedia.tone(.mp3VBR, seconds: 12)
-            let size = try Data(contentsOf: file).count
-            let test = try await NetworkCase.start(linkRate: Link(multiple: 3).rate(size: size, duration: 12))
-            let url = try test.serve(file, as: "norange.mp3", faults: OriginFaults(ignoresRange: true))
-            let opened = try await test.probe.open(url)
-            _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
-            let complete = try await awaitCondition(timeout: 10) { test.report("norange.mp3").contiguousEnd >= size }
-            #expect(complete, "the download did not complete\n\(test.context("norange.mp3"))")
-            let requestsBefore = test.report("norange.mp3").transfers.count
-            let track = try await test.probe.currentTrack(needsLength: false)
-            let seeked = try await test.probe.setPosition(8, track: track)
-            await test.check("norange.mp3") { try await test.probe.awaitAdvancing(since: seeked, near: 8, timeout: 5) }
-            #expect(test.report("norange.mp3").transfers.count == requestsBefore, "\(test.context("norange.mp3"))")
-            test.expectNoByteTwice("norange.mp3", seeks: 1)
+        let file = try NetworkMedia.tone(.mp3VBR, seconds: 12)
+        let size = try Data(contentsOf: file).count
+        let test = try await NetworkCase.start(linkRate: Link(multiple: 3).rate(size: size, duration: 12))
+        let url = try test.serve(file, as: "norange.mp3", faults: OriginFaults(ignoresRange: true))
+        let opened = try await test.probe.open(url)
+        _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
+        let complete = try await awaitCondition(timeout: 10) { test.report("norange.mp3").contiguousEnd >= size }
+        #expect(complete, "the download did not complete\n\(test.context("norange.mp3"))")
+        let requestsBefore = test.report("norange.mp3").transfers.count
+        let track = try await test.probe.currentTrack(needsLength: false)
+        let seeked = try await test.probe.setPosition(8, track: track)
+        await test.check("norange.mp3") { try await test.probe.awaitAdvancing(since: seeked, near: 8, timeout: 5) }
+        #expect(test.report("norange.mp3").transfers.count == requestsBefore, "\(test.context("norange.mp3"))")
+        test.expectNoByteTwice("norange.mp3", seeks: 1)
+    }
+
+    /// An origin without Range, the download still running: the track can seek at once, and a
+    /// seek beyond what has arrived waits, buffering, until the one download brings the target.
+    @Test func aRangelessOriginSeeksBeyondTheArrivedPartOnceItArrives() async throws {
+        let file = try NetworkMedia.tone(.mp3VBR, seconds: 20)
+        let size = try Data(contentsOf: file).count
+        let test = try await NetworkCase.start(linkRate: Link(multiple: 3).rate(size: size, duration: 20))
+        let url = try test.serve(file, as: "norange-far.mp3", faults: OriginFaults(ignoresRange: true))
+        let opened = try await test.probe.open(url)
+        _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
+        #expect(try await test.property("CanSeek", of: "org.mpris.MediaPlayer2.Player")?.boolValue == true)
+        let targetByte = Int(0.8 * Double(size))
+        #expect(test.report("norange-far.mp3").contiguousEnd < targetByte, "the target had arrived already")
+        let track = try await test.probe.currentTrack(needsLength: false)
+        let seeked = try await test.probe.setPosition(16, track: track)
+        var buffering = false
+        let deadline = ContinuousClock.now + .seconds(3)
+        while !buffering, ContinuousClock.now < deadline {
+            buffering = try await test.property("Buffering", of: "org.spool.Spool1")?.boolValue == true
+            if !buffering { try await Task.sleep(for: .milliseconds(20)) }
         }
+        #expect(buffering, "no Buffering while the target was not there\n\(test.context("norange-far.mp3"))")
+        // The target arrives once the download (at 3× the bitrate) has got 80 % of the file: about 5 s.
+        await test.check("norange-far.mp3") { try await test.probe.awaitAdvancing(since: seeked, near: 16, timeout: 15) }
+        #expect(test.report("norange-far.mp3").transfers.count == 1, "\(test.context("norange-far.mp3"))")
+        test.expectNoByteTwice("norange-far.mp3", seeks: 1)
     }
 
     /// An origin that declares more bytes than it sends and closes: the track still ends and the next one starts.

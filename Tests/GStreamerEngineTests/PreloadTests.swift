@@ -22,7 +22,9 @@ struct PreloadTests {
         defer { cache.close() }
         let fetcher = Fetcher(userAgent: "Spool/test")
         let dir = try TemporaryDirectory()
-        let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(dir.file("joined.raw").path)"
+        // In real time, as a listener hears it: decoding as fast as the bytes arrive, a pushed track
+        // ended with its download, before the next track's source (which yields to it) had opened.
+        let sink = "audioconvert ! \(pcmCaps) ! filesink sync=true location=\(dir.file("joined.raw").path)"
         let engine = try GStreamerEngine(audioSink: sink) { url throws(MediaSourceError) in
             guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
             return CachedByteSource(url: url, entry: entry, fetcher: fetcher)

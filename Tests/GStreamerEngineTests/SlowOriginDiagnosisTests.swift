@@ -53,6 +53,7 @@ final class LoggingSource: ByteSource {
         inner.close()
     }
     func setBackground(_ background: Bool) { inner.setBackground(background) }
+    func holds(_ range: Range<Int64>) -> Bool { inner.holds(range) }
     func setByteRate(_ bytesPerSecond: Double) {
         say("setByteRate \(Int(bytesPerSecond))")
         inner.setByteRate(bytesPerSecond)

@@ -1,0 +1,100 @@
+import EngineAPI
+import FoundationEssentials
+internal import CGStreamer
+
+/// How a track's bytes reach GStreamer and how its seeks are asked for: pure decisions, made
+/// from the track's URL and type and from which bytes the source holds.
+enum FeedingMode {
+    /// Whether a seekable `track` is read in random-access (pull) mode rather than pushed.
+    ///
+    /// Pull mode gives Ogg exact seeks and stable durations (push mode seeks oggdemux about
+    /// 2 s wrong), but in pull mode the parsers built on baseparse read far more than they
+    /// play before the first sample: baseparse pulls 64 KiB blocks and takes a shorter answer
+    /// as the end of the file (gstbaseparse.c, gst_base_parse_pull_range), so each pull waits
+    /// for its whole 64 KiB, and id3demux pulls the last 128 bytes of an MP3 for an ID3v1 tag.
+    /// Over a slow origin an MP3 started after 64 KiB (1.4 s at 48 kB/s; players pushing
+    /// start after a few KiB, 0.24 s), a FLAC after 64 KiB too, and a short MP3 only after its
+    /// whole download (the tail read waited for it). Pushed, appsrc asks for what comes next,
+    /// the parser takes what has arrived, and a seek goes upstream as a byte seek (seek-data).
+    /// flacparse stamps every frame from its header's sample number, so a pushed FLAC lands
+    /// where its bytes are. Local files keep pull mode: their reads never wait.
+    static func pulls(_ track: EngineTrack, contentType: String?) -> Bool {
+        guard !track.url.isFileURL else { return true }
+        let pushed: Set<String> = ["mp3", "mp2", "mpga", "flac"]
+        return !pushed.contains(TypeHint.fileExtension(url: track.url, contentType: contentType) ?? "")
+    }
+
+    /// Whether a listener's seek in `track` asks GStreamer for sample accuracy.
+    ///
+    /// The audio parsers built on baseparse (MP3, FLAC, ADTS AAC) answer an accurate seek in
+    /// pull mode by parsing every frame from the last one they indexed, which is as far as
+    /// playback got, up to the target (gstbaseparse.c, gst_base_parse_handle_seek): over the
+    /// network a seek to 80 % of a track read the file sequentially and landed only when the
+    /// download got there. Without the flag baseparse is still exact within 20 s after what it
+    /// indexed and otherwise converts the time with the stream's seek table (Xing TOC) or
+    /// bitrate, so the reader goes to the target at once. Ogg, MP4 and WAV seek the same either
+    /// way. A local file keeps the flag: the scan is a fast local read there.
+    static func exactSeeks(_ track: EngineTrack) -> Bool { track.url.isFileURL }
+}
+
+/// How a seek in a pushed track is sent: as the time, which the parser handles, or as the
+/// byte where the parser says that time is, which goes straight to the source.
+///
+/// baseparse answers a time seek up to 20 s past the last frame it indexed (everything it
+/// parsed from the start or from an exact seek) by parsing every frame from that one to the
+/// target, "accurate for free" (gstbaseparse.c, TARGET_DIFFERENCE). From a local file that is
+/// a fast read; over the network it reads at the download's pace: a seek from 1 s to 15 s of
+/// a 30-s MP3 at 3× its bitrate asked the origin for nothing and landed only when the
+/// sequential download reached 15 s. A byte seek sent from the top of the pipeline passes
+/// every element up to appsrc (each gives upstream the first chance, id3demux shifts it past
+/// the tag), and the parser times the new segment with the same conversion (Xing TOC, or the
+/// bitrate it measured) that gave the byte: measured within 0.1 s of the target for CBR and
+/// VBR MP3 tones.
+enum SeekRoute: Equatable, Sendable {
+    /// A time seek, sample-accurate when asked.
+    case time(accurate: Bool)
+    /// A byte seek at this offset of the parser's stream.
+    case bytes(Int64)
+
+    /// How far before the target baseparse may start parsing for a time seek.
+    static let parseThrough: Duration = .seconds(20)
+
+    /// The route for a seek that is sample-accurate when `accurate`. For a `pushed` track,
+    /// `byte(at:)` is the parser's conversion of a time to its stream offset (nil when it cannot
+    /// tell yet), and `holds` says whether the source holds a range of that stream.
+    static func choose(
+        target: Duration, accurate: Bool, pushed: Bool, byte: (Duration) -> Int64?, holds: (Range<Int64>) -> Bool
+    ) -> SeekRoute {
+        guard pushed, !accurate, let to = byte(target) else { return .time(accurate: accurate) }
+        let from = target > parseThrough ? byte(target - parseThrough) : 0
+        guard let from, from <= to else { return .bytes(to) }
+        // Bytes that are here make the parse-through a fast read, and exact.
+        return holds(from..<to) ? .time(accurate: false) : .bytes(to)
+    }
+}
+
+/// A referenced GStreamer element (the pipeline's parser), released once.
+struct ElementRef: @unchecked Sendable {
+    // @unchecked: GStreamer's element queries are thread-safe, and the reference is taken
+    // and released by whoever holds this value, under the engine's lock.
+    let pointer: UnsafeMutablePointer<GstElement>
+
+    /// Takes a reference to `element`.
+    init(_ element: UnsafeMutablePointer<GstElement>) {
+        gst_object_ref(UnsafeMutableRawPointer(element))
+        pointer = element
+    }
+
+    /// Drops the reference.
+    func release() { gst_object_unref(UnsafeMutableRawPointer(pointer)) }
+
+    /// The offset in the parsed stream where the parser places `time` (its seek table or the
+    /// bitrate it measured); nil before it can tell.
+    func byte(at time: Duration) -> Int64? {
+        var bytes: gint64 = 0
+        guard gst_element_query_convert(pointer, GST_FORMAT_TIME, gint64(nanoseconds(time)), GST_FORMAT_BYTES, &bytes) != 0,
+            bytes >= 0
+        else { return nil }
+        return Int64(bytes)
+    }
+}
