@@ -166,6 +166,8 @@ final class EasyHandle {
 /// libcurl result codes the fetcher looks at.
 enum CurlCode {
     static let ok = 0
+    /// The server closed the connection before the body's declared length (CURLE_PARTIAL_FILE).
+    static let partialFile = 18
     /// Transport failures worth another attempt: name resolution, connect, HTTP/2 framing,
     /// a body cut short, timeouts, TLS handshake, empty reply, send and receive errors.
     static let retryable: Set<Int> = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92]

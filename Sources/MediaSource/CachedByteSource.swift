@@ -260,7 +260,7 @@ public final class CachedByteSource: ByteSource {
         case .stalled(let seconds): return cFormat("stalled for %.0f s, reconnecting", seconds)
         case .reconnecting: return "reconnecting"
         case .paused: return "waiting for the playing track's download"
-        case .resumed: return nil
+        case .resumed, .endedShort: return nil
         }
     }
 
