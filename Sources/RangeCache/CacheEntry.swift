@@ -39,6 +39,15 @@ public final class CacheEntry: Sendable {
         try cache.setMetadata(id, metadata)
     }
 
+    /// The resource turned out shorter than its recorded length (an origin that overstated
+    /// its Content-Length): records `length`, keeping the version and the bytes before it, so a
+    /// replay knows where it ends. An entry holding a byte at or past `length` is emptied
+    /// instead: such bytes cannot be of this version, and the entry never claims bytes past
+    /// the end.
+    public func correctLength(_ length: Int64) throws(CacheError) {
+        try cache.correctLength(id, length)
+    }
+
     /// Every byte range the entry holds and can serve now, including bytes
     /// written but not yet committed to the index.
     public var cachedRanges: RangeSet { cache.state.withLock { $0.records[id]?.available ?? RangeSet() } }
@@ -198,6 +207,27 @@ extension RangeCache {
             }
             state.records[id]!.metadata = metadata
             return false
+        }
+    }
+
+    func correctLength(_ id: Int64, _ length: Int64) throws(CacheError) {
+        try state.withLock { (state) throws(CacheError) in
+            try state.requireWritable(configuration)
+            guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
+            var metadata = record.metadata
+            metadata.validator.length = length
+            let heldEnd = max(record.available.upperBound ?? 0, record.committed.upperBound ?? 0)
+            if heldEnd > length {
+                logger.info("bytes past the corrected end of an entry; emptying it")
+                return try reset(&state, id: id, metadata: metadata)
+            }
+            do throws(CacheError) {
+                try index.updateMetadata(id: id, metadata: metadata)
+            } catch {
+                indexFailed(&state, error)
+                throw error
+            }
+            state.records[id]!.metadata = metadata
         }
     }
 
