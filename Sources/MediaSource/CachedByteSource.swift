@@ -461,6 +461,13 @@ public final class CachedByteSource: ByteSource {
                 if let rate = measure(key, deliveredUpTo: next, state) {
                     effects.actions += state.planner.setRate(rate, of: key, cached: held(state), now: .now)
                 }
+            case .status(.endedShort(let length)):
+                // The origin overstated the length: the stream ends here, for this play and the next.
+                log.info("\(loggable(url)) ends at byte \(length), before the \(state.info?.length.map(String.init) ?? "?") declared")
+                effects = state.planner.resourceEnds(at: length, reportedBy: key, cached: held(state))
+                state.info?.length = length
+                try? entry.flush()
+                try? entry.correctLength(length)
             case .status(let status):
                 state.transferStatus = Self.describe(status)
                 let isParked = state.planner.transfers.first { $0.key == key }?.role == .parked

@@ -393,6 +393,20 @@ public struct DownloadPlanner: Sendable {
         return effects
     }
 
+    /// The resource ends at `length`, before the length the planner knew: transfer `key` found
+    /// that the origin overstated it. Reads at or past it end the stream, a reader waiting there
+    /// goes on, and other transfers already past it (asking for bytes that do not exist) stop.
+    public mutating func resourceEnds(at length: Int64, reportedBy key: Int, cached: RangeSet) -> Effects {
+        guard resource?.length.map({ length < $0 }) ?? false else { return Effects() }
+        resource?.length = length
+        var actions: [Action] = []
+        for transfer in transfers where transfer.key != key && transfer.next >= length {
+            actions.append(.cancel(key: transfer.key))
+            remove(transfer.key)
+        }
+        return Effects(actions: actions, wakeReader: readerCanGoOn(cached: cached))
+    }
+
     /// The transfer failed or was replaced; it is forgotten.
     public mutating func forget(_ key: Int) {
         remove(key)
