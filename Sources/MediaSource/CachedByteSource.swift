@@ -62,6 +62,9 @@ public final class CachedByteSource: ByteSource {
         var revalidationGate: RevalidationGate?
         /// An open held for the check's answer: the cached entry's facts and the caller.
         var heldOpen: HeldOpen?
+        /// The check whose answer was a new version in time: its response streams the new body,
+        /// so it became the planner's download under this key.
+        var adopted: (id: TransferID, key: Int)?
     }
 
     /// An open waiting for the answer of the check of its complete entry.
@@ -285,7 +288,10 @@ public final class CachedByteSource: ByteSource {
         let wait = revalidator?.wait ?? .zero
         let holds = wait > .zero
         let priority: FetchPriority = holds ? (state.planner.background ? .preload : .playback) : .fillHoles
-        let request = RangeRequest(url: url, start: 0, end: 1, condition: .ifNoneMatch(validator), priority: priority)
+        // Held, a new version's answer becomes the download that plays it, so it asks for the whole
+        // body (a 304 costs the same); in the background only a byte, as the answer alone matters.
+        let request = RangeRequest(
+            url: url, start: 0, end: holds ? nil : 1, condition: .ifNoneMatch(validator), priority: priority)
         state.revalidationGate = RevalidationGate(holdsOpen: holds)
         let id = fetcher.start(request) { [weak self] id, event in
             self?.revalidationEvent(event, of: id)
@@ -301,26 +307,33 @@ public final class CachedByteSource: ByteSource {
     }
 
     private func revalidationEvent(_ event: TransferEvent, of id: TransferID) {
+        if let key = state.withLock({ $0.adopted?.id == id ? $0.adopted?.key : nil }) {
+            return handle(event, of: key)  // the new version's download
+        }
         let step: RevalidationGate.Event
+        var answer: ResponseHead?
         switch event {
         case .notModified: step = .notModified
         case .changed(let head), .response(let head):
             // Some origins ignore If-None-Match: compare the validators (and length) ourselves.
             let served = CacheValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
             step = .answered(sameVersion: served.isSameVersion(as: entry.metadata.validator))
+            answer = head
         case .status(.retrying(_, _, let reason)) where reason.unreachableServer != nil: step = .unreachable
         case .failed: step = .failed
         case .finished: step = .finished
         case .data, .status: return
         }
-        advanceRevalidation(step, of: id)
+        advanceRevalidation(step, of: id, answer: answer)
     }
 
-    /// Feeds `step` of the check `id` to the gate and carries out its decision.
-    private func advanceRevalidation(_ step: RevalidationGate.Event, of id: TransferID) {
+    /// Feeds `step` of the check `id` to the gate and carries out its decision; `answer` is the
+    /// head of the response that brought a body, if the step is one.
+    private func advanceRevalidation(_ step: RevalidationGate.Event, of id: TransferID, answer: ResponseHead? = nil) {
         var actions: [DownloadPlanner.Action] = []
         var opened: (@Sendable () -> Void)?
         var cancel = false
+        var adoptedKey: Int?
         state.withLock { state in
             guard !state.closed, state.revalidation == id, var gate = state.revalidationGate else { return }
             let action = gate.handle(step)
@@ -340,17 +353,22 @@ public final class CachedByteSource: ByteSource {
                 cancel = stopRequest
                 if gate.phase == .background { fetcher.setPriority(id, .fillHoles) }
             case .playNewVersion:
-                // Answered in time: the new version plays from its first byte, fetched like an
-                // uncached resource (the open completes with that response).
-                guard let held else { break }
+                // Answered in time: the new version plays from its first byte. The answer is its
+                // body from byte 0, so that response becomes the download, as for an uncached
+                // resource (the open completes with its head); nothing is asked twice.
+                guard let held, let answer else { break }
                 log.info("\(loggable(url)) changed on the server (answered in \(waited) ms): playing the new version")
                 state.heldOpen = nil
                 try? entry.drop()
                 state.overflow = ByteRuns()
                 state.validator = nil
                 state.openCompletion = held.completion
-                actions = state.planner.open(cached: self.held(state))
-                cancel = true
+                let (key, stopped) = state.planner.adopt(at: answer.bodyStart)
+                actions = stopped
+                state.meters[key] = (held.since, answer.bodyStart)
+                state.adopted = (id, key)
+                transfers.adopt(key, id)
+                adoptedKey = key
             case .replaceOnClose:
                 state.replaceOnClose = true
                 cancel = true
@@ -361,6 +379,7 @@ public final class CachedByteSource: ByteSource {
         }
         if cancel { fetcher.cancel(id) }
         execute(actions)
+        if let adoptedKey, let answer { handle(.response(answer), of: adoptedKey) }
         opened?()
     }
 
@@ -649,6 +668,12 @@ final class FetcherTransfers: Sendable {
             return nil
         }
         if let id { fetcher.cancel(id) }
+    }
+
+    /// Takes the fetcher's running transfer `id` as transfer `key` (a request started for another
+    /// purpose whose response turned out to be what the planner wants).
+    func adopt(_ key: Int, _ id: TransferID) {
+        slots.withLock { $0[key] = .running(id) }
     }
 
     /// Forgets transfer `key`: it ended.

@@ -238,6 +238,20 @@ public struct DownloadPlanner: Sendable {
         return start(at: missing, priority: .readAhead, cached: cached)
     }
 
+    /// Takes a request already under way, delivering from `offset` to the end, as the main
+    /// download (a revalidation answered with a new version: its response is that version's
+    /// body). Returns its key, and the cancel of a main download it replaces.
+    public mutating func adopt(at offset: Int64) -> (key: Int, actions: [Action]) {
+        var actions: [Action] = []
+        if let old = main {
+            actions.append(.cancel(key: old.key))
+            remove(old.key)
+        }
+        let key = takeKey()
+        transfers.append(Transfer(key: key, next: offset, end: nil, role: .main))
+        return (key, actions)
+    }
+
     // MARK: Reads
 
     /// Decides a read. On ``ReadAnswer/wait`` the read is remembered and a later event's
