@@ -33,7 +33,10 @@ public final class CacheEntry: Sendable {
 
     /// Records what the origin said about the resource. When the entry holds
     /// bytes of another version (see ``Validator/isSameVersion(as:)``) it is
-    /// emptied first, so versions never mix. Returns whether it was emptied.
+    /// emptied first, so versions never mix. Empty metadata (`EntryMetadata()`,
+    /// which names no URL and no version) says the bytes held are of no known
+    /// version: it always empties the entry, also one whose origin named no
+    /// version either. Returns whether it was emptied.
     @discardableResult
     public func setMetadata(_ metadata: EntryMetadata) throws(CacheError) -> Bool {
         try cache.setMetadata(id, metadata)
@@ -194,7 +197,9 @@ extension RangeCache {
             try state.requireWritable(configuration)
             guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
             let holdsBytes = !record.available.isEmpty || !record.committed.isEmpty
-            if holdsBytes, !record.metadata.validator.isSameVersion(as: metadata.validator) {
+            // Without a tag, a date or a length on either side, isSameVersion cannot tell two
+            // versions apart; empty metadata is how a caller says the held bytes are stale.
+            if holdsBytes, metadata == EntryMetadata() || !record.metadata.validator.isSameVersion(as: metadata.validator) {
                 logger.info("the resource changed; emptying its entry")
                 try reset(&state, id: id, metadata: metadata)
                 return true

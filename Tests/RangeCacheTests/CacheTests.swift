@@ -69,6 +69,26 @@ import TestSupport
         #expect(entry.cachedRanges.isEmpty, "a decode error drops the cached bytes")
     }
 
+    @Test func emptyMetadataEmptiesAnEntryWhoseOriginNamedNoVersion() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-cache")
+        let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
+        let url = URL(string: "https://example.org/no-validators.mp3")!
+        for length in [nil, Int64(1000)] {
+            let entry = try cache.entry(for: url)
+            // Neither ETag nor Last-Modified; the length known or not (a chunked body).
+            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: Validator(length: length))) == false)
+            try entry.write(randomBytes(1000), at: 0)
+            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: Validator(length: length), acceptsRanges: false)) == false,
+                "the same facts again keep the bytes")
+            #expect(entry.cachedRanges.count == 1000)
+            #expect(try entry.setMetadata(EntryMetadata()) == true, "length \(String(describing: length))")
+            #expect(entry.cachedRanges.isEmpty && entry.durableRanges.isEmpty)
+            #expect(entry.read(at: 0, maxLength: 10) == nil)
+            #expect(entry.metadata == EntryMetadata())
+            entry.close()
+        }
+    }
+
     @Test func aCorrectedLengthKeepsTheVersionAndTheBytesBeforeIt() throws {
         let directory = try TemporaryDirectory(prefix: "spool-cache")
         let url = URL(string: "https://example.org/overstated.mp3")!
