@@ -132,9 +132,13 @@ final class Transfer {
         }
     }
 
-    /// Pauses or resumes the attempt on the wire.
+    /// Pauses or resumes the attempt on the wire; an attempt whose response head was not read
+    /// and judged yet is not paused (the fetcher asks again on each step). libcurl 7.88 holds back
+    /// the head's lines that arrive while a transfer is paused and, on resuming, can hand body
+    /// bytes to the write callback before them: the head then seemed to lack Content-Range.
     func setPaused(_ paused: Bool, now: Double) {
         guard case .running(let attempt) = phase, paused != self.paused else { return }
+        if paused, attempt.verdict == nil { return }
         self.paused = paused
         attempt.easy.setPaused(paused)
         if !paused { lastProgress = now }
