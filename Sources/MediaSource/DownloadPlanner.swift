@@ -11,8 +11,9 @@ import RangeCache
 ///
 /// The rules, in the order a read meets them:
 /// - **Serve** what is here: at least the read's minimum, at most its maximum.
-/// - **End of stream** past the known length, or past the last byte of a stream of unknown
-///   length whose download ended cleanly.
+/// - **End of stream** past the known length (cut to where the body ended when an origin
+///   overstated it, ``resourceEnds(at:reportedBy:cached:)``), or past the last byte of a stream
+///   of unknown length whose download ended cleanly.
 /// - **Wait** when a transfer delivers the missing byte soon: within ``waitAheadTime`` at its
 ///   measured rate (at least ``waitAheadFloor``, at most 512 KiB or 3 s of audio; in the
 ///   background, for a track prepared ahead that nobody hears yet, always that most). Without
