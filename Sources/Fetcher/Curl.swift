@@ -108,7 +108,11 @@ final class EasyHandle {
         // usual environment variables (libcurl's default: CURLOPT_PROXY is never set).
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
-        set(CURLOPT_PIPEWAIT, 1)
+        // Waiting for a connection that may multiplex pays only where HTTP/2 can be negotiated
+        // (https, through ALPN). Over plain http libcurl 7.88 holds a request made before the
+        // origin's first answer until the transfer on that connection ends, so a probe or a seek
+        // made just after opening would wait for the whole first download.
+        set(CURLOPT_PIPEWAIT, url.scheme?.lowercased() == "https" ? 1 : 0)
         // Larger reads than the 16 KiB default: fewer callbacks and copies at high rates (the curl CLI uses 100 KiB).
         set(CURLOPT_BUFFERSIZE, 128 * 1024)
         set(CURLOPT_USERAGENT, configuration.userAgent)

@@ -40,6 +40,24 @@ struct FetcherTests {
         #expect(origin.acceptedConnections == 1)
     }
 
+    @Test func aSecondRequestToAnOriginNotAnsweredYetDoesNotWaitForTheFirst() throws {
+        // The first transfer takes about 1 s; the second is asked 10 ms after it, before any answer.
+        let origin = try FaultOrigin()
+        let long = patternedBody(100_000)
+        let short = Data(patternedBody(1000).reversed())
+        origin.serve(OriginResource(long), at: "/long", faults: OriginFaults(firstByteLatency: 0.05, bytesPerSecond: 100_000))
+        origin.serve(OriginResource(short), at: "/short", faults: OriginFaults(firstByteLatency: 0.05))
+        let longRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/long")))
+        Thread.sleep(forTimeInterval: 0.01)
+        let asked = Date().timeIntervalSinceReferenceDate
+        let shortRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/short")))
+        expectDelivered(shortRecorder, short)
+        expectDelivered(longRecorder, long)
+        let waited = shortRecorder.time { $0.isEnd }! - asked
+        #expect(waited < 0.5, "the second request ended \(waited) s after it was asked")
+        #expect(shortRecorder.time { $0.isEnd }! < longRecorder.time { $0.isEnd }!)
+    }
+
     @Test func aCancelledTransferReportsNothingMoreAndCancelsPromptly() throws {
         let origin = try FaultOrigin()
         var faults = OriginFaults()
