@@ -108,7 +108,11 @@ final class EasyHandle {
         // usual environment variables (libcurl's default: CURLOPT_PROXY is never set).
         set(CURLOPT_SSL_VERIFYPEER, 1)
         set(CURLOPT_SSL_VERIFYHOST, 2)
-        set(CURLOPT_PIPEWAIT, 1)
+        // Waiting for a connection that may multiplex pays only where HTTP/2 can be negotiated
+        // (https, through ALPN). Over plain http libcurl 7.88 holds a request made before the
+        // origin's first answer until the transfer on that connection ends, so a probe or a seek
+        // made just after opening would wait for the whole first download.
+        set(CURLOPT_PIPEWAIT, url.scheme?.lowercased() == "https" ? 1 : 0)
         // Larger reads than the 16 KiB default: fewer callbacks and copies at high rates (the curl CLI uses 100 KiB).
         set(CURLOPT_BUFFERSIZE, 128 * 1024)
         set(CURLOPT_USERAGENT, configuration.userAgent)
@@ -166,6 +170,8 @@ final class EasyHandle {
 /// libcurl result codes the fetcher looks at.
 enum CurlCode {
     static let ok = 0
+    /// The server closed the connection before the body's declared length (CURLE_PARTIAL_FILE).
+    static let partialFile = 18
     /// Transport failures worth another attempt: name resolution, connect, HTTP/2 framing,
     /// a body cut short, timeouts, TLS handshake, empty reply, send and receive errors.
     static let retryable: Set<Int> = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92]

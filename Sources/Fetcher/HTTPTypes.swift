@@ -214,6 +214,11 @@ public enum TransferStatus: Sendable, Equatable {
     case paused
     /// No higher-priority transfer is left; receiving again.
     case resumed
+    /// The resource ends at `length`, before the length a response declared: the origin
+    /// overstated its Content-Length (the body ended there and the origin offers no ranges to
+    /// ask for more, or a range request from there was refused with this length). Nothing
+    /// past it exists; `finished` follows.
+    case endedShort(length: Int64)
 }
 
 /// What a transfer reports, in order: first exactly one of `response`, `changed` or

@@ -100,6 +100,14 @@ enum ResponsePolicy {
             let served = head.header("Content-Range").flatMap(parseUnsatisfiedRange)
             guard let total = plan.knownLength ?? served else { return .fail(.httpStatus(416)) }
             if plan.start >= total, served == nil || served == total { return .endOfResource(total: total) }
+            if let served, served == plan.start, plan.start > 0, case .ifRange(let held) = plan.condition,
+                held.ifRangeValue != nil
+            {
+                // The body before ended exactly here and the origin, checking If-Range, says this
+                // version is that long: it overstated the length before. A changed file would have
+                // answered 200, not 416.
+                return .endOfResource(total: served)
+            }
             return .fail(.resourceChanged("416 for byte \(plan.start), length \(served.map(String.init) ?? "?") not \(total)"))
         case 401, 403, 410:
             return .reresolve(status: status)
@@ -143,6 +151,20 @@ enum ResponsePolicy {
             return .fail(.badContentRange(contentRange))
         }
         return .accept(bodyStart: range.first, total: range.total, declaredEnd: range.last + 1)
+    }
+
+    /// Whether a body that stopped cleanly short of its declared length is the end of the
+    /// resource. Only a 200 from an origin that offers no ranges (no `Accept-Ranges: bytes`),
+    /// closed by the server (curl's partial-file code, not a reset or a stall), whose body reached
+    /// every byte delivered so far (`bodyEnd` at `next`): such an origin cannot be asked for the
+    /// rest, and starting it again from byte 0 would download the file twice to end at the same
+    /// byte. Anything else continues at `next` (a range request can check the length for free).
+    static func shortBodyEndsResource(status: Int, acceptRanges: String?, code: Int, bodyEnd: Int64, next: Int64) -> Bool {
+        guard status == 200, code == CurlCode.partialFile, bodyEnd == next, next > 0 else { return false }
+        let offersRanges = acceptRanges?.lowercased().split(separator: ",").contains {
+            $0.trimmingWhitespace() == "bytes"
+        } ?? false
+        return !offersRanges
     }
 
     /// `Retry-After` as seconds from now: delta-seconds or an HTTP date.

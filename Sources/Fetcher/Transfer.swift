@@ -132,9 +132,13 @@ final class Transfer {
         }
     }
 
-    /// Pauses or resumes the attempt on the wire.
+    /// Pauses or resumes the attempt on the wire; an attempt whose response head was not read
+    /// and judged yet is not paused (the fetcher asks again on each step). libcurl 7.88 holds back
+    /// the head's lines that arrive while a transfer is paused and, on resuming, can hand body
+    /// bytes to the write callback before them: the head then seemed to lack Content-Range.
     func setPaused(_ paused: Bool, now: Double) {
         guard case .running(let attempt) = phase, paused != self.paused else { return }
+        if paused, attempt.verdict == nil { return }
         self.paused = paused
         attempt.easy.setPaused(paused)
         if !paused { lastProgress = now }
@@ -278,9 +282,12 @@ final class Transfer {
         case .notModified:
             emit(.notModified(head))
         case .endOfResource(let total):
+            // Refused at the byte where the last body ended: the origin overstated the length.
+            let short = total.flatMap { total in self.total.map { total < $0 } } ?? false
             learn(total: total, version: head.validator)
             head.totalLength = self.total
             if !reported { emit(.response(head)) }
+            if short, let total { emit(.status(.endedShort(length: total))) }
         case .retry, .reresolve, .fail:
             break
         }
@@ -324,6 +331,16 @@ final class Transfer {
             if let end, next >= end { return finish() }
             if code == CurlCode.ok, end == nil {
                 total = next  // no length was declared: a clean end is the end of the resource
+                return finish()
+            }
+            if let declared = end, ResponsePolicy.shortBodyEndsResource(
+                status: attempt.easy.status, acceptRanges: attempt.easy.header("Accept-Ranges"), code: code,
+                bodyEnd: attempt.offset, next: next)
+            {
+                env.log.info("transfer \(id): body ended at byte \(next) of the \(declared) declared, and the origin offers no ranges: that is its end")
+                total = next
+                self.end = next
+                emit(.status(.endedShort(length: next)))
                 return finish()
             }
             if code != CurlCode.ok, !CurlCode.retryable.contains(code) { return fail(transportError) }

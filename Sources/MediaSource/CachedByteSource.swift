@@ -62,6 +62,9 @@ public final class CachedByteSource: ByteSource {
         var revalidationGate: RevalidationGate?
         /// An open held for the check's answer: the cached entry's facts and the caller.
         var heldOpen: HeldOpen?
+        /// The check whose answer was a new version in time: its response streams the new body,
+        /// so it became the planner's download under this key.
+        var adopted: (id: TransferID, key: Int)?
     }
 
     /// An open waiting for the answer of the check of its complete entry.
@@ -265,7 +268,7 @@ public final class CachedByteSource: ByteSource {
         case .stalled(let seconds): return cFormat("stalled for %.0f s, reconnecting", seconds)
         case .reconnecting: return "reconnecting"
         case .paused: return "waiting for the playing track's download"
-        case .resumed: return nil
+        case .resumed, .endedShort: return nil
         }
     }
 
@@ -290,7 +293,10 @@ public final class CachedByteSource: ByteSource {
         let wait = revalidator?.wait ?? .zero
         let holds = wait > .zero
         let priority: FetchPriority = holds ? (state.planner.background ? .preload : .playback) : .fillHoles
-        let request = RangeRequest(url: url, start: 0, end: 1, condition: .ifNoneMatch(validator), priority: priority)
+        // Held, a new version's answer becomes the download that plays it, so it asks for the whole
+        // body (a 304 costs the same); in the background only a byte, as the answer alone matters.
+        let request = RangeRequest(
+            url: url, start: 0, end: holds ? nil : 1, condition: .ifNoneMatch(validator), priority: priority)
         state.revalidationGate = RevalidationGate(holdsOpen: holds)
         let id = fetcher.start(request) { [weak self] id, event in
             self?.revalidationEvent(event, of: id)
@@ -306,26 +312,33 @@ public final class CachedByteSource: ByteSource {
     }
 
     private func revalidationEvent(_ event: TransferEvent, of id: TransferID) {
+        if let key = state.withLock({ $0.adopted?.id == id ? $0.adopted?.key : nil }) {
+            return handle(event, of: key)  // the new version's download
+        }
         let step: RevalidationGate.Event
+        var answer: ResponseHead?
         switch event {
         case .notModified: step = .notModified
         case .changed(let head), .response(let head):
             // Some origins ignore If-None-Match: compare the validators (and length) ourselves.
             let served = CacheValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
             step = .answered(sameVersion: served.isSameVersion(as: entry.metadata.validator))
+            answer = head
         case .status(.retrying(_, _, let reason)) where reason.unreachableServer != nil: step = .unreachable
         case .failed: step = .failed
         case .finished: step = .finished
         case .data, .status: return
         }
-        advanceRevalidation(step, of: id)
+        advanceRevalidation(step, of: id, answer: answer)
     }
 
-    /// Feeds `step` of the check `id` to the gate and carries out its decision.
-    private func advanceRevalidation(_ step: RevalidationGate.Event, of id: TransferID) {
+    /// Feeds `step` of the check `id` to the gate and carries out its decision; `answer` is the
+    /// head of the response that brought a body, if the step is one.
+    private func advanceRevalidation(_ step: RevalidationGate.Event, of id: TransferID, answer: ResponseHead? = nil) {
         var actions: [DownloadPlanner.Action] = []
         var opened: (@Sendable () -> Void)?
         var cancel = false
+        var adoptedKey: Int?
         state.withLock { state in
             guard !state.closed, state.revalidation == id, var gate = state.revalidationGate else { return }
             let action = gate.handle(step)
@@ -345,17 +358,22 @@ public final class CachedByteSource: ByteSource {
                 cancel = stopRequest
                 if gate.phase == .background { fetcher.setPriority(id, .fillHoles) }
             case .playNewVersion:
-                // Answered in time: the new version plays from its first byte, fetched like an
-                // uncached resource (the open completes with that response).
-                guard let held else { break }
+                // Answered in time: the new version plays from its first byte. The answer is its
+                // body from byte 0, so that response becomes the download, as for an uncached
+                // resource (the open completes with its head); nothing is asked twice.
+                guard let held, let answer else { break }
                 log.info("\(loggable(url)) changed on the server (answered in \(waited) ms): playing the new version")
                 state.heldOpen = nil
                 try? entry.drop()
                 state.overflow = ByteRuns()
                 state.validator = nil
                 state.openCompletion = held.completion
-                actions = state.planner.open(cached: self.held(state))
-                cancel = true
+                let (key, stopped) = state.planner.adopt(at: answer.bodyStart)
+                actions = stopped
+                state.meters[key] = (held.since, answer.bodyStart)
+                state.adopted = (id, key)
+                transfers.adopt(key, id)
+                adoptedKey = key
             case .replaceOnClose:
                 state.replaceOnClose = true
                 cancel = true
@@ -366,6 +384,7 @@ public final class CachedByteSource: ByteSource {
         }
         if cancel { fetcher.cancel(id) }
         execute(actions)
+        if let adoptedKey, let answer { handle(.response(answer), of: adoptedKey) }
         opened?()
     }
 
@@ -466,6 +485,13 @@ public final class CachedByteSource: ByteSource {
                 if let rate = measure(key, deliveredUpTo: next, state) {
                     effects.actions += state.planner.setRate(rate, of: key, cached: held(state), now: .now)
                 }
+            case .status(.endedShort(let length)):
+                // The origin overstated the length: the stream ends here, for this play and the next.
+                log.info("\(loggable(url)) ends at byte \(length), before the \(state.info?.length.map(String.init) ?? "?") declared")
+                effects = state.planner.resourceEnds(at: length, reportedBy: key, cached: held(state))
+                state.info?.length = length
+                try? entry.flush()
+                try? entry.correctLength(length)
             case .status(let status):
                 state.transferStatus = Self.describe(status)
                 let isParked = state.planner.transfers.first { $0.key == key }?.role == .parked
@@ -588,84 +614,5 @@ public final class CachedByteSource: ByteSource {
             }
             state.overflow.write(bytes, at: offset)
         }
-    }
-}
-
-/// The fetcher's transfers of one source under the planner's names for them. Actions are
-/// carried out outside the source's lock, so two threads' actions may arrive in either order:
-/// a cancel that overtakes its start stops the start, and a priority set before the start
-/// is applied when it happens.
-final class FetcherTransfers: Sendable {
-    private enum Slot {
-        case starting(priority: FetchPriority?)
-        case running(TransferID)
-        case cancelled
-    }
-
-    private let fetcher: Fetcher
-    private let slots = Mutex<[Int: Slot]>([:])
-
-    init(fetcher: Fetcher) {
-        self.fetcher = fetcher
-    }
-
-    /// Starts `request` as transfer `key`, unless its cancel came first.
-    func start(_ key: Int, _ request: RangeRequest, events: @escaping @Sendable (TransferEvent) -> Void) {
-        let go = slots.withLock { slots -> Bool in
-            if case .cancelled = slots[key] {
-                slots[key] = nil
-                return false
-            }
-            slots[key] = .starting(priority: nil)
-            return true
-        }
-        guard go else { return }
-        let id = fetcher.start(request) { _, event in events(event) }
-        let follow = slots.withLock { slots -> (cancel: Bool, priority: FetchPriority?) in
-            switch slots[key] {
-            case .cancelled:
-                slots[key] = nil
-                return (true, nil)
-            case .starting(let priority):
-                slots[key] = .running(id)
-                return (false, priority)
-            default:
-                slots[key] = .running(id)
-                return (false, nil)
-            }
-        }
-        if follow.cancel { fetcher.cancel(id) } else if let priority = follow.priority { fetcher.setPriority(id, priority) }
-    }
-
-    /// Cancels transfer `key`, now or when its start comes.
-    func cancel(_ key: Int) {
-        let id = slots.withLock { slots -> TransferID? in
-            if case .running(let id) = slots[key] {
-                slots[key] = nil
-                return id
-            }
-            slots[key] = .cancelled
-            return nil
-        }
-        if let id { fetcher.cancel(id) }
-    }
-
-    /// Forgets transfer `key`: it ended.
-    func forget(_ key: Int) {
-        slots.withLock { _ = $0.removeValue(forKey: key) }
-    }
-
-    /// Sets transfer `key`'s priority, now or when its start comes.
-    func setPriority(_ key: Int, _ priority: FetchPriority) {
-        let id = slots.withLock { slots -> TransferID? in
-            switch slots[key] {
-            case .running(let id): return id
-            case .starting, nil:
-                slots[key] = .starting(priority: priority)
-                return nil
-            case .cancelled: return nil
-            }
-        }
-        if let id { fetcher.setPriority(id, priority) }
     }
 }

@@ -11,8 +11,9 @@ import RangeCache
 ///
 /// The rules, in the order a read meets them:
 /// - **Serve** what is here: at least the read's minimum, at most its maximum.
-/// - **End of stream** past the known length, or past the last byte of a stream of unknown
-///   length whose download ended cleanly.
+/// - **End of stream** past the known length (cut to where the body ended when an origin
+///   overstated it, ``resourceEnds(at:reportedBy:cached:)``), or past the last byte of a stream
+///   of unknown length whose download ended cleanly.
 /// - **Wait** when a transfer delivers the missing byte soon: within ``waitAheadTime`` at its
 ///   measured rate (at least ``waitAheadFloor``, at most 512 KiB or 3 s of audio; in the
 ///   background, for a track prepared ahead that nobody hears yet, always that most). Without
@@ -28,99 +29,6 @@ import RangeCache
 ///   one connection per ``seekConnectionInterval``.
 /// - No request ever covers a byte that is cached or that another transfer will deliver.
 public struct DownloadPlanner: Sendable {
-    /// A transfer as the planner knows it; `key` is the planner's own name for it.
-    public struct Transfer: Sendable, Equatable {
-        /// The planner's name for the transfer (the executor maps it to the fetcher's).
-        public let key: Int
-        /// The next byte it will deliver.
-        public var next: Int64
-        /// Where it stops (exclusive); nil runs to the end of the resource.
-        public let end: Int64?
-        /// What it is for.
-        public var role: Role
-        /// Its measured bytes per second, once it has delivered enough to tell.
-        public var rate: Double?
-
-        /// Whether it will deliver `offset` after at most `limit` more bytes.
-        func reaches(_ offset: Int64, within limit: Int64) -> Bool {
-            next <= offset && offset - next <= limit && end.map { offset < $0 } ?? true
-        }
-    }
-
-    /// What a transfer is for.
-    public enum Role: Sendable, Equatable {
-        /// The download playback follows.
-        case main
-        /// A short request for a probe read.
-        case probe
-        /// Set aside by a seek: paused, resumed when playback comes back to it.
-        case parked
-    }
-
-    /// What the planner knows about the resource.
-    public struct Resource: Sendable, Equatable {
-        /// The total length, when known.
-        public var length: Int64?
-        /// Whether the origin serves byte ranges.
-        public var rangesSupported: Bool
-        /// Creates the facts.
-        public init(length: Int64?, rangesSupported: Bool) {
-            self.length = length
-            self.rangesSupported = rangesSupported
-        }
-    }
-
-    /// A read the decoder makes.
-    public struct Read: Sendable, Equatable {
-        /// The first byte wanted.
-        public var offset: Int64
-        /// The fewest bytes that make a useful answer (the rest of the resource when less).
-        public var minLength: Int
-        /// The most bytes wanted.
-        public var maxLength: Int
-        /// Creates a read; `minLength` defaults to all of it.
-        public init(offset: Int64, maxLength: Int, minLength: Int? = nil) {
-            self.offset = offset
-            self.maxLength = max(1, maxLength)
-            self.minLength = max(1, min(minLength ?? maxLength, maxLength))
-        }
-    }
-
-    /// The answer to a read.
-    public enum ReadAnswer: Sendable, Equatable {
-        /// This many bytes are here from the read's offset: return them.
-        case serve(Int)
-        /// Not here yet; the reader is woken when they may be (``Effects/wakeReader``).
-        case wait
-        /// The offset is at or past the end.
-        case endOfStream
-    }
-
-    /// Something the executor does for the planner.
-    public enum Action: Sendable, Equatable {
-        /// Start a request for `[from, to)` (`to` nil: to the end) under `key`.
-        case start(key: Int, from: Int64, to: Int64?, priority: FetchPriority)
-        /// Cancel the transfer.
-        case cancel(key: Int)
-        /// Change the transfer's priority (the fetcher pauses lower ones while higher receive).
-        case setPriority(key: Int, FetchPriority)
-        /// Call ``seekIntervalEnded(cached:now:)`` after this long.
-        case scheduleSeek(after: Duration)
-    }
-
-    /// The outcome of an event: actions, and whether the waiting reader should be woken.
-    public struct Effects: Sendable, Equatable {
-        /// What to do, in order.
-        public var actions: [Action] = []
-        /// Whether the pending reader should try again.
-        public var wakeReader = false
-        /// Creates effects.
-        public init(actions: [Action] = [], wakeReader: Bool = false) {
-            self.actions = actions
-            self.wakeReader = wakeReader
-        }
-    }
-
     /// How far ahead of a running transfer a read waits for it, at least.
     public static let waitAheadFloor: Int64 = 16 * 1024
     /// The most a read waits ahead of a transfer, in bytes or ``waitAheadSeconds`` of audio.
@@ -236,6 +144,20 @@ public struct DownloadPlanner: Sendable {
         }
         guard let missing = cached.missing(in: 0..<length).first?.lowerBound else { return [] }
         return start(at: missing, priority: .readAhead, cached: cached)
+    }
+
+    /// Takes a request already under way, delivering from `offset` to the end, as the main
+    /// download (a revalidation answered with a new version: its response is that version's
+    /// body). Returns its key, and the cancel of a main download it replaces.
+    public mutating func adopt(at offset: Int64) -> (key: Int, actions: [Action]) {
+        var actions: [Action] = []
+        if let old = main {
+            actions.append(.cancel(key: old.key))
+            remove(old.key)
+        }
+        let key = takeKey()
+        transfers.append(Transfer(key: key, next: offset, end: nil, role: .main))
+        return (key, actions)
     }
 
     // MARK: Reads
@@ -391,6 +313,20 @@ public struct DownloadPlanner: Sendable {
         var effects = Effects(actions: continueDownload(cached: cached))
         effects.wakeReader = readerCanGoOn(cached: cached) || (waiting != nil && transfers.isEmpty)
         return effects
+    }
+
+    /// The resource ends at `length`, before the length the planner knew: transfer `key` found
+    /// that the origin overstated it. Reads at or past it end the stream, a reader waiting there
+    /// goes on, and other transfers already past it (asking for bytes that do not exist) stop.
+    public mutating func resourceEnds(at length: Int64, reportedBy key: Int, cached: RangeSet) -> Effects {
+        guard resource?.length.map({ length < $0 }) ?? false else { return Effects() }
+        resource?.length = length
+        var actions: [Action] = []
+        for transfer in transfers where transfer.key != key && transfer.next >= length {
+            actions.append(.cancel(key: transfer.key))
+            remove(transfer.key)
+        }
+        return Effects(actions: actions, wakeReader: readerCanGoOn(cached: cached))
     }
 
     /// The transfer failed or was replaced; it is forgotten.

@@ -184,6 +184,8 @@ public final class HTTPByteSource: ByteSource {
                     state.waiter = nil
                     callbacks.append(waiter.wake)
                 }
+            case .status(.endedShort(let length)):
+                state.info?.length = length  // the origin overstated it: the end is here
             case .notModified, .status:
                 break
             case .failed(let error):

@@ -2,7 +2,7 @@
 /// entry against its origin. Pure: the source feeds it what happened and carries out the actions.
 ///
 /// While the open is held (for at most the `wait` of ``Revalidator``), a new version in the
-/// answer is played from its first byte, fetched as an uncached resource. An
+/// answer is played from its first byte, the answer's body being its download. An
 /// unchanged answer, a failure, an unreachable origin or the deadline opens from the cache; once
 /// the open is done, a new version only replaces the entry for the next play (it must not be
 /// spliced with, or written over, the copy being played).
@@ -42,8 +42,8 @@ struct RevalidationGate: Equatable {
         /// Complete the open from the cache. `stopRequest`: cancel the request (its answer is
         /// known and its body unwanted); else it goes on, at the lowest priority.
         case openFromCache(stopRequest: Bool)
-        /// A new version answered in time: cancel, empty the entry and open as if uncached, so the
-        /// new version plays from its first byte.
+        /// A new version answered in time: empty the entry and open as if uncached, with the
+        /// answer (the new version's body from its first byte) as the download.
         case playNewVersion
         /// A new version answered too late for this play: cancel, replace the entry at close.
         case replaceOnClose

@@ -33,10 +33,22 @@ public final class CacheEntry: Sendable {
 
     /// Records what the origin said about the resource. When the entry holds
     /// bytes of another version (see ``Validator/isSameVersion(as:)``) it is
-    /// emptied first, so versions never mix. Returns whether it was emptied.
+    /// emptied first, so versions never mix. Empty metadata (`EntryMetadata()`,
+    /// which names no URL and no version) says the bytes held are of no known
+    /// version: it always empties the entry, also one whose origin named no
+    /// version either. Returns whether it was emptied.
     @discardableResult
     public func setMetadata(_ metadata: EntryMetadata) throws(CacheError) -> Bool {
         try cache.setMetadata(id, metadata)
+    }
+
+    /// The resource turned out shorter than its recorded length (an origin that overstated
+    /// its Content-Length): records `length`, keeping the version and the bytes before it, so a
+    /// replay knows where it ends. An entry holding a byte at or past `length` is emptied
+    /// instead: such bytes cannot be of this version, and the entry never claims bytes past
+    /// the end.
+    public func correctLength(_ length: Int64) throws(CacheError) {
+        try cache.correctLength(id, length)
     }
 
     /// Every byte range the entry holds and can serve now, including bytes
@@ -185,7 +197,9 @@ extension RangeCache {
             try state.requireWritable(configuration)
             guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
             let holdsBytes = !record.available.isEmpty || !record.committed.isEmpty
-            if holdsBytes, !record.metadata.validator.isSameVersion(as: metadata.validator) {
+            // Without a tag, a date or a length on either side, isSameVersion cannot tell two
+            // versions apart; empty metadata is how a caller says the held bytes are stale.
+            if holdsBytes, metadata == EntryMetadata() || !record.metadata.validator.isSameVersion(as: metadata.validator) {
                 logger.info("the resource changed; emptying its entry")
                 try reset(&state, id: id, metadata: metadata)
                 return true
@@ -198,6 +212,27 @@ extension RangeCache {
             }
             state.records[id]!.metadata = metadata
             return false
+        }
+    }
+
+    func correctLength(_ id: Int64, _ length: Int64) throws(CacheError) {
+        try state.withLock { (state) throws(CacheError) in
+            try state.requireWritable(configuration)
+            guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
+            var metadata = record.metadata
+            metadata.validator.length = length
+            let heldEnd = max(record.available.upperBound ?? 0, record.committed.upperBound ?? 0)
+            if heldEnd > length {
+                logger.info("bytes past the corrected end of an entry; emptying it")
+                return try reset(&state, id: id, metadata: metadata)
+            }
+            do throws(CacheError) {
+                try index.updateMetadata(id: id, metadata: metadata)
+            } catch {
+                indexFailed(&state, error)
+                throw error
+            }
+            state.records[id]!.metadata = metadata
         }
     }
 

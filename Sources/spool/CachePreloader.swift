@@ -274,6 +274,10 @@ final class HeadJob: Sendable {
         case .failed(let error):
             if case .resourceChanged = error { _ = try? entry.setMetadata(EntryMetadata()) }
             finish(error.description)
+        case .status(.endedShort(let length)):
+            // The body ended before its declared length on an origin without ranges: that is the end.
+            try? entry.flush()
+            _ = try? entry.correctLength(length)
         case .notModified, .status:
             break
         }

@@ -121,6 +121,27 @@ struct FaultTests {
         #expect(try origin.requests(atLeast: 1).map(\.range) == ["bytes=0-"])
     }
 
+    @Test func anOverstatedContentLengthFromAnOriginWithoutRangesEndsWhereTheBodyEnds() throws {
+        // Declares 4,096 bytes more than it sends, then closes: it cannot be asked for the rest,
+        // and starting again from byte 0 would fetch the file twice to end at the same byte.
+        let (origin, url) = try serve(OriginFaults(ignoresRange: true, contentLengthError: 4096))
+        let recorder = fetcher.record(RangeRequest(url: url))
+        expectDelivered(recorder, body)
+        #expect(recorder.head?.totalLength == 104_096, "the head's claim, before the body showed otherwise")
+        #expect(recorder.statuses == [.endedShort(length: 100_000)])
+        #expect(try origin.settledRequests().count == 1, "nothing fetched twice")
+    }
+
+    @Test func anOverstatedContentLengthWithRangesEndsAtTheDeclaredRange() throws {
+        // With ranges the Content-Range says where the body ends: nothing is corrected or asked again.
+        let (origin, url) = try serve(OriginFaults(contentLengthError: 4096))
+        let recorder = fetcher.record(RangeRequest(url: url, start: 1000))
+        expectDelivered(recorder, body[1000...], from: 1000)
+        #expect(recorder.head?.totalLength == 100_000)
+        #expect(recorder.statuses.isEmpty)
+        #expect(try origin.settledRequests().map(\.range) == ["bytes=1000-"])
+    }
+
     @Test func aContentLengthShortOfTheRangeIsContinuedAtTheFirstMissingByte() throws {
         let (origin, url) = try serve(OriginFaults(contentLengthError: -500))
         // The origin behaves once the first response is under way.

@@ -174,4 +174,38 @@ struct PolicyTests {
         #expect(parseContentRange("items 0-1/2") == nil)
         #expect(parseContentRange("bytes */1000") == nil)
     }
+
+    /// Whether a body closed short of its declared length ends the resource, or is continued.
+    @Test func aShortBodyEndsTheResourceOnlyFromAnOriginThatCannotBeAskedForTheRest() {
+        func ends(_ status: Int, ranges: String? = nil, code: Int = 18, bodyEnd: Int64 = 500, next: Int64 = 500) -> Bool {
+            ResponsePolicy.shortBodyEndsResource(status: status, acceptRanges: ranges, code: code, bodyEnd: bodyEnd, next: next)
+        }
+        #expect(ends(200), "a 200 without Accept-Ranges, closed by the server where it ended")
+        #expect(ends(200, ranges: "none"))
+        #expect(!ends(200, ranges: "bytes"), "an origin offering ranges is asked from the short end")
+        #expect(!ends(200, ranges: "Bytes , foo"))
+        #expect(!ends(206), "a 206 is continued with a range request")
+        #expect(!ends(200, code: 56), "a reset is a cut, not an end")
+        #expect(!ends(200, code: 28), "a stall is a cut, not an end")
+        #expect(!ends(200, bodyEnd: 400, next: 500), "a restart that ended before the bytes already delivered")
+        #expect(!ends(200, bodyEnd: 0, next: 0), "an empty body is retried")
+    }
+
+    /// A 416 exactly where the last body ended, from an origin that checked If-Range: the length
+    /// was overstated. Anywhere else, or unchecked, it is a change.
+    @Test func aRefusalWhereTheBodyEndedCorrectsTheLength() {
+        let refused = ["Content-Range": "bytes */900"]
+        #expect(judge(416, refused, start: 900, knownLength: 1000, condition: .ifRange(v1)) == .endOfResource(total: 900))
+        let weak = Validator(etag: "W/\"v1\"", lastModified: nil)!
+        for verdict in [
+            judge(416, refused, start: 800, knownLength: 1000, condition: .ifRange(v1)),
+            judge(416, refused, start: 900, knownLength: 1000),
+            judge(416, refused, start: 900, knownLength: 1000, condition: .ifRange(weak)),
+        ] {
+            guard case .fail(.resourceChanged) = verdict else {
+                Issue.record("expected a change, got \(verdict)")
+                continue
+            }
+        }
+    }
 }

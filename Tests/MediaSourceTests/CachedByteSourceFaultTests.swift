@@ -8,7 +8,7 @@ import TestSupport
 /// Every misbehaviour the fault origin offers, as the media source meets it.
 enum OriginFault: String, CaseIterable, CustomStringConvertible, Sendable {
     case firstByteLatency, bandwidthCap, cutShort, serverErrors, retryAfter, ignoresRange, chunked,
-        chunkedWithoutRanges, contentLengthOver, contentLengthUnder, redirect, stall,
+        chunkedWithoutRanges, contentLengthOver, contentLengthOverWithoutRanges, contentLengthUnder, redirect, stall,
         replacedDuringAResponse, replacedBetweenRequests
 
     var description: String { rawValue }
@@ -30,6 +30,7 @@ enum OriginFault: String, CaseIterable, CustomStringConvertible, Sendable {
         case .chunked: OriginFaults(chunked: true)
         case .chunkedWithoutRanges: OriginFaults(ignoresRange: true, chunked: true)
         case .contentLengthOver: OriginFaults(contentLengthError: 500)
+        case .contentLengthOverWithoutRanges: OriginFaults(ignoresRange: true, contentLengthError: 500)
         case .contentLengthUnder: OriginFaults(contentLengthError: -500)
         case .redirect: OriginFaults()
         case .stall: OriginFaults(stall: .init(afterBodyBytes: 100_000))

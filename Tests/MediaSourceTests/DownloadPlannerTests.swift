@@ -202,6 +202,41 @@ struct DownloadPlannerRuleTests {
         #expect(p.read(.init(offset: 50_000, maxLength: 65536), cached: cached, now: start).0 == .endOfStream)
     }
 
+    @Test func anOverstatedLengthEndsTheStreamWhereTheBodyEnded() {
+        // Declared 4 MB; the origin, without ranges, sends 3 MB and closes.
+        var (p, opened) = planner(ranges: false)
+        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        let cached = RangeSet([0..<3 * mb])
+        _ = p.received(key, upTo: 3 * mb, cached: cached)
+        // The decoder asks across the real end, more than is left: it waits, as for any byte to come.
+        #expect(p.read(.init(offset: 3 * mb - 100, maxLength: 4096), cached: cached, now: start).0 == .wait)
+        let effects = p.resourceEnds(at: 3 * mb, reportedBy: key, cached: cached)
+        #expect(effects.wakeReader, "the reader waiting across the end goes on at once")
+        #expect(effects.actions.isEmpty, "the transfer that found the end finishes by itself")
+        #expect(p.resource?.length == 3 * mb)
+        #expect(p.read(.init(offset: 3 * mb - 100, maxLength: 4096), cached: cached, now: start).0 == .serve(100))
+        #expect(p.read(.init(offset: 3 * mb, maxLength: 4096), cached: cached, now: start).0 == .endOfStream)
+        // Its finish starts nothing: everything up to the end is here.
+        #expect(p.finished(key, cached: cached).actions.isEmpty)
+        #expect(!p.isDownloading)
+        // A longer length later changes nothing: the end is known.
+        #expect(p.resourceEnds(at: 4 * mb, reportedBy: key, cached: cached) == .init())
+        #expect(p.resource?.length == 3 * mb)
+    }
+
+    @Test func anOverstatedLengthStopsTransfersPastTheRealEnd() {
+        // With ranges: a probe of the declared end asks for bytes that do not exist.
+        var (p, opened) = planner()
+        guard case .start(let mainKey, _, _, _) = opened.first else { Issue.record("no start"); return }
+        let (_, probed) = p.read(.init(offset: 4 * mb - 128, maxLength: 128), cached: RangeSet(), now: start)
+        guard case .start(let probeKey, _, _, _)? = probed.last else { Issue.record("no probe: \(probed)"); return }
+        let cached = RangeSet([0..<3 * mb])
+        _ = p.received(mainKey, upTo: 3 * mb, cached: cached)
+        let effects = p.resourceEnds(at: 3 * mb, reportedBy: mainKey, cached: cached)
+        #expect(effects.actions == [.cancel(key: probeKey)])
+        #expect(p.transfers.map(\.key) == [mainKey])
+    }
+
     @Test func aWaitingReaderIsWokenWhenItsMinimumArrives() {
         var (p, opened) = planner()
         guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }

@@ -69,6 +69,53 @@ import TestSupport
         #expect(entry.cachedRanges.isEmpty, "a decode error drops the cached bytes")
     }
 
+    @Test func emptyMetadataEmptiesAnEntryWhoseOriginNamedNoVersion() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-cache")
+        let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
+        let url = URL(string: "https://example.org/no-validators.mp3")!
+        for length in [nil, Int64(1000)] {
+            let entry = try cache.entry(for: url)
+            // Neither ETag nor Last-Modified; the length known or not (a chunked body).
+            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: Validator(length: length))) == false)
+            try entry.write(randomBytes(1000), at: 0)
+            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: Validator(length: length), acceptsRanges: false)) == false,
+                "the same facts again keep the bytes")
+            #expect(entry.cachedRanges.count == 1000)
+            #expect(try entry.setMetadata(EntryMetadata()) == true, "length \(String(describing: length))")
+            #expect(entry.cachedRanges.isEmpty && entry.durableRanges.isEmpty)
+            #expect(entry.read(at: 0, maxLength: 10) == nil)
+            #expect(entry.metadata == EntryMetadata())
+            entry.close()
+        }
+    }
+
+    @Test func aCorrectedLengthKeepsTheVersionAndTheBytesBeforeIt() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-cache")
+        let url = URL(string: "https://example.org/overstated.mp3")!
+        let bytes = randomBytes(1000)
+        do {
+            let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
+            let entry = try cache.entry(for: url)
+            try entry.setMetadata(EntryMetadata(url: url, validator: Validator(etag: "\"1\"", length: 1500), acceptsRanges: false))
+            try entry.write(bytes, at: 0)
+            try entry.correctLength(1000)
+            #expect(entry.metadata.validator == Validator(etag: "\"1\"", length: 1000))
+            #expect(entry.metadata.acceptsRanges == false)
+            #expect(readAll(entry, 0..<1000) == bytes)
+            entry.close()
+            cache.close()
+        }
+        // Durable: a restarted daemon knows the entry is complete.
+        let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
+        let entry = try cache.entry(for: url)
+        #expect(entry.metadata.validator.length == 1000)
+        #expect(cache.entries().first?.isComplete == true)
+        // A byte held past a corrected end cannot be of this version: the entry is emptied.
+        try entry.correctLength(600)
+        #expect(entry.cachedRanges.isEmpty)
+        #expect(entry.metadata.validator == Validator(etag: "\"1\"", length: 600))
+    }
+
     @Test func filesArePrivateAndTheIndexHoldsNoTokens() throws {
         let directory = try TemporaryDirectory(prefix: "spool-cache")
         let cacheDirectory = directory.url.appendingPathComponent("spool")
