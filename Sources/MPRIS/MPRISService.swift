@@ -38,6 +38,14 @@ public final class MPRISService: Sendable {
         var inputError: String?
         /// `LastError` as last signalled.
         var signalledLastError: String?
+        /// The art file of each folder read (nil: none).
+        var sidecars: [String: URL?] = [:]
+        /// The track whose folder art is decided (shown when there is one), and the one waiting for it.
+        var sidecarTrack: TrackID?
+        var sidecarPending: TrackID?
+        /// A length estimated from a local MP3's bitrate, and the track waiting for one.
+        var estimatedLength: (id: TrackID, length: Duration?)?
+        var estimatePending: TrackID?
     }
 
     private let connection: DBusConnection
@@ -48,6 +56,8 @@ public final class MPRISService: Sendable {
     private let onQuit: @Sendable () -> Void
     let published = Mutex(Published())
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
+    /// Reads folders for cover art files, off the D-Bus and player threads.
+    let artQueue = DispatchQueue(label: "spool.mpris.art", qos: .utility)
     /// Property sets waiting to reach the player, applied one after the other in the order they
     /// arrived (a task per set could reach the player in any order).
     private let propertySets: AsyncStream<@Sendable () async -> Void>.Continuation
@@ -392,6 +402,7 @@ public final class MPRISService: Sendable {
             let schedule = published.withLock { state -> Bool in
                 // A playback error of the player's own is newer than an input's.
                 if snapshot.lastError != nil, snapshot.lastError != state.snapshot.lastError { state.inputError = nil }
+                let snapshot = withSidecarArt(withEstimatedLength(snapshot, &state), &state)
                 state.snapshot = snapshot
                 // The first snapshot is what GetAll answers from the start: nothing changed yet.
                 if state.signalled == nil {
