@@ -38,11 +38,8 @@ public final class MPRISService: Sendable {
         var inputError: String?
         /// `LastError` as last signalled.
         var signalledLastError: String?
-        /// The art file of each folder read (nil: none).
+        /// The art file of each folder read (nil: none, or being read).
         var sidecars: [String: URL?] = [:]
-        /// The track whose folder art is decided (shown when there is one), and the one waiting for it.
-        var sidecarTrack: TrackID?
-        var sidecarPending: TrackID?
         /// A length estimated from a local MP3's bitrate, and the track waiting for one.
         var estimatedLength: (id: TrackID, length: Duration?)?
         var estimatePending: TrackID?

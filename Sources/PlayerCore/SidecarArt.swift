@@ -34,11 +34,9 @@ public enum SidecarArt {
         return URL(fileURLWithPath: directory).appendingPathComponent(chosen)
     }
 
-    /// The folder whose art `track` would show: a local track without embedded art, once its
-    /// length is known (its tags, read before, would have carried a picture), so a track with
-    /// a picture of its own never shows the folder's first.
+    /// The folder whose art `track` would show: a local track without embedded art.
     public static func folder(of track: NowPlaying?) -> String? {
-        guard let track, track.tags.artURL == nil, track.duration != nil, track.entry.url.isFileURL else { return nil }
+        guard let track, track.tags.artURL == nil, track.entry.url.isFileURL else { return nil }
         return track.entry.url.deletingLastPathComponent().path
     }
 }
