@@ -6,7 +6,10 @@ import TestSupport
 /// Property sets sent quickly one after the other take effect in the order they were sent.
 @Suite("Property sets in order", .serialized)
 struct PropertySetOrderTests {
-    @Test func fiftyQuickVolumeAndRateSetsApplyInTheOrderSent() async throws {
+    /// How many sets of each property are sent.
+    static let count = 100
+
+    @Test func quickVolumeAndRateSetsApplyInTheOrderSent() async throws {
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
         let player = "org.mpris.MediaPlayer2.Player"
@@ -18,9 +21,9 @@ struct PropertySetOrderTests {
                 arguments: [.string(player), .string(name), .variant(value)])
         }
         // Volumes rise with every set; rates fall. Any set applied after a later one shows as a step back.
-        let volumes = (1...50).map { Double($0) / 100 }
-        let rates = (1...50).map { 2 - Double($0) / 100 }
-        for index in 0..<50 {
+        let volumes = (1...Self.count).map { Double($0) / Double(Self.count) }
+        let rates = (1...Self.count).map { 2 - Double($0) / Double(Self.count) }
+        for index in 0..<Self.count {
             try set("Volume", .double(volumes[index]))
             try set("Rate", .double(rates[index]))
         }
