@@ -13,8 +13,11 @@ extension MPRISService {
     /// them to `apply`. A malformed URI or a missing file is the call's InvalidArgs error. A remote
     /// playlist needs the network, which no call waits for: the call is answered at once, the
     /// playlist is fetched afterwards and `apply` runs when it has arrived (calls answered in the
-    /// meantime take effect first); a failure to fetch it shows in `LastError`.
-    func queueInputs(_ texts: [String], _ apply: @escaping @Sendable ([TrackItem]) async -> Void) async throws(DBusError) {
+    /// meantime take effect first); a failure to fetch it shows in `LastError`. With `replacing`
+    /// (the calls that replace the queue) a later such call wins over a playlist still arriving.
+    func queueInputs(
+        _ texts: [String], replacing: Bool = false, _ apply: @escaping @Sendable ([TrackItem]) async -> Void
+    ) async throws(DBusError) {
         var parts: [Part] = []
         for text in texts {
             switch TrackInput.parse(text) {
@@ -27,6 +30,10 @@ extension MPRISService {
             }
         }
         setInputError(nil)
+        let generation = published.withLock { state -> UInt64 in
+            if replacing { state.replacements &+= 1 }
+            return state.replacements
+        }
         guard parts.contains(where: { if case .fetch = $0 { true } else { false } }) else {
             await apply(parts.flatMap { part -> [TrackItem] in
                 if case .ready(let items) = part { return items }
@@ -50,6 +57,11 @@ extension MPRISService {
                         return
                     }
                 }
+            }
+            guard let self else { return }
+            guard self.published.withLock({ $0.replacements }) == generation else {
+                self.log.info("dropping the playlist \(texts.count == 1 ? URL(string: texts[0])?.lastPathComponent ?? "" : ""): the queue was replaced since")
+                return
             }
             await apply(items)
         }

@@ -36,6 +36,8 @@ public final class MPRISService: Sendable {
         var flushScheduled = false
         /// Why the last input could not be queued (a remote playlist that could not be fetched).
         var inputError: String?
+        /// How many calls have replaced the queue: a remote playlist fetched for an older one is dropped.
+        var replacements: UInt64 = 0
         /// `LastError` as last signalled.
         var signalledLastError: String?
         /// The art file of each folder read (nil: none, or being read).
@@ -191,7 +193,7 @@ public final class MPRISService: Sendable {
                 },
                 DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { [weak service = self] arguments in
                     guard case .string(let text) = arguments.first else { throw DBusError.invalidArgs("OpenUri takes a URI") }
-                    try await service?.queueInputs([text]) { await player.open($0) }
+                    try await service?.queueInputs([text], replacing: true) { await player.open($0) }
                     return []
                 },
             ],

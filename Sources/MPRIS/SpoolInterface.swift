@@ -112,12 +112,12 @@ extension MPRISService {
         let lastError: @Sendable () -> String? = { [weak self] in
             self?.published.withLock { $0.inputError ?? $0.snapshot.lastError }
         }
-        let queueInputs: @Sendable ([DBusValue], @escaping @Sendable ([TrackItem]) async -> Void) async throws -> Void = {
-            [weak self] arguments, apply in
+        let queueInputs: @Sendable ([DBusValue], Bool, @escaping @Sendable ([TrackItem]) async -> Void) async throws -> Void = {
+            [weak self] arguments, replacing, apply in
             guard let texts = arguments.first?.stringArrayValue, !texts.isEmpty else {
                 throw DBusError.invalidArgs("expected one or more URIs or paths")
             }
-            try await self?.queueInputs(texts, apply)
+            try await self?.queueInputs(texts, replacing: replacing, apply)
         }
         let current: @Sendable () -> CachedResource? = {
             snapshot().nowPlaying.flatMap { status.cacheState(of: $0.entry.url) }
@@ -126,11 +126,11 @@ extension MPRISService {
             Self.spoolInterface,
             methods: [
                 DBusMethod("Play", in: "as", argumentNames: ["Uris"]) { arguments in
-                    try await queueInputs(arguments) { await player.open($0) }
+                    try await queueInputs(arguments, true) { await player.open($0) }
                     return []
                 },
                 DBusMethod("Add", in: "as", argumentNames: ["Uris"]) { arguments in
-                    try await queueInputs(arguments) { await player.add($0) }
+                    try await queueInputs(arguments, false) { await player.add($0) }
                     return []
                 },
                 DBusMethod("Queue", out: "aa{sv}", resultNames: ["Entries"]) { _ in
@@ -166,10 +166,11 @@ extension MPRISService {
                         throw DBusError.invalidArgs("expected one or more http(s) URLs")
                     }
                     let urls = try texts.map { text throws(DBusError) -> URL in
-                        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
-                            throw DBusError.invalidArgs("only http(s) URLs can be prefetched, not '\(text.prefix(200))'")
+                        switch TrackInput.parse(text) {
+                        case .success(.remote(let url)): return url
+                        case .failure(let problem): throw DBusError.invalidArgs(problem.description)
+                        case .success(.local): throw DBusError.invalidArgs("only http(s) URLs can be prefetched, not '\(text.prefix(200))'")
                         }
-                        return url
                     }
                     for url in urls {
                         do { try status.prefetch(url) } catch { throw DBusError.failed("\(error)") }

@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import MPRIS
+import PlayerCore
 import SpoolConfig
 import SpoolLog
 
@@ -251,8 +252,12 @@ let prefetchStallLimit: Duration = .seconds(60)
 /// `spool cache prefetch URL...`: starts the downloads, then draws their progress until all are complete.
 private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(CommandFailure) {
     guard !urls.isEmpty else { throw .usage("'spool cache prefetch' needs at least one http(s) URL") }
-    if let bad = urls.first(where: { !($0.hasPrefix("http://") || $0.hasPrefix("https://")) }) {
-        throw .usage("only http(s) URLs can be prefetched, not '\(bad)'")
+    for url in urls {
+        switch TrackInput.parse(url) {
+        case .success(.remote): continue
+        case .failure(let problem): throw .usage(problem.description)
+        case .success(.local): throw .usage("only http(s) URLs can be prefetched, not '\(url)'")
+        }
     }
     try await client.spool("Prefetch", [.stringArray(urls)])
     let screen = Screen()

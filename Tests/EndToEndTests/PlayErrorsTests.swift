@@ -91,4 +91,19 @@ struct PlayErrorsTests {
         let status = try await daemon.property("org.mpris.MediaPlayer2.Player", "PlaybackStatus")
         #expect(status?.stringValue == "Stopped")
     }
+
+    @Test func aPlaylistStillArrivingDoesNotReplaceAQueueOpenedAfterIt() async throws {
+        let origin = try FaultOrigin()
+        let track = try Fixtures.shared().fixture(.mp3CBR)
+        origin.serve(OriginResource(Data("#EXTM3U\n\(track.url.path)\n".utf8)), at: "/slow.m3u", faults: OriginFaults(firstByteLatency: 0.5))
+        let later = try Fixtures.shared().fixture(.flac)
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        #expect(try daemon.spool("play", "--no-wait", origin.url(for: "/slow.m3u").absoluteString).status == 0)
+        #expect(try daemon.spool("play", later.url.path).status == 0)
+        let dropped = eventually(timeout: 5) { daemon.process.standardError.contains("dropping the playlist slow.m3u") }
+        #expect(dropped, "\(daemon.process.standardError)")
+        let queue = try daemon.spool("queue").stdout
+        #expect(queue.hasPrefix("> 1. \(later.title)") && queue.split(separator: "\n").count == 1, "\(queue)")
+    }
 }
