@@ -34,6 +34,17 @@ public final class MPRISService: Sendable {
         /// Player properties as last signalled (or first seen), to send only what changed.
         var signalled: [String: DBusValue]?
         var flushScheduled = false
+        /// Why the last input could not be queued (a remote playlist that could not be fetched).
+        var inputError: String?
+        /// How many calls have replaced the queue: a remote playlist fetched for an older one is dropped.
+        var replacements: UInt64 = 0
+        /// `LastError` as last signalled.
+        var signalledLastError: String?
+        /// The art file of each folder read (nil: none, or being read).
+        var sidecars: [String: URL?] = [:]
+        /// A length estimated from a local MP3's bitrate, and the track waiting for one.
+        var estimatedLength: (id: TrackID, length: Duration?)?
+        var estimatePending: TrackID?
     }
 
     private let connection: DBusConnection
@@ -44,7 +55,12 @@ public final class MPRISService: Sendable {
     private let onQuit: @Sendable () -> Void
     let published = Mutex(Published())
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
-    private let log = Logger(label: "mpris")
+    /// Reads folders for cover art files, off the D-Bus and player threads.
+    let artQueue = DispatchQueue(label: "spool.mpris.art", qos: .utility)
+    /// Property sets waiting to reach the player, applied one after the other in the order they
+    /// arrived (a task per set could reach the player in any order).
+    private let propertySets: AsyncStream<@Sendable () async -> Void>.Continuation
+    let log = Logger(label: "mpris")
 
     /// How long changes are gathered before one PropertiesChanged goes out.
     static let coalescingDelay: DispatchTimeInterval = .milliseconds(5)
@@ -62,6 +78,15 @@ public final class MPRISService: Sendable {
         self.resolver = resolver
         self.supportedMimeTypes = supportedMimeTypes
         self.onQuit = onQuit
+        let (sets, propertySets) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
+        self.propertySets = propertySets
+        Task {
+            for await apply in sets { await apply() }
+        }
+    }
+
+    deinit {
+        propertySets.finish()
     }
 
     /// Exports the MPRIS object and starts following the player.
@@ -107,6 +132,8 @@ public final class MPRISService: Sendable {
 
     private func playerInterface() -> DBusInterface {
         let player = self.player
+        let propertySets = self.propertySets
+        let apply: @Sendable (@escaping @Sendable () async -> Void) -> Void = { propertySets.yield($0) }
         let read: @Sendable (String) -> DBusValue = { [weak self] name in
             self?.published.withLock { Self.playerProperties($0.snapshot)[name] } ?? .boolean(false)
         }
@@ -164,9 +191,9 @@ public final class MPRISService: Sendable {
                     }
                     return []
                 },
-                DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { [resolver] arguments in
+                DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { [weak service = self] arguments in
                     guard case .string(let text) = arguments.first else { throw DBusError.invalidArgs("OpenUri takes a URI") }
-                    await player.open(try await Self.tracks(text, resolver))
+                    try await service?.queueInputs([text], replacing: true) { await player.open($0) }
                     return []
                 },
             ],
@@ -178,26 +205,26 @@ public final class MPRISService: Sendable {
                         guard let text = value.stringValue, let mode = LoopMode(rawValue: text) else {
                             throw DBusError.invalidArgs("LoopStatus is one of None, Track, Playlist")
                         }
-                        Task { await player.setLoop(mode) }
+                        apply { await player.setLoop(mode) }
                     }),
                 DBusProperty(
                     "Shuffle", signature: "b", access: .readWrite, get: { read("Shuffle") },
                     set: { value in
                         guard let on = value.boolValue else { throw DBusError.invalidArgs("Shuffle is a boolean") }
-                        Task { await player.setShuffle(on) }
+                        apply { await player.setShuffle(on) }
                     }),
                 DBusProperty(
                     "Rate", signature: "d", access: .readWrite, get: { read("Rate") },
                     set: { value in
                         guard let rate = value.doubleValue else { throw DBusError.invalidArgs("Rate is a double") }
-                        Task { await player.setRate(rate) }
+                        apply { await player.setRate(rate) }
                     }),
                 DBusProperty("Metadata", signature: "a{sv}") { read("Metadata") },
                 DBusProperty(
                     "Volume", signature: "d", access: .readWrite, get: { read("Volume") },
                     set: { value in
                         guard let volume = value.doubleValue else { throw DBusError.invalidArgs("Volume is a double") }
-                        Task { await player.setVolume(volume) }
+                        apply { await player.setVolume(volume) }
                     }),
                 DBusProperty("Position", signature: "x") { .int64(Int64(player.position().microseconds)) },
                 DBusProperty("MinimumRate", signature: "d") { read("MinimumRate") },
@@ -212,7 +239,7 @@ public final class MPRISService: Sendable {
             signals: [DBusSignal("Seeked", arguments: [(name: "Position", signature: "x")])])
     }
 
-    /// The tracks a URI stands for (a track, a playlist, a directory), or an InvalidArgs error.
+    /// The tracks a URI stands for (a track, a local playlist, a directory), or an InvalidArgs error.
     static func tracks(_ text: String, _ resolver: TrackResolver) async throws(DBusError) -> [TrackItem] {
         do {
             return try await resolver.resolve(text)
@@ -225,7 +252,6 @@ public final class MPRISService: Sendable {
 
     private func trackListInterface() -> DBusInterface {
         let player = self.player
-        let resolver = self.resolver
         let snapshot: @Sendable () -> PlayerSnapshot = { [weak self] in
             self?.published.withLock { $0.snapshot } ?? PlayerSnapshot()
         }
@@ -245,16 +271,17 @@ public final class MPRISService: Sendable {
                     }
                     return [.array(elementSignature: "a{sv}", values)]
                 },
-                DBusMethod("AddTrack", in: "sob", argumentNames: ["Uri", "AfterTrack", "SetAsCurrent"]) { arguments in
+                DBusMethod("AddTrack", in: "sob", argumentNames: ["Uri", "AfterTrack", "SetAsCurrent"]) { [weak service = self] arguments in
                     guard arguments.count == 3, let uri = arguments[0].stringValue, let after = arguments[1].objectPathValue,
                         let makeCurrent = arguments[2].boolValue
                     else { throw DBusError.invalidArgs("AddTrack takes a URI, a track id and a boolean") }
-                    let items = try await Self.tracks(uri, resolver)
                     let anchor = after == Self.noTrack ? nil : idFor(after)
                     if after != Self.noTrack && anchor == nil { throw DBusError.invalidArgs("no track \(after)") }
-                    // NoTrack means "at the start"; AddTrack never reorders what is there.
-                    let ids = await player.add(items, after: anchor, atStart: after == Self.noTrack)
-                    if makeCurrent, let first = ids.first { await player.jump(to: first) }
+                    try await service?.queueInputs([uri]) { items in
+                        // NoTrack means "at the start"; AddTrack never reorders what is there.
+                        let ids = await player.add(items, after: anchor, atStart: after == Self.noTrack)
+                        if makeCurrent, let first = ids.first { await player.jump(to: first) }
+                    }
                     return []
                 },
                 DBusMethod("RemoveTrack", in: "o", argumentNames: ["TrackId"]) { arguments in
@@ -372,25 +399,32 @@ public final class MPRISService: Sendable {
         switch update {
         case .changed(let snapshot):
             let schedule = published.withLock { state -> Bool in
+                // A playback error of the player's own is newer than an input's.
+                if snapshot.lastError != nil, snapshot.lastError != state.snapshot.lastError { state.inputError = nil }
+                let snapshot = withSidecarArt(withEstimatedLength(snapshot, &state), &state)
                 state.snapshot = snapshot
                 // The first snapshot is what GetAll answers from the start: nothing changed yet.
                 if state.signalled == nil {
                     state.signalled = Self.playerProperties(snapshot)
                     state.signalledSnapshot = snapshot
+                    state.signalledLastError = snapshot.lastError
                     return false
                 }
                 defer { state.flushScheduled = true }
                 return !state.flushScheduled
             }
-            if schedule {
-                signalQueue.asyncAfter(deadline: .now() + Self.coalescingDelay) { [weak self] in
-                    self?.flushPropertyChanges()
-                }
-            }
+            if schedule { scheduleFlush() }
         case .seeked(let position):
             connection.emitSignal(
                 path: Self.objectPath, interface: Self.playerInterface, name: "Seeked",
                 arguments: [.int64(Int64(position.microseconds))])
+        }
+    }
+
+    /// Sends the changes gathered over the next ``coalescingDelay`` as one batch.
+    func scheduleFlush() {
+        signalQueue.asyncAfter(deadline: .now() + Self.coalescingDelay) { [weak self] in
+            self?.flushPropertyChanges()
         }
     }
 
@@ -406,8 +440,10 @@ public final class MPRISService: Sendable {
             state.signalled = current
             let trackList = state.signalledSnapshot.map { Self.trackListSignals(from: $0, to: state.snapshot) } ?? []
             if let before = state.signalledSnapshot {
-                if before.lastError != state.snapshot.lastError {
-                    spoolChanges.append(("LastError", .string(state.snapshot.lastError ?? "")))
+                let lastError = state.inputError ?? state.snapshot.lastError
+                if lastError != state.signalledLastError {
+                    spoolChanges.append(("LastError", .string(lastError ?? "")))
+                    state.signalledLastError = lastError
                 }
                 if before.buffering != state.snapshot.buffering {
                     spoolChanges.append(("Buffering", .boolean(state.snapshot.buffering)))

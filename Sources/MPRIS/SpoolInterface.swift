@@ -106,20 +106,18 @@ extension MPRISService {
     /// `org.spool.Spool1`: what MPRIS lacks (queues of several URIs, the cache, prefetch).
     func spoolInterface(_ status: SpoolStatusProvider) -> DBusInterface {
         let player = self.player
-        let resolver = self.resolver
         let snapshot: @Sendable () -> PlayerSnapshot = { [weak self] in
             self?.published.withLock { $0.snapshot } ?? PlayerSnapshot()
         }
-        let uris: @Sendable ([DBusValue]) async throws -> [TrackItem] = { arguments in
+        let lastError: @Sendable () -> String? = { [weak self] in
+            self?.published.withLock { $0.inputError ?? $0.snapshot.lastError }
+        }
+        let queueInputs: @Sendable ([DBusValue], Bool, @escaping @Sendable ([TrackItem]) async -> Void) async throws -> Void = {
+            [weak self] arguments, replacing, apply in
             guard let texts = arguments.first?.stringArrayValue, !texts.isEmpty else {
                 throw DBusError.invalidArgs("expected one or more URIs or paths")
             }
-            var items: [TrackItem] = []
-            for text in texts {
-                let resolved = try await Self.tracks(text, resolver)
-                items.append(contentsOf: resolved)
-            }
-            return items
+            try await self?.queueInputs(texts, replacing: replacing, apply)
         }
         let current: @Sendable () -> CachedResource? = {
             snapshot().nowPlaying.flatMap { status.cacheState(of: $0.entry.url) }
@@ -128,11 +126,11 @@ extension MPRISService {
             Self.spoolInterface,
             methods: [
                 DBusMethod("Play", in: "as", argumentNames: ["Uris"]) { arguments in
-                    await player.open(try await uris(arguments))
+                    try await queueInputs(arguments, true) { await player.open($0) }
                     return []
                 },
                 DBusMethod("Add", in: "as", argumentNames: ["Uris"]) { arguments in
-                    await player.add(try await uris(arguments))
+                    try await queueInputs(arguments, false) { await player.add($0) }
                     return []
                 },
                 DBusMethod("Queue", out: "aa{sv}", resultNames: ["Entries"]) { _ in
@@ -168,10 +166,11 @@ extension MPRISService {
                         throw DBusError.invalidArgs("expected one or more http(s) URLs")
                     }
                     let urls = try texts.map { text throws(DBusError) -> URL in
-                        guard let url = URL(string: text), ["http", "https"].contains(url.scheme?.lowercased() ?? "") else {
-                            throw DBusError.invalidArgs("only http(s) URLs can be prefetched, not '\(text.prefix(200))'")
+                        switch TrackInput.parse(text) {
+                        case .success(.remote(let url)): return url
+                        case .failure(let problem): throw DBusError.invalidArgs(problem.description)
+                        case .success(.local): throw DBusError.invalidArgs("only http(s) URLs can be prefetched, not '\(text.prefix(200))'")
                         }
-                        return url
                     }
                     for url in urls {
                         do { try status.prefetch(url) } catch { throw DBusError.failed("\(error)") }
@@ -180,7 +179,7 @@ extension MPRISService {
                 },
             ],
             properties: [
-                DBusProperty("LastError", signature: "s") { .string(snapshot().lastError ?? "") },
+                DBusProperty("LastError", signature: "s") { .string(lastError() ?? "") },
                 DBusProperty("Buffering", signature: "b") { .boolean(snapshot().buffering) },
                 DBusProperty("CachedRanges", signature: "a(xx)") {
                     .array(

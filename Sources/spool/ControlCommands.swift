@@ -3,6 +3,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import MPRIS
+import PlayerCore
 import SpoolConfig
 import SpoolLog
 
@@ -15,12 +16,13 @@ struct ControlCommand: Sendable {
 
     /// Every control command, in the order `spool --help` lists them.
     static let all: [ControlCommand] = [
-        ControlCommand(name: "play", usage: "play URL|PATH|PLAYLIST|DIR...", summary: "Replace the queue with these and play", run: { arguments throws(CommandFailure) in
-            try await SpoolClient.connect().spool("Play", [.stringArray(try uris(arguments, command: "play"))])
+        ControlCommand(name: "play", usage: "play [--no-wait] URL|PATH|PLAYLIST|DIR...", summary: "Replace the queue with these and play", run: { arguments throws(CommandFailure) in
+            try await runPlay(arguments, command: "play")
         }),
-        ControlCommand(name: "add", usage: "add URL|PATH|PLAYLIST|DIR...", summary: "Add these to the end of the queue", run: { arguments throws(CommandFailure) in
-            try await SpoolClient.connect().spool("Add", [.stringArray(try uris(arguments, command: "add"))])
+        ControlCommand(name: "open", usage: "open [--no-wait] URL|PATH|PLAYLIST|DIR...", summary: "The same as play", run: { arguments throws(CommandFailure) in
+            try await runPlay(arguments, command: "open")
         }),
+        ControlCommand(name: "add", usage: "add URL|PATH|PLAYLIST|DIR...", summary: "Add these to the end of the queue", run: runAdd),
         simple("pause", "Pause", "Pause playback"),
         simple("resume", "Play", "Resume (or start) playback"),
         simple("toggle", "PlayPause", "Pause when playing, play otherwise"),
@@ -52,7 +54,8 @@ struct ControlCommand: Sendable {
     var help: String { "Usage: spool \(usage)\n\n\(summary).\n" + (Self.details[name].map { "\n" + $0 } ?? "") }
 
     private static let details: [String: String] = [
-        "play": "Relative paths are taken from the current directory. Playlists (.m3u, .pls) and directories\nare expanded by the daemon.\n",
+        "play": "Relative paths are taken from the current directory. Playlists (.m3u, .pls) and directories\nare expanded by the daemon. URLs are http://, https:// or file:// with no spaces (write %20).\nWaits up to 5 s for the first track: if it fails (not found, unreachable, not audio) the\nerror is printed and the exit status is 2. --no-wait returns at once.\n",
+        "open": "Relative paths are taken from the current directory; waits for the first track like play\n(--no-wait returns at once).\n",
         "seek": "TIME is seconds (90), m:ss (1:30), h:mm:ss or 1h2m3s; a leading + or - seeks relative to the\ncurrent position; PERCENT (50%) is a fraction of the track.\n",
         "volume": "PERCENT is 0 to 100 (100 is full volume); MPRIS's 0.0-1.0 is shown as a percentage.\n",
         "status": "On a terminal the status is redrawn in place; when piped, plain lines are written.\nThe bar shows # played, = cached, - not yet downloaded.\n",
@@ -85,19 +88,6 @@ func hint(_ word: String, among candidates: [String]) -> String {
 
 private func expectNoArguments(_ arguments: [String], _ command: String) throws(CommandFailure) {
     if let extra = arguments.first { throw .usage("'spool \(command)' takes no arguments, not '\(extra)'") }
-}
-
-/// The arguments as URIs, relative paths made absolute against the current directory.
-private func uris(_ arguments: [String], command: String) throws(CommandFailure) -> [String] {
-    if let option = arguments.first(where: { $0.hasPrefix("-") && $0 != "-" }) {
-        throw .usage("unknown option '\(option)' for 'spool \(command)'; see 'spool \(command) --help'")
-    }
-    guard !arguments.isEmpty else { throw .usage("'spool \(command)' needs at least one URL, path, playlist or directory") }
-    let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
-    return arguments.map { argument in
-        if argument.contains("://") || argument.hasPrefix("/") { return argument }
-        return URL(fileURLWithPath: argument, relativeTo: directory).standardizedFileURL.path
-    }
 }
 
 /// The one argument a setter takes, or nil to print the value.
@@ -262,8 +252,12 @@ let prefetchStallLimit: Duration = .seconds(60)
 /// `spool cache prefetch URL...`: starts the downloads, then draws their progress until all are complete.
 private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(CommandFailure) {
     guard !urls.isEmpty else { throw .usage("'spool cache prefetch' needs at least one http(s) URL") }
-    if let bad = urls.first(where: { !($0.hasPrefix("http://") || $0.hasPrefix("https://")) }) {
-        throw .usage("only http(s) URLs can be prefetched, not '\(bad)'")
+    for url in urls {
+        switch TrackInput.parse(url) {
+        case .success(.remote): continue
+        case .failure(let problem): throw .usage(problem.description)
+        case .success(.local): throw .usage("only http(s) URLs can be prefetched, not '\(url)'")
+        }
     }
     try await client.spool("Prefetch", [.stringArray(urls)])
     let screen = Screen()

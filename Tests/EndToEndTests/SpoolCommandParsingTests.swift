@@ -38,4 +38,46 @@ struct SpoolCommandParsingTests {
         #expect(formatBytes(512) == "512 B")
         #expect(formatBytes(3 << 20) == "3.0 MiB")
     }
+
+    /// Observations in order, and the verdict after the last one.
+    static let startCases: [(observations: [StartObservation], verdict: StartVerdict)] = [
+        ([.status("Playing"), .position(0), .position(40_000)], .waiting),
+        ([.position(0), .position(120_000)], .started),
+        ([.position(30_000_000), .position(30_100_000)], .started),  // a resume position is the baseline
+        ([.position(0), .lastError("a.mp3: Not Found")], .waiting),  // the player retries first
+        ([.lastError("a.mp3: Not Found"), .track("/org/spool/Track/2")], .failed("a.mp3: Not Found")),
+        ([.lastError("a.mp3: Not Found"), .status("Stopped")], .failed("a.mp3: Not Found")),
+        ([.lastError("a.mp3: 503"), .position(0), .position(200_000)], .started),  // the retry played
+        ([.lastError(""), .status("Stopped")], .readLastError),  // an unchanged error is not signalled
+        ([.status("Stopped"), .errorAfterwards("a.mp3: Not Found")], .failed("a.mp3: Not Found")),
+        ([.track("/org/spool/Track/2"), .errorAfterwards("")], .failed("a.mp3 stopped before it started")),
+        ([.track("/org/spool/Track/1"), .status("Playing")], .waiting),
+        ([.track("/org/spool/Track/0"), .position(0)], .waiting),  // the queue before, signalled late
+        ([.track("/org/mpris/MediaPlayer2/TrackList/NoTrack"), .errorAfterwards("a.mp3: x")], .failed("a.mp3: x")),
+        ([.status("Paused")], .started),
+        ([.lastError("a.mp3: could not resolve host"), .timeout], .failed("a.mp3: could not resolve host")),
+        ([.position(0), .timeout], .undecided),
+    ]
+
+    @Test func aPlaylistFetchedLaterIsWatchedFromItsFirstTrack() {
+        var watch = StartWatch(track: "/org/spool/Track/3", name: "list.m3u", replacing: true)
+        #expect(watch.observe(.position(0)) == .waiting)
+        #expect(watch.observe(.position(500_000)) == .waiting)  // the old track playing on
+        #expect(watch.observe(.track("/org/spool/Track/7")) == .waiting)
+        #expect(watch.observe(.position(0)) == .waiting)
+        #expect(watch.observe(.position(100_000)) == .started)
+        var failing = StartWatch(track: "/org/spool/Track/3", name: "list.m3u", replacing: true)
+        #expect(failing.observe(.lastError("list.m3u: cannot fetch the playlist: HTTP 404")) == .failed("list.m3u: cannot fetch the playlist: HTTP 404"))
+        var slow = StartWatch(track: "/org/spool/Track/3", name: "list.m3u", replacing: true)
+        #expect(slow.observe(.timeout) == .undecided)
+    }
+
+    @Test(arguments: startCases.indices)
+    func playWaitsForTheFirstTrackToStartOrFail(_ index: Int) {
+        let (observations, expected) = Self.startCases[index]
+        var watch = StartWatch(track: "/org/spool/Track/1", name: "a.mp3")
+        let verdicts = observations.map { watch.observe($0) }
+        #expect(verdicts.last == expected, "\(observations)")
+        #expect(verdicts.dropLast().allSatisfy { $0 == .waiting || $0 == .readLastError }, "\(verdicts)")
+    }
 }
