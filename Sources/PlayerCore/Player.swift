@@ -734,7 +734,7 @@ public actor Player {
         case .stop:
             log.error("stopping: no track of the queue could be played")
             unload(status: .stopped)
-            update { $0.lastError = "no track of the queue could be played (last: \(name): \(error.message))" }
+            update { $0.lastError = "\(name): \(error.message); no track of the queue could be played" }
         }
     }
 

@@ -94,6 +94,13 @@ private func waitForStart(
             ).first?.variantValue?.int64Value {
                 observe.yield(.position(position))
             }
+            // A track that fails within milliseconds goes Stopped → Playing → Stopped between two
+            // signals, and none is sent: the status is read too.
+            if replacing == nil, let status = try? await client.call(
+                "org.freedesktop.DBus.Properties", "Get", [.string(MPRISService.playerInterface), .string("PlaybackStatus")]
+            ).first?.variantValue?.stringValue {
+                observe.yield(.status(status))
+            }
             try? await Task.sleep(for: startSampleInterval)
         }
     }
