@@ -1,0 +1,275 @@
+import Dispatch
+import EngineAPI
+import FoundationEssentials
+import MediaSource
+import SpoolLog
+import Synchronization
+internal import CGStreamer
+
+/// The bus thread: GStreamer's messages turned into engine events, each routed to the track
+/// whose stream it concerns (stream starts, prerolls and seeks done, tags, durations, errors).
+extension GStreamerEngine {
+    func runBus() {
+        let wanted = [
+            GST_MESSAGE_EOS, GST_MESSAGE_ERROR, GST_MESSAGE_WARNING, GST_MESSAGE_STATE_CHANGED,
+            GST_MESSAGE_TAG, GST_MESSAGE_STREAM_START, GST_MESSAGE_DURATION_CHANGED, GST_MESSAGE_ASYNC_DONE,
+            GST_MESSAGE_APPLICATION,
+        ].reduce(0) { $0 | $1.rawValue }
+        while shared.withLock({ $0.busRunning }) {
+            guard let message = gst_bus_timed_pop_filtered(bus, 100_000_000, GstMessageType(rawValue: wanted))
+            else { continue }
+            handle(message)
+            gst_message_unref(message)
+        }
+        busStopped.signal()
+    }
+
+    func handle(_ message: UnsafeMutablePointer<GstMessage>) {
+        let fromPlaybin = UnsafeMutableRawPointer(message.pointee.src) == UnsafeMutableRawPointer(playbin)
+        if message.pointee.type == GST_MESSAGE_STREAM_START {
+            streamStarted()
+            return
+        }
+        if message.pointee.type == GST_MESSAGE_APPLICATION {
+            if let structure = gst_message_get_structure(message),
+                String(cString: gst_structure_get_name(structure)) == Self.restartMarkerName
+            {
+                shared.withLock { $0.markersSeen &+= 1 }
+            }
+            return
+        }
+        guard let current = shared.withLock({ $0.current }) else { return }
+        let id = current.track.id
+        switch message.pointee.type {
+        case GST_MESSAGE_EOS:
+            announceStart(of: id)  // a track shorter than the previous one's tail starts before it ends
+            log.info("\(id) ended")
+            emit(.endOfTrack(id))
+        case GST_MESSAGE_ERROR:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_error(message, &error, &debug)
+            let text = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
+            let kind = error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
+            if let error { g_error_free(error) }
+            let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
+            let (next, broken) = shared.withLock { ($0.next, $0.brokenNext) }
+            if let from, from == next?.uri || from == broken {
+                // The next track's stream broke while the current one still plays: it plays to its
+                // end, and the player loads the next track again then and hears its own error.
+                log.error("\(next.map { "\($0.track.id)" } ?? "a dropped track") (next): \(text) (\(takeGString(debug) ?? ""))")
+                control.async { [self] in dropBrokenNext(uri: from) }
+                return
+            }
+            log.error("\(id): \(text) (\(takeGString(debug) ?? ""))")
+            control.async { [self] in
+                guard shared.withLock({ $0.current?.uri == current.uri }) else { return }
+                announceStart(of: id)  // the player learns which track failed
+                // Taken before the teardown, which forgets it: a retry resumes here.
+                let position = position()
+                teardown()
+                emit(.failed(id, EngineError(text, kind: kind, position: position)))
+            }
+        case GST_MESSAGE_WARNING:
+            var error: UnsafeMutablePointer<GError>?
+            var debug: UnsafeMutablePointer<gchar>?
+            gst_message_parse_warning(message, &error, &debug)
+            log.warning("\(id): \(error.map { String(cString: $0.pointee.message) } ?? "") \(takeGString(debug) ?? "")")
+            if let error { g_error_free(error) }
+        case GST_MESSAGE_STATE_CHANGED where fromPlaybin && !current.reconfiguring:
+            var old = GST_STATE_NULL
+            var new = GST_STATE_NULL
+            var pending = GST_STATE_NULL
+            gst_message_parse_state_changed(message, &old, &new, &pending)
+            if new == GST_STATE_PLAYING {
+                emit(.stateChanged(.playing))
+            } else if new == GST_STATE_PAUSED && pending == GST_STATE_VOID_PENDING {
+                emit(.stateChanged(.paused))
+            }
+        case GST_MESSAGE_TAG:
+            var list: UnsafeMutablePointer<GstTagList>?
+            gst_message_parse_tag(message, &list)
+            if let list {
+                var tags = TagReader.read(list)
+                tags.artURL = coverArt?.store(from: list)
+                gst_tag_list_unref(list)
+                // Tags of the next track arrive while the current one still plays: hold them for it.
+                let owner = shared.withLock { state -> TrackID in
+                    state.handedOver ? (state.next?.track.id ?? id) : id
+                }
+                if !tags.isEmpty { emit(.tags(owner, tags)) }
+            }
+        case GST_MESSAGE_DURATION_CHANGED:
+            reportDuration(of: current)
+        case GST_MESSAGE_ASYNC_DONE where fromPlaybin:
+            asyncDone(current, afterMarker: shared.withLock { $0.markersSeen })
+        default:
+            break
+        }
+    }
+
+    /// A new stream's audio started: the first track, or the next one after a gapless hand-over.
+    func streamStarted() {
+        let playing = stringProperty(playbin, "current-uri")
+        // Still the previous track's position: its samples are not all played yet.
+        var switchPosition: gint64 = -1
+        let positionKnown = gst_element_query_position(playbin, GST_FORMAT_TIME, &switchPosition) != 0 && switchPosition >= 0
+        enum Start {
+            case first(TrackID)
+            case handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, seekable: Bool, audibleIn: Duration)
+            case none
+        }
+        let start = shared.withLock { state -> Start in
+            if let next = state.next, next.uri == playing, state.handedOver {
+                let old = state.current
+                if let old { state.feeders[old.uri] = nil }
+                state.current = Current(track: next.track, uri: next.uri, feeder: next.feeder, prerolled: true)
+                state.next = nil
+                state.handedOver = false
+                let audibleIn = HandOverTiming.audibleDelay(
+                    previousLength: old?.duration, positionAtSwitch: positionKnown ? .nanoseconds(switchPosition) : nil,
+                    rate: state.rate)
+                return .handedOver(
+                    next.track.id, old?.feeder, needsRate: state.rate != 1,
+                    seekable: next.feeder?.seekable ?? false, audibleIn: audibleIn)
+            }
+            if let current = state.current, current.uri == playing {
+                return current.reconfiguring ? .none : .first(current.track.id)
+            }
+            return .none
+        }
+        switch start {
+        case .first(let id):
+            emit(.trackStarted(id))
+        case .handedOver(let id, let oldFeeder, let needsRate, let seekable, let audibleIn):
+            log.info("\(id) started (gapless), heard in \(audibleIn)")
+            oldFeeder?.detach()  // the old track's bytes are all read by now
+            shared.withLock { $0.current?.feeder }?.source.setBackground(false)
+            // Announced when it is heard: until then the previous track's end still sounds.
+            shared.withLock { $0.unannounced = (id, seekable) }
+            let heard = Int(audibleIn.components.seconds) * 1000 + Int(audibleIn.components.attoseconds / 1_000_000_000_000_000)
+            control.asyncAfter(deadline: .now() + .milliseconds(heard)) { [self] in announceStart(of: id) }
+            // Formats whose length is known up front post no DURATION_CHANGED for the new
+            // stream, and playbin answers the query only once the stream has settled.
+            for delay in [0, 50, 200, 1000] {
+                control.asyncAfter(deadline: .now() + .milliseconds(heard + delay)) { [self] in
+                    if let started = shared.withLock({ $0.current }), started.track.id == id, started.duration == nil {
+                        reportDuration(of: started)
+                    }
+                }
+            }
+            // A new stream starts at rate 1.0; carry the listener's rate over. The filter
+            // may not fit the new track (one that could not seek kept its rate change as
+            // a plain seek, without a rebuild): rebuild then.
+            control.async { [self] in
+                enum Plan { case seek, rebuild, nothing }
+                let plan = shared.withLock { state -> Plan in
+                    guard state.current?.track.id == id else { return .nothing }
+                    if filterMismatchLocked(state) { return .rebuild }
+                    guard needsRate else { return .nothing }
+                    state.current?.seeking = true
+                    state.current?.silentSeek = true
+                    return .seek
+                }
+                switch plan {
+                case .seek: performSeek(to: position() ?? .zero)
+                case .rebuild: reconfigure(at: position() ?? .zero)
+                case .nothing: break
+                }
+            }
+        case .none:
+            break
+        }
+    }
+
+    /// A state change or seek finished: apply a pending start position, report a finished seek.
+    func asyncDone(_ current: Current, afterMarker marker: UInt64) {
+        reportDuration(of: current)
+        control.async { [self] in
+            enum Next {
+                case seek(Duration, exact: Bool), reconfigure(Duration), seeked(playing: Bool, silent: Bool), stale, nothing
+            }
+            let next = shared.withLock { state -> Next in
+                guard let now = state.current, now.uri == current.uri else { return .nothing }
+                // A seek or preroll of the pipeline before a rebuild ended late: not the restart.
+                if now.reconfiguring && marker != now.restartMarker { return .stale }
+                if !now.prerolled && filterMismatchLocked(state) {
+                    // The rate crossed 1.0 before the track was ready: another filter first.
+                    return .reconfigure(now.startPosition ?? now.heldPosition ?? .zero)
+                }
+                state.current?.prerolled = true
+                if let start = now.startPosition {
+                    state.current?.startPosition = nil
+                    state.current?.seeking = true
+                    // A rate applied at the start, or the position a rate change found.
+                    state.current?.silentSeek = start == .zero || now.silentStart
+                    state.current?.silentStart = false
+                    // A restart where a rate change found the track goes back exactly to what was
+                    // heard; a start position (resume, a seek before the preroll) is a listener's seek.
+                    return .seek(start, exact: now.silentStart || FeedingMode.exactSeeks(now.track))
+                }
+                if now.seeking {
+                    state.current?.seeking = false
+                    state.current?.silentSeek = false
+                    state.current?.reconfiguring = false
+                    state.current?.heldPosition = nil
+                    return .seeked(playing: state.wantPlaying, silent: now.silentSeek)
+                }
+                state.current?.reconfiguring = false  // a rebuild that needed no seek is done
+                state.current?.heldPosition = nil
+                return .nothing
+            }
+            log.trace("async-done (marker \(marker)): \(next)")
+            switch next {
+            case .reconfigure(let position):
+                reconfigure(at: position)
+            case .seek(let start, let exact):
+                performSeek(to: start, accurate: exact)
+            case .seeked(let playing, let silent):
+                if !silent, let position = position() { emit(.seeked(current.track.id, position: position)) }
+                if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }
+            case .stale:
+                break
+            case .nothing:
+                if shared.withLock({ $0.wantPlaying && $0.current?.uri == current.uri }) {
+                    gst_element_set_state(playbin, GST_STATE_PLAYING)
+                }
+            }
+        }
+    }
+
+    /// Tells the player that the handed-over track `id` is heard, once.
+    func announceStart(of id: TrackID) {
+        let seekable = shared.withLock { state -> Bool? in
+            guard let pending = state.unannounced, pending.id == id else { return nil }
+            state.unannounced = nil
+            return state.current?.track.id == id ? pending.seekable : nil
+        }
+        guard let seekable else { return }
+        emit(.seekable(id, seekable))
+        emit(.trackStarted(id))
+    }
+
+    func reportDuration(of current: Current) {
+        var length: gint64 = 0
+        guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &length) != 0, length > 0 else { return }
+        let value = Duration.nanoseconds(Int64(length))
+        let changed = shared.withLock { state -> Bool in
+            guard state.current?.uri == current.uri, state.current?.duration != value else { return false }
+            state.current?.duration = value
+            return true
+        }
+        if changed {
+            if let feeder = current.feeder, let bytes = feeder.info.length, bytes > 0 {
+                // The source's wait-or-seek rule counts seconds of audio as well as bytes.
+                feeder.source.setByteRate(Double(bytes) / (Double(length) / 1e9))
+            }
+            emit(.duration(current.track.id, value))
+        }
+    }
+
+    func emit(_ event: EngineEvent) {
+        guard let handler = shared.withLock({ $0.handler }) else { return }
+        eventQueue.async { handler(event) }
+    }
+}

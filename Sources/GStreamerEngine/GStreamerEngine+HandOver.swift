@@ -1,0 +1,136 @@
+import Dispatch
+import EngineAPI
+import FoundationEssentials
+import MediaSource
+import SpoolLog
+import Synchronization
+internal import CGStreamer
+
+/// The gapless hand-over and playbin's streaming-thread callbacks: giving playbin the
+/// prepared next track at about-to-finish, attaching feeders to the sources playbin makes,
+/// and rescuing the playing track when the next one breaks.
+extension GStreamerEngine {
+    static let onSourceSetup:
+        @convention(c) (UnsafeMutablePointer<GstElement>?, UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
+            _, source, context in
+            guard let source, let context else { return }
+            Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().setUp(source)
+        }
+
+    func setUp(_ source: UnsafeMutablePointer<GstElement>) {
+        let uri = takeGString(gst_uri_handler_get_uri(OpaquePointer(source)))
+        guard let uri, let feeder = shared.withLock({ $0.feeders[uri] }) else {
+            log.error("source-setup for an unknown source \(uri ?? "without a URI") (known: \(shared.withLock { Array($0.feeders.keys) }))")
+            return
+        }
+        feeder.attach(to: UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstAppSrc.self))
+    }
+
+    static let onElementAdded:
+        @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<GstElement>?, gpointer?) ->
+        Void = { _, _, element, context in
+            guard let element, let context else { return }
+            Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().elementAdded(element)
+        }
+
+    /// On a streaming thread: keeps the newest parser (playbin builds one per stream).
+    func elementAdded(_ element: UnsafeMutablePointer<GstElement>) {
+        guard let klass = gst_element_get_metadata(element, "klass"), String(cString: klass).contains("Parser") else {
+            return
+        }
+        let old = shared.withLock { state -> ElementRef? in
+            defer { state.parser = ElementRef(element) }
+            return state.parser
+        }
+        old?.release()
+    }
+
+    static let onAboutToFinish: @convention(c) (UnsafeMutablePointer<GstElement>?, gpointer?) -> Void = {
+        _, context in
+        guard let context else { return }
+        Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().aboutToFinish()
+    }
+
+    /// On a streaming thread, about a second before the end: hand playbin the
+    /// prepared next track, if its source is open. Nothing else happens here.
+    func aboutToFinish() {
+        let (next, parser) = shared.withLock { state -> (Prepared?, ElementRef?) in
+            guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else { return (nil, nil) }
+            state.handedOver = true
+            // The next stream's parser, if its format has one, is added once playbin has the URI;
+            // this stream's must not answer for a next one without (a seek now reloads anyway).
+            defer { state.parser = nil }
+            return (next, state.parser)
+        }
+        parser?.release()
+        guard let next else { return }
+        setProperty(playbin, "uri", next.uri)
+        emit(.nextQueued(next.track.id))
+        control.async { [self] in watchHandOver(to: next.uri, last: nil) }
+    }
+
+    /// How long playback may stand still at the boundary while the next track's bytes are all
+    /// here before it counts as broken.
+    static let handOverStall: Duration = .milliseconds(1500)
+
+    /// Rescues the current track when the next group hangs without a word (the same swallowed
+    /// demuxer error as at a load): its last buffers wait for a stream that never starts, and the
+    /// position stands still. It is then loaded again without the next track, as for a next
+    /// track that reports its error.
+    func watchHandOver(to uri: String, last: Duration?, stalledFor stalled: Duration = .zero) {
+        let step = Duration.milliseconds(500)
+        control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
+            let waiting = shared.withLock { state -> Bool? in
+                guard let next = state.next, next.uri == uri, state.handedOver, state.wantPlaying else { return nil }
+                return next.feeder?.isWaitingForBytes ?? false
+            }
+            guard let waiting else { return }  // handed over, replaced or paused
+            let now = position()
+            let stalledNow = !waiting && now != nil && now == last ? stalled + step : .zero
+            guard stalledNow >= Self.handOverStall else {
+                watchHandOver(to: uri, last: now, stalledFor: stalledNow)
+                return
+            }
+            log.error("the next track never started and the current one stands still at \(now ?? .zero)")
+            dropBrokenNext(uri: uri)
+        }
+    }
+
+    /// Forgets the prepared next track whose stream broke in playbin's next group. playbin holds
+    /// the current track's last buffers back until the next stream starts, which it never will,
+    /// and keeps the broken group through a rebuild: the current track is loaded again from
+    /// scratch where it is heard, without a next, so it plays to its end and ends with an end of
+    /// stream; the player then loads the broken track and hears its error.
+    func dropBrokenNext(uri: String) {
+        let reload = shared.withLock { state -> (EngineTrack, Bool)? in
+            guard let next = state.next, next.uri == uri, let current = state.current else { return nil }
+            state.brokenNext = uri
+            return (current.track, state.wantPlaying)
+        }
+        guard let (track, playing) = reload else { return }
+        log.info("reloading \(track.id) without the broken next track")
+        load(track, at: position() ?? .zero, playing: playing)
+    }
+
+    /// Whether the first bytes `source` holds now may be media: false only when 4 KiB or the
+    /// whole resource are here and GStreamer's type finders know none of it or call it text or
+    /// an image (an HTML error page named `.mp3`); bytes not here yet are not waited for.
+    static func mayBeMedia(_ source: ByteSource, url: URL) -> Bool {
+        guard case .data(let head) = source.read(at: 0, maxLength: 16 * 1024, wake: {}) else {
+            source.cancelPendingReads()
+            return true
+        }
+        guard head.count >= 4096 || head.count < 16 * 1024 else { return true }
+        let ext = url.pathExtension.isEmpty ? nil : url.pathExtension
+        var probability = GST_TYPE_FIND_NONE
+        let caps = head.withUnsafeBytes { bytes in
+            gst_type_find_helper_for_data_with_extension(
+                nil, bytes.baseAddress?.assumingMemoryBound(to: guint8.self), gsize(bytes.count), ext, &probability)
+        }
+        guard let caps else { return false }
+        defer { gst_caps_unref(caps) }
+        // decodebin stops at a text or image type with "this appears to be a text file".
+        let name = gst_caps_get_structure(caps, 0).map { String(cString: gst_structure_get_name($0)) } ?? ""
+        return !name.hasPrefix("text/") && !name.hasPrefix("image/")
+    }
+}

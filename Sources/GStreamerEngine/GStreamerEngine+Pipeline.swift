@@ -1,0 +1,229 @@
+import Dispatch
+import EngineAPI
+import FoundationEssentials
+import MediaSource
+import SpoolLog
+import Synchronization
+internal import CGStreamer
+
+/// The engine's work on its control queue: opening a track's source, starting, rebuilding
+/// and tearing down the pipeline, seeking, and the watchdog of a start that never comes.
+extension GStreamerEngine {
+    /// Creates and opens a track's source; `done` runs on the control queue. A
+    /// source that fails to open is closed here; an opened one belongs to its feeder.
+    /// A `background` source (the next track) downloads at preload priority.
+    func open(
+        _ track: EngineTrack, background: Bool = false,
+        _ done: @escaping @Sendable (Result<AppSrcFeeder, MediaSourceError>) -> Void
+    ) {
+        let source: ByteSource
+        do throws(MediaSourceError) {
+            source = try makeSource(track.url)
+        } catch {
+            done(.failure(error))
+            return
+        }
+        source.setBackground(background)
+        source.open { [weak self] result in
+            guard let self else { return source.close() }
+            self.control.async {
+                switch result {
+                case .failure(let error):
+                    source.close()
+                    done(.failure(error))
+                case .success(let info):
+                    let format = TypeHint.fileExtension(url: track.url, contentType: info.contentType)
+                    if let caps = TypeHint.slowDecoderCaps(forExtension: format) {
+                        // While the first bytes travel. Not before the open: loading holds the
+                        // dynamic loader's lock, which the first request's set-up waited for.
+                        GStreamer.preloadDecoder(for: caps)
+                    }
+                    let feeder = AppSrcFeeder(
+                        source: source, info: info, label: "\(track.id)",
+                        pulled: FeedingMode.pulls(track, contentType: info.contentType)
+                    ) { [weak self] waiting in
+                        self?.emit(.buffering(track.id, waiting))
+                    }
+                    done(.success(feeder))
+                }
+            }
+        }
+    }
+
+    func start(_ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration) {
+        let uri = TypeHint.uri(
+            "appsrc://spool/\(track.id.rawValue)-\(generation)", url: track.url, contentType: feeder.info.contentType)
+        let playing = shared.withLock { state -> Bool in
+            state.feeders[uri] = feeder
+            // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
+            let start: Duration? = position > .zero || state.rate != 1 ? position : nil
+            state.current = Current(track: track, uri: uri, feeder: feeder, startPosition: start)
+            return state.wantPlaying && start == nil
+        }
+        // The pipeline is stopped (NULL): the filter can be set or dropped.
+        installRateFilter(stopped: true)
+        setProperty(playbin, "uri", uri)
+        if gst_element_set_state(playbin, playing ? GST_STATE_PLAYING : GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
+            log.warning("\(track.id): the pipeline refused to start")
+        }
+        watchPreroll(of: uri, generation: generation)
+    }
+
+    /// How long a track may fail to start while none of its reads waits for bytes.
+    static let prerollStall: Duration = .seconds(4)
+
+    /// Fails a track that neither starts nor waits for bytes: decodebin swallows an error that
+    /// a demuxer posts while it is still being set up (it filters errors until the element's
+    /// state change returns, and drops them when that succeeds: a truncated M4A, one time in
+    /// a few), and the pipeline then waits forever for a stream that will never come.
+    func watchPreroll(of uri: String, generation: UInt64, stalledFor stalled: Duration = .zero) {
+        let step = Duration.milliseconds(500)
+        control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
+            let check = shared.withLock { state -> (id: TrackID, waiting: Bool)? in
+                guard state.generation == generation, let current = state.current, current.uri == uri,
+                    !current.prerolled
+                else { return nil }
+                return (current.track.id, current.feeder?.isWaitingForBytes ?? false)
+            }
+            guard let check else { return }
+            let stalledNow = check.waiting ? .zero : stalled + step
+            guard stalledNow >= Self.prerollStall else {
+                watchPreroll(of: uri, generation: generation, stalledFor: stalledNow)
+                return
+            }
+            log.error("\(check.id): no stream started within \(Self.prerollStall) and nothing is awaited")
+            teardown()
+            emit(.failed(check.id, EngineError("the stream stopped before it started (the file may be damaged)")))
+        }
+    }
+
+    /// Whether the filter in place is not the one the rate needs: scaletempo at
+    /// any rate other than 1.0 (when installed), none (or a pass-through) at 1.0.
+    /// Only a track that can seek is rebuilt: a stream restarted from its first byte
+    /// could not go back to where it was (its rate change stays a plain seek).
+    func filterMismatchLocked(_ state: Shared) -> Bool {
+        guard state.current?.feeder?.seekable == true else { return false }
+        let wanted = hasScaletempo && state.rate != 1
+        return wanted != (state.filter == .scaletempo)
+    }
+
+    /// Gives playbin the filter the current rate needs; only while the pipeline is
+    /// in NULL (`stopped`) or READY, when playsink rebuilds its audio chain.
+    /// scaletempo stretches by the segment's rate and keeps the pitch. Every
+    /// element is new: a scaletempo reused across tracks of other formats at a
+    /// rate other than 1.0 crashed in its memcpy (GStreamer 1.22). In READY,
+    /// playsink swaps a filter but ignores its removal, so an `identity` replaces
+    /// scaletempo there; the next load drops it.
+    func installRateFilter(stopped: Bool) {
+        let (rate, filter) = shared.withLock { ($0.rate, $0.filter) }
+        var wanted: RateFilter = hasScaletempo && rate != 1 ? .scaletempo : .none
+        if wanted == .none && filter != .none && !stopped { wanted = .passThrough }
+        switch wanted {
+        case .none:
+            if filter != .none { setProperty(playbin, "audio-filter", object: nil as UnsafeMutablePointer<GstElement>?) }
+        case .passThrough, .scaletempo:
+            guard let element = gst_element_factory_make(wanted == .scaletempo ? "scaletempo" : "identity", nil) else {
+                log.warning("cannot create the rate filter")
+                return
+            }
+            setProperty(playbin, "audio-filter", object: element)
+        }
+        shared.withLock { $0.filter = wanted }
+    }
+
+    /// Rebuilds the pipeline around the open source so that playsink takes another
+    /// rate filter, then resumes at `position` at the current rate. playbin takes a
+    /// new audio filter only in NULL or READY; READY keeps the sink open and the
+    /// track's feeder (its source and cache reads) alive: playbin makes a new appsrc,
+    /// the feeder answers it from the same source, and the start is a seek to
+    /// `position`. No Seeked, no new start, no pause is reported for it.
+    func reconfigure(at position: Duration) {
+        let uri = shared.withLock { state -> String? in
+            guard let current = state.current else { return nil }
+            state.markersPosted &+= 1
+            state.current?.restartMarker = state.markersPosted
+            state.current?.reconfiguring = true
+            state.current?.heldPosition = position
+            state.current?.prerolled = false
+            state.current?.seeking = false
+            // A fresh pipeline starts at 0 at 1.0: no seek then (an AAC decoder primes
+            // differently after one), else a seek to where the change found the track.
+            state.current?.startPosition = position == .zero && state.rate == 1 ? nil : position
+            state.current?.silentStart = true
+            // playbin may already hold the next URI (about-to-finish): play this
+            // track again; the next one is handed over again near the end.
+            state.handedOver = false
+            return current.uri
+        }
+        guard let uri else { return }
+        log.debug("rebuilding the pipeline at \(position) (rate \(shared.withLock { $0.rate }))")
+        gst_element_set_state(playbin, GST_STATE_READY)
+        // Everything on the bus before this marker belongs to the pipeline before the rebuild.
+        if let structure = gst_structure_new_empty(Self.restartMarkerName) {
+            gst_bus_post(bus, gst_message_new_application(UnsafeMutableRawPointer(playbin).assumingMemoryBound(to: GstObject.self), structure))
+        }
+        installRateFilter(stopped: false)
+        setProperty(playbin, "uri", uri)
+        if gst_element_set_state(playbin, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
+            log.warning("the pipeline refused to restart for a new rate")
+        }
+    }
+
+    func teardown() {
+        let (old, next, parser) = shared.withLock { state -> (Current?, Prepared?, ElementRef?) in
+            defer {
+                state.current = nil
+                state.next = nil
+                state.handedOver = false
+                state.unannounced = nil
+                state.brokenNext = nil
+                state.feeders.removeAll()
+                state.parser = nil
+            }
+            return (state.current, state.next, state.parser)
+        }
+        parser?.release()
+        // Detach before the state change, so no streaming thread waits on the network.
+        old?.feeder?.detach()
+        next?.feeder?.detach()
+        if old != nil || next != nil { gst_element_set_state(playbin, GST_STATE_NULL) }
+    }
+
+    /// Seeks to `position`, as a time or, in a pushed track whose bytes before the target are
+    /// not here, as the byte the parser maps it to (see ``SeekRoute``).
+    func performSeek(to position: Duration, accurate: Bool = true) {
+        // A reference of its own: the streaming thread that adds a new parser drops the old one.
+        let (rate, feeder, parser) = shared.withLock { state -> (Double, AppSrcFeeder?, ElementRef?) in
+            state.current?.seekTarget = position
+            return (state.rate, state.current?.feeder, state.parser.map { ElementRef($0.pointer) })
+        }
+        defer { parser?.release() }
+        let route = SeekRoute.choose(
+            target: position, accurate: accurate, pushed: feeder?.pushed ?? false,
+            byte: { parser?.byte(at: $0) }, holds: { feeder?.holds(streamRange: $0) ?? true })
+        let flush = GST_SEEK_FLAG_FLUSH.rawValue
+        let accepted: gboolean
+        switch route {
+        case .time(let accurate):
+            let flags = GstSeekFlags(rawValue: flush | (accurate ? GST_SEEK_FLAG_ACCURATE.rawValue : 0))
+            accepted = gst_element_seek(
+                playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(nanoseconds(position)),
+                GST_SEEK_TYPE_NONE, -1)
+        case .bytes(let offset):
+            log.debug("seek to \(position): byte \(offset) of the parsed stream")
+            accepted = gst_element_seek(
+                playbin, rate, GST_FORMAT_BYTES, GstSeekFlags(rawValue: flush), GST_SEEK_TYPE_SET, gint64(offset),
+                GST_SEEK_TYPE_NONE, -1)
+        }
+        if accepted == 0 {
+            log.warning("seek to \(position) at rate \(rate) refused")
+            let playing = shared.withLock { state -> Bool in
+                state.current?.seeking = false
+                state.current?.reconfiguring = false
+                state.current?.heldPosition = nil
+                return state.wantPlaying
+            }
+            if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }
+        }
+    }
+}
