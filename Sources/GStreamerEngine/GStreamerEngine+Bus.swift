@@ -76,7 +76,7 @@ extension GStreamerEngine {
             gst_message_parse_warning(message, &error, &debug)
             log.warning("\(id): \(error.map { String(cString: $0.pointee.message) } ?? "") \(takeGString(debug) ?? "")")
             if let error { g_error_free(error) }
-        case GST_MESSAGE_STATE_CHANGED where fromPlaybin && !current.reconfiguring:
+        case GST_MESSAGE_STATE_CHANGED where fromPlaybin && !current.phase.isRebuilding:
             var old = GST_STATE_NULL
             var new = GST_STATE_NULL
             var pending = GST_STATE_NULL
@@ -123,7 +123,7 @@ extension GStreamerEngine {
             if let next = state.next, next.uri == playing, state.handedOver {
                 let old = state.current
                 if let old { state.feeders[old.uri] = nil }
-                state.current = Current(track: next.track, uri: next.uri, feeder: next.feeder, prerolled: true)
+                state.current = Current(track: next.track, uri: next.uri, feeder: next.feeder, phase: .ready)
                 state.next = nil
                 state.handedOver = false
                 let audibleIn = HandOverTiming.audibleDelay(
@@ -134,7 +134,7 @@ extension GStreamerEngine {
                     seekable: next.feeder?.seekable ?? false, audibleIn: audibleIn)
             }
             if let current = state.current, current.uri == playing {
-                return current.reconfiguring ? .none : .first(current.track.id)
+                return current.phase.isRebuilding ? .none : .first(current.track.id)
             }
             return .none
         }
@@ -167,8 +167,7 @@ extension GStreamerEngine {
                     guard state.current?.track.id == id else { return .nothing }
                     if filterMismatchLocked(state) { return .rebuild }
                     guard needsRate else { return .nothing }
-                    state.current?.seeking = true
-                    state.current?.silentSeek = true
+                    state.current?.phase.rateSeek()
                     return .seek
                 }
                 switch plan {
@@ -191,33 +190,17 @@ extension GStreamerEngine {
             }
             let next = shared.withLock { state -> Next in
                 guard let now = state.current, now.uri == current.uri else { return .nothing }
-                // A seek or preroll of the pipeline before a rebuild ended late: not the restart.
-                if now.reconfiguring && marker != now.restartMarker { return .stale }
-                if !now.prerolled && filterMismatchLocked(state) {
-                    // The rate crossed 1.0 before the track was ready: another filter first.
-                    return .reconfigure(now.startPosition ?? now.heldPosition ?? .zero)
+                // The rate crossed 1.0 before the track was ready: another filter first.
+                let mismatch = !now.phase.isPrerolled && filterMismatchLocked(state)
+                let action = state.current?.phase.asyncDone(
+                    markersSeen: marker, filterMismatch: mismatch, exactSeeks: FeedingMode.exactSeeks(now.track))
+                switch action {
+                case .stale: return .stale
+                case .rebuild(let position): return .reconfigure(position)
+                case .seek(let start, let exact): return .seek(start, exact: exact)
+                case .seeked(let quiet): return .seeked(playing: state.wantPlaying, silent: quiet)
+                case .resume, nil: return .nothing
                 }
-                state.current?.prerolled = true
-                if let start = now.startPosition {
-                    state.current?.startPosition = nil
-                    state.current?.seeking = true
-                    // A rate applied at the start, or the position a rate change found.
-                    state.current?.silentSeek = start == .zero || now.silentStart
-                    state.current?.silentStart = false
-                    // A restart where a rate change found the track goes back exactly to what was
-                    // heard; a start position (resume, a seek before the preroll) is a listener's seek.
-                    return .seek(start, exact: now.silentStart || FeedingMode.exactSeeks(now.track))
-                }
-                if now.seeking {
-                    state.current?.seeking = false
-                    state.current?.silentSeek = false
-                    state.current?.reconfiguring = false
-                    state.current?.heldPosition = nil
-                    return .seeked(playing: state.wantPlaying, silent: now.silentSeek)
-                }
-                state.current?.reconfiguring = false  // a rebuild that needed no seek is done
-                state.current?.heldPosition = nil
-                return .nothing
             }
             log.trace("async-done (marker \(marker)): \(next)")
             switch next {

@@ -57,7 +57,7 @@ extension GStreamerEngine {
             state.feeders[uri] = feeder
             // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
             let start: Duration? = position > .zero || state.rate != 1 ? position : nil
-            state.current = Current(track: track, uri: uri, feeder: feeder, startPosition: start)
+            state.current = Current(track: track, uri: uri, feeder: feeder, phase: .loading(start: start))
             return state.wantPlaying && start == nil
         }
         // The pipeline is stopped (NULL): the filter can be set or dropped.
@@ -81,7 +81,7 @@ extension GStreamerEngine {
         control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
             let check = shared.withLock { state -> (id: TrackID, waiting: Bool)? in
                 guard state.generation == generation, let current = state.current, current.uri == uri,
-                    !current.prerolled
+                    !current.phase.isPrerolled
                 else { return nil }
                 return (current.track.id, current.feeder?.isWaitingForBytes ?? false)
             }
@@ -141,15 +141,9 @@ extension GStreamerEngine {
         let uri = shared.withLock { state -> String? in
             guard let current = state.current else { return nil }
             state.markersPosted &+= 1
-            state.current?.restartMarker = state.markersPosted
-            state.current?.reconfiguring = true
-            state.current?.heldPosition = position
-            state.current?.prerolled = false
-            state.current?.seeking = false
-            // A fresh pipeline starts at 0 at 1.0: no seek then (an AAC decoder primes
-            // differently after one), else a seek to where the change found the track.
-            state.current?.startPosition = position == .zero && state.rate == 1 ? nil : position
-            state.current?.silentStart = true
+            // The restart marker the rebuilt pipeline's messages follow: an ASYNC_DONE posted
+            // before it (a seek that ended as the rebuild began) is stale.
+            state.current?.phase.rebuild(at: position, marker: state.markersPosted, rateIsOne: state.rate == 1)
             // playbin may already hold the next URI (about-to-finish): play this
             // track again; the next one is handed over again near the end.
             state.handedOver = false
@@ -194,7 +188,7 @@ extension GStreamerEngine {
     func performSeek(to position: Duration, accurate: Bool = true) {
         // A reference of its own: the streaming thread that adds a new parser drops the old one.
         let (rate, feeder, parser) = shared.withLock { state -> (Double, AppSrcFeeder?, ElementRef?) in
-            state.current?.seekTarget = position
+            state.current?.phase.aim(at: position)
             return (state.rate, state.current?.feeder, state.parser.map { ElementRef($0.pointer) })
         }
         defer { parser?.release() }
@@ -218,9 +212,7 @@ extension GStreamerEngine {
         if accepted == 0 {
             log.warning("seek to \(position) at rate \(rate) refused")
             let playing = shared.withLock { state -> Bool in
-                state.current?.seeking = false
-                state.current?.reconfiguring = false
-                state.current?.heldPosition = nil
+                state.current?.phase.seekRefused()
                 return state.wantPlaying
             }
             if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }

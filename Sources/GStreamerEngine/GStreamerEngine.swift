@@ -29,24 +29,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var track: EngineTrack
         var uri: String
         var feeder: AppSrcFeeder?
-        var prerolled = false
-        var startPosition: Duration?
-        var seeking = false
-        /// The seek in flight only applies a rate (or starts at 0 at a rate): no Seeked for it.
-        var silentSeek = false
-        /// The start position is where a rate change found the track: no Seeked for it.
-        var silentStart = false
-        /// The pipeline is being rebuilt around this track for a new rate filter: the
-        /// stream restarts without counting as a new start, pause or seek.
-        var reconfiguring = false
-        /// The position reported while the pipeline is being rebuilt (it answers no query then),
-        /// or while a load that replaces this track is queued.
-        var heldPosition: Duration?
-        /// The restart marker the rebuilt pipeline's messages follow: an ASYNC_DONE
-        /// posted before it (a seek that ended as the rebuild began) is stale.
-        var restartMarker: UInt64 = 0
-        /// Where the last seek went: the position while the pipeline answers no query during it.
-        var seekTarget: Duration?
+        /// Loading, ready, seeking, or rebuilt for a new rate filter (see ``TrackPhase``).
+        var phase: TrackPhase
         var duration: Duration?
     }
 
@@ -174,7 +158,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             state.pendingSeek = nil
             // Until the queued load replaces it, the old track must not report its position as
             // the new one's (a session saved in between resumed the new track there).
-            state.current?.heldPosition = position
+            state.current?.phase.replaced(startingAt: position)
             return state.latestLoad
         }
         control.async { [self] in
@@ -244,7 +228,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         control.async { [self] in
             let loaded = shared.withLock { state -> Bool in
                 state.wantPlaying = true
-                return state.current?.prerolled ?? false
+                return state.current?.phase.isPrerolled ?? false
             }
             if loaded { gst_element_set_state(playbin, GST_STATE_PLAYING) }
         }
@@ -286,14 +270,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     // track at the target (from cache) and queue the next one again.
                     return .reload(current.track, state.next?.track, playing: state.wantPlaying)
                 }
-                if !current.prerolled {
-                    state.current?.startPosition = position  // applied once prerolled
-                    state.current?.silentStart = false  // the listener's seek is reported
-                    if current.reconfiguring { state.current?.heldPosition = position }
-                    return .later
-                }
-                state.current?.seeking = true
-                state.current?.silentSeek = false
+                // Not prerolled yet: the seek becomes the start, applied once prerolled.
+                guard state.current?.phase.listenerSeek(to: position) == .now else { return .later }
                 return .seek(exact: FeedingMode.exactSeeks(current.track))
             }
             switch plan {
@@ -321,7 +299,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 guard state.rate != clamped else { return .nothing }
                 state.rate = clamped
                 // Not prerolled yet: asyncDone applies the rate (and the filter it needs).
-                guard let current = state.current, current.prerolled else { return .nothing }
+                guard let current = state.current, current.phase.isPrerolled else { return .nothing }
                 if filterMismatchLocked(state) {
                     // playbin already holds the next track (about-to-finish): a rebuild now races the
                     // hand-over (seen under load: the next track never started). What is left of this
@@ -329,15 +307,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     if state.handedOver { return .nothing }
                     return .reconfigure
                 }
-                state.current?.seeking = true
-                state.current?.silentSeek = true
+                state.current?.phase.rateSeek()
                 // At the play head baseparse is exact anyway when it got there by parsing; after a
                 // far seek (through the seek table) an accurate one would parse up from its index.
                 return .seek(exact: FeedingMode.exactSeeks(current.track))
             }
             log.trace("rate \(clamped): \(plan)")
             // A seek in flight answers no position query: it is going to its target.
-            let position = position() ?? shared.withLock { $0.current?.seekTarget } ?? .zero
+            let position = position() ?? shared.withLock { $0.current?.phase.target } ?? .zero
             switch plan {
             case .seek(let exact):
                 performSeek(to: position, accurate: exact)
@@ -360,16 +337,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// The position of the loaded track, from the pipeline.
     public func position() -> Duration? {
-        let (prerolled, held, start) = shared.withLock {
-            ($0.current?.prerolled ?? false, $0.current?.heldPosition, $0.current?.startPosition)
+        guard let phase = shared.withLock({ $0.current?.phase }) else { return nil }
+        return phase.reportedPosition { [playbin] in
+            var position: gint64 = 0
+            guard gst_element_query_position(playbin, GST_FORMAT_TIME, &position) != 0, position >= 0 else {
+                return nil
+            }
+            return .nanoseconds(Int64(position))
         }
-        if let held { return held }
-        guard prerolled else { return start }  // loading: where it is about to start
-        var position: gint64 = 0
-        guard gst_element_query_position(playbin, GST_FORMAT_TIME, &position) != 0, position >= 0 else {
-            return nil
-        }
-        return .nanoseconds(Int64(position))
     }
 
     /// Stops playback, ends the bus thread and frees the pipeline.
