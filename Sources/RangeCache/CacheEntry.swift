@@ -204,13 +204,7 @@ extension RangeCache {
                 try reset(&state, id: id, metadata: metadata)
                 return true
             }
-            do throws(CacheError) {
-                try index.updateMetadata(id: id, metadata: metadata)
-            } catch {
-                indexFailed(&state, error)
-                throw error
-            }
-            state.records[id]!.metadata = metadata
+            try storeMetadata(metadata, of: id, in: &state, index: index)
             return false
         }
     }
@@ -226,14 +220,22 @@ extension RangeCache {
                 logger.info("bytes past the corrected end of an entry; emptying it")
                 return try reset(&state, id: id, metadata: metadata)
             }
-            do throws(CacheError) {
-                try index.updateMetadata(id: id, metadata: metadata)
-            } catch {
-                indexFailed(&state, error)
-                throw error
-            }
-            state.records[id]!.metadata = metadata
+            try storeMetadata(metadata, of: id, in: &state, index: index)
         }
+    }
+
+    /// Writes an entry's new metadata to the index, then to the record; a failed index write
+    /// marks the index failed and changes nothing.
+    private func storeMetadata(
+        _ metadata: EntryMetadata, of id: Int64, in state: inout CacheState, index: Index
+    ) throws(CacheError) {
+        do throws(CacheError) {
+            try index.updateMetadata(id: id, metadata: metadata)
+        } catch {
+            indexFailed(&state, error)
+            throw error
+        }
+        state.records[id]!.metadata = metadata
     }
 
     func drop(_ id: Int64) throws(CacheError) {

@@ -66,15 +66,6 @@ struct SoundServerTests {
         throw RigError("PlaybackStatus never became \(status); daemon log:\n\(daemon.process.standardError)")
     }
 
-    /// Waits until `recording` holds `milliseconds` more audio than it does now:
-    /// the server's own clock, so the test waits for the output, not for the wall.
-    func waitForRecording(_ recording: PulseRecording, toGrowBy milliseconds: Int) throws {
-        let target = recording.recordedBytes + milliseconds * PulseServer.sampleRate * 4 / 1000
-        guard eventually(timeout: Double(milliseconds) / 1000 + 5, { recording.recordedBytes >= target }) else {
-            throw RigError("the recording stalled at \(recording.recordedBytes) bytes")
-        }
-    }
-
     @Test func theDaemonPlaysIntoTheSoundServerAsSpoolWithRoleMusicAndItsIcon() async throws {
         let pulse = try PulseServer()
         let recording = try pulse.recordOutput()
@@ -101,7 +92,7 @@ struct SoundServerTests {
         #expect(!log.contains("null sink"), "\(log)")
 
         // And the track's tone is what the server plays.
-        try waitForRecording(recording, toGrowBy: 500)
+        try recording.waitToGrow(byMilliseconds: 500)
         let samples = leftChannel(try recording.stop())
         let loud = samples.filter { abs(Int($0)) > 10_000 }.count
         #expect(loud > 2_000, "the recording holds the tone: \(loud) loud samples of \(samples.count)")
@@ -149,12 +140,12 @@ struct SoundServerTests {
         #expect(try daemon.playerctl("open", tone.absoluteString).status == 0)
         try await waitForStatus(daemon, "Playing")
         _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
-        try waitForRecording(recording, toGrowBy: 300)
+        try recording.waitToGrow(byMilliseconds: 300)
 
         // Abrupt requests, each held long enough to settle: 1.0 → 0.2 → 1.0 → 0.2 → 1.0.
         for volume in [0.2, 1.0, 0.2, 1.0] {
             try await daemon.set("org.mpris.MediaPlayer2.Player", "Volume", .double(volume))
-            try waitForRecording(recording, toGrowBy: 400)
+            try recording.waitToGrow(byMilliseconds: 400)
         }
         let samples = leftChannel(try recording.stop())
         let first = try #require(samples.firstIndex { abs(Int($0)) > 1_000 }, "the recording holds no tone")
@@ -204,7 +195,7 @@ struct SoundServerTests {
         try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(list.absoluteString)])
         try await waitForStatus(daemon, "Playing")
         try await waitForStatus(daemon, "Stopped", timeout: 20)
-        try waitForRecording(recording, toGrowBy: 300)  // the tail the server still held
+        try recording.waitToGrow(byMilliseconds: 300)  // the tail the server still held
         let recorded = try recording.stop()
 
         // At volume 1.0, with the server at the tracks' own rate and format, what the

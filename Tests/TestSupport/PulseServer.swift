@@ -151,6 +151,15 @@ public final class PulseRecording: Sendable {
         ((try? FileManager.default.attributesOfItem(atPath: recorder.stdoutURL.path)[.size]) as? Int) ?? 0
     }
 
+    /// Waits until the recording holds `milliseconds` more audio than it does now: the
+    /// server's own clock, so a test waits for the output, not for the wall.
+    public func waitToGrow(byMilliseconds milliseconds: Int) throws {
+        let target = recordedBytes + milliseconds * PulseServer.sampleRate * 4 / 1000
+        guard eventually(timeout: Double(milliseconds) / 1000 + 5, { self.recordedBytes >= target }) else {
+            throw RigError("the recording stalled at \(recordedBytes) bytes")
+        }
+    }
+
     /// Stops the capture and returns what it recorded (S16LE stereo, 44.1 kHz).
     public func stop() throws -> Data {
         recorder.stop(grace: 2)
