@@ -24,15 +24,20 @@ func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds)
 /// open between transfers, so a range hop to the same origin needs no new handshake.
 final class MultiHandle: @unchecked Sendable {
     private let handle: UnsafeMutableRawPointer
-    private let closed = Atomic<Bool>(false)
+    /// Whether the handle is cleaned up. Held across a wake-up, so `close` waits for one in
+    /// progress on another thread instead of freeing the handle under it.
+    private let closed = Mutex<Bool>(false)
 
     init() {
         handle = curl_multi_init()!
     }
 
-    /// `curl_multi_wakeup`: ends a `poll` in progress (or the next one) at once.
+    /// `curl_multi_wakeup`: ends a `poll` in progress (or the next one) at once. It only
+    /// writes to libcurl's wake-up socket, so holding the lock across it costs nothing.
     func wakeUp() {
-        if !closed.load(ordering: .acquiring) { curl_multi_wakeup(handle) }
+        closed.withLock { closed in
+            if !closed { curl_multi_wakeup(handle) }
+        }
     }
 
     func add(_ easy: EasyHandle) { curl_multi_add_handle(handle, easy.raw) }
@@ -61,7 +66,7 @@ final class MultiHandle: @unchecked Sendable {
     }
 
     func close() {
-        closed.store(true, ordering: .releasing)
+        closed.withLock { $0 = true }
         curl_multi_cleanup(handle)
     }
 }

@@ -189,16 +189,28 @@ public final class RangeCache: Sendable {
 
     // MARK: Opening
 
+    /// Creates the directories that are missing, readable by their owner only. A directory
+    /// that exists already (one the user chose and shares, say) keeps its mode.
     private static func prepareDirectories(_ paths: String...) throws(CacheError) {
         for path in paths {
-            if mkdir(path, 0o700) != 0, errno != EEXIST {
-                do {
-                    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-                } catch {
-                    throw CacheError.system("create \(path)", errno: errno == 0 ? EACCES : errno)
-                }
+            if mkdir(path, 0o700) == 0 {
+                chmod(path, 0o700)  // whatever the umask
+                continue
             }
-            chmod(path, 0o700)
+            guard errno != EEXIST else { continue }
+            // Missing parents too: each one created here is private as well.
+            var missing: [String] = []
+            var parent = path
+            while !parent.isEmpty, parent != "/", access(parent, F_OK) != 0 {
+                missing.append(parent)
+                parent = String(parent[..<(parent.lastIndex(of: "/") ?? parent.startIndex)])
+            }
+            do {
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            } catch {
+                throw CacheError.system("create \(path)", errno: errno == 0 ? EACCES : errno)
+            }
+            for created in missing { chmod(created, 0o700) }
         }
     }
 

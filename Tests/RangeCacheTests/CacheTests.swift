@@ -116,6 +116,26 @@ import TestSupport
         #expect(entry.metadata.validator == Validator(etag: "\"1\"", length: 600))
     }
 
+    @Test func aDirectoryTheUserChoseKeepsItsModeAndTheOnesSpoolMakesArePrivate() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-cache")
+        let chosen = directory.url.appendingPathComponent("shared")
+        try FileManager.default.createDirectory(at: chosen, withIntermediateDirectories: false)
+        chmod(chosen.path, 0o755)
+        let nested = directory.url.appendingPathComponent("made/by/spool")
+        func mode(_ path: String) throws -> Int {
+            try (FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+        }
+        for cacheDirectory in [chosen, nested] {
+            let cache = try RangeCache(directory: cacheDirectory, configuration: testConfiguration())
+            cache.close()
+        }
+        #expect(try mode(chosen.path) == 0o755, "an existing directory keeps its mode")
+        #expect(try mode(chosen.appendingPathComponent("data").path) == 0o700)
+        for made in ["made", "made/by", "made/by/spool", "made/by/spool/data"] {
+            #expect(try mode(directory.url.appendingPathComponent(made).path) == 0o700, "\(made)")
+        }
+    }
+
     @Test func filesArePrivateAndTheIndexHoldsNoTokens() throws {
         let directory = try TemporaryDirectory(prefix: "spool-cache")
         let cacheDirectory = directory.url.appendingPathComponent("spool")
