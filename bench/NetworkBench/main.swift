@@ -10,7 +10,7 @@
 // - request at target: the first request after the SetPosition that asks for the target's byte;
 // - sent twice / beyond size: the origin's body bytes served more than once, and in all beyond
 //   the file's size.
-// SPOOL=path measures another spool binary; NETBENCH_PLAYERS=spool skips mpv;
+// SPOOL=path measures another spool binary; NETBENCH_PLAYERS=spool skips mpv (mpv,spool runs mpv first);
 // NETBENCH_CASES=text runs only the cases whose name contains it; NETBENCH_LOG=debug gives
 // the daemon a debug log (its tail is printed for failed cases).
 import DBusKit
@@ -47,6 +47,8 @@ struct NetworkBench {
         var players = ["spool"]
         let wanted = ProcessInfo.processInfo.environment["NETBENCH_PLAYERS"].map { $0.split(separator: ",").map(String.init) }
         if plugin != nil, (try? executablePath("mpv")) != nil, wanted?.contains("mpv") ?? true { players.append("mpv") }
+        // "mpv,spool" runs mpv first in each case (the table keeps spool's column first).
+        let runOrder = wanted?.first == "mpv" ? players.reversed() : players
         print("NetworkBench: \(spool)\(players.contains("mpv") ? " vs mpv \(mpvVersion()) + \(plugin!)" : " (mpv with mpv-mpris not found)")")
         print("generating media…")
         let long = try NetworkMedia.tone(.mp3CBR, seconds: 180)  // 3 min, 128 kbps CBR
@@ -77,7 +79,7 @@ struct NetworkBench {
                 indices.append(rows.count)
                 rows.append(Row(name: name, unit: unit, target: target))
             }
-            for kind in players {
+            for kind in runOrder {
                 serial += 1
                 var outcomes: [Outcome]
                 var probe: PlayerProbe?
