@@ -9,6 +9,10 @@ struct CoverArtStore: Sendable {
     let directory: URL
     private let log = Logger(label: "cover-art")
 
+    /// The largest picture stored: a bigger one (a tag that is all picture, or a hostile one)
+    /// is not copied, hashed and written, and the track shows no art.
+    static let largest = 16 << 20
+
     init(directory: URL) {
         self.directory = directory
     }
@@ -22,6 +26,11 @@ struct CoverArtStore: Sendable {
         else { return nil }
         defer { gst_sample_unref(sample) }
         guard let buffer = gst_sample_get_buffer(sample) else { return nil }
+        let size = gst_buffer_get_size(buffer)
+        guard size <= Self.largest else {
+            log.info("cover art of \(size) bytes left out (over \(Self.largest >> 20) MiB)")
+            return nil
+        }
         var map = GstMapInfo()
         guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return nil }
         defer { gst_buffer_unmap(buffer, &map) }

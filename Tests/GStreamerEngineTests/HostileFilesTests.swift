@@ -82,4 +82,30 @@ struct HostileFilesTests {
         engine.load(EngineTrack(id: TrackID(id), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
         #expect(recorder.waitFor(timeout: 15) { $0 == .endOfTrack(TrackID(id)) } != nil, "a good file after the corpus")
     }
+
+    /// A picture over 16 MiB in the tag (a real PNG of noise) is left out: the track plays, no art.
+    @Test func aHugeEmbeddedPictureIsNotExtractedAndTheTrackPlays() throws {
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory(prefix: "spool-bigart")
+        let png = dir.file("big.png")
+        let made = try runCommand(
+            "gst-launch-1.0",
+            ["-q", "videotestsrc", "num-buffers=1", "pattern=snow", "!", "video/x-raw,width=2600,height=2300,format=RGB",
+             "!", "pngenc", "compression-level=0", "!", "filesink", "location=\(png.path)"])
+        #expect(made.status == 0, "\(made.stderr)")
+        let picture = try Data(contentsOf: png)
+        #expect(picture.count > 16 << 20, "the picture is \(picture.count) bytes")
+        let fixture = fixtures.fixture(.mp3CBR)
+        let file = dir.file("big-art.mp3")
+        try CoverEmbedding.mp3(try Data(contentsOf: fixture.url), fixture: fixture, png: picture).write(to: file)
+        let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"), artDirectory: dir.file("art"))
+        defer { engine.shutdown() }
+        engine.load(EngineTrack(id: TrackID(1), url: file), at: .zero, playing: true)
+        #expect(recorder.waitFor(timeout: 20, isEnd) == .endOfTrack(TrackID(1)))
+        let tags = recorder.all.compactMap { if case .tags(_, let tags) = $0 { tags } else { nil } }
+        #expect(tags.contains { $0.title == fixture.title }, "the other tags are read")
+        #expect(tags.allSatisfy { $0.artURL == nil }, "no art over 16 MiB")
+        let stored = (try? FileManager.default.contentsOfDirectory(atPath: dir.file("art").path)) ?? []
+        #expect(stored.isEmpty, "\(stored)")
+    }
 }

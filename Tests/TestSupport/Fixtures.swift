@@ -232,10 +232,12 @@ public final class Fixtures: Sendable {
 }
 
 /// Writers for the binary cover-art structures GStreamer's command line cannot produce.
-enum CoverEmbedding {
+/// Writes cover art into fixture files the way taggers do.
+public enum CoverEmbedding {
     /// Replaces the MP3's leading ID3v2 tag (if any) with an ID3v2.3 tag holding
     /// TIT2, TPE1, TALB, TRCK and an APIC front cover.
-    static func mp3(_ file: Data, fixture: Fixture, png: Data) throws -> Data {
+    /// `file` (an MP3) with an ID3v2.3 tag holding `fixture`'s texts and `png` as the front cover.
+    public static func mp3(_ file: Data, fixture: Fixture, png: Data) throws -> Data {
         let frames = file.prefix(3) == Data("ID3".utf8) && file.count > 10 ? file.dropFirst(id3TagLength(file)) : file[...]
         func textFrame(_ id: String, _ text: String) -> Data {
             id3Frame(id, Data([0]) + Data(text.utf8))  // encoding 0: ISO-8859-1
