@@ -116,7 +116,7 @@ extension GStreamerEngine {
         let positionKnown = gst_element_query_position(playbin, GST_FORMAT_TIME, &switchPosition) != 0 && switchPosition >= 0
         enum Start {
             case first(TrackID)
-            case handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, seekable: Bool, audibleIn: Duration)
+            case handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, audibleIn: Duration)
             case none
         }
         let start = shared.withLock { state -> Start in
@@ -129,9 +129,10 @@ extension GStreamerEngine {
                 let audibleIn = HandOverTiming.audibleDelay(
                     previousLength: old?.duration, positionAtSwitch: positionKnown ? .nanoseconds(switchPosition) : nil,
                     rate: state.rate)
-                return .handedOver(
-                    next.track.id, old?.feeder, needsRate: state.rate != 1,
-                    seekable: next.feeder?.seekable ?? false, audibleIn: audibleIn)
+                // Announced when it is heard: until then the previous track's end still sounds,
+                // and that end is the position reported.
+                state.unannounced = (next.track.id, next.feeder?.seekable ?? false, audibleIn > .zero ? old?.duration : nil)
+                return .handedOver(next.track.id, old?.feeder, needsRate: state.rate != 1, audibleIn: audibleIn)
             }
             if let current = state.current, current.uri == playing {
                 return current.phase.isRebuilding ? .none : .first(current.track.id)
@@ -141,12 +142,10 @@ extension GStreamerEngine {
         switch start {
         case .first(let id):
             emit(.trackStarted(id))
-        case .handedOver(let id, let oldFeeder, let needsRate, let seekable, let audibleIn):
+        case .handedOver(let id, let oldFeeder, let needsRate, let audibleIn):
             log.info("\(id) started (gapless), heard in \(audibleIn)")
             oldFeeder?.detach()  // the old track's bytes are all read by now
             shared.withLock { $0.current?.feeder }?.source.setBackground(false)
-            // Announced when it is heard: until then the previous track's end still sounds.
-            shared.withLock { $0.unannounced = (id, seekable) }
             let heard = Int(audibleIn.components.seconds) * 1000 + Int(audibleIn.components.attoseconds / 1_000_000_000_000_000)
             control.asyncAfter(deadline: .now() + .milliseconds(heard)) { [self] in announceStart(of: id) }
             // Formats whose length is known up front post no DURATION_CHANGED for the new
@@ -171,8 +170,9 @@ extension GStreamerEngine {
                     return .seek
                 }
                 switch plan {
-                case .seek: performSeek(to: position() ?? .zero)
-                case .rebuild: reconfigure(at: position() ?? .zero)
+                // The new track is at its start (the previous one's tail still plays).
+                case .seek: performSeek(to: .zero)
+                case .rebuild: reconfigure(at: .zero)
                 case .nothing: break
                 }
             }

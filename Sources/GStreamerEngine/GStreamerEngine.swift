@@ -66,7 +66,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// The next group's stream that broke and was dropped: its further errors are its own.
         var brokenNext: String?
         /// A track handed over without a gap whose start is announced once it is heard.
-        var unannounced: (id: TrackID, seekable: Bool)?
+        var unannounced: (id: TrackID, seekable: Bool, previousEnd: Duration?)?
         var generation: UInt64 = 0
         var wantPlaying = false
         var busRunning = true
@@ -337,7 +337,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// The position of the loaded track, from the pipeline.
     public func position() -> Duration? {
-        guard let phase = shared.withLock({ $0.current?.phase }) else { return nil }
+        let (phase, tailEnd) = shared.withLock { ($0.current?.phase, $0.unannounced?.previousEnd) }
+        if let tailEnd { return tailEnd }  // the previous track's last samples are still playing
+        guard let phase else { return nil }
         return phase.reportedPosition { [playbin] in
             var position: gint64 = 0
             guard gst_element_query_position(playbin, GST_FORMAT_TIME, &position) != 0, position >= 0 else {

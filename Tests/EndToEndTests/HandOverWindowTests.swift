@@ -114,6 +114,35 @@ struct HandOverWindowTests {
         return (heard, urls, tones, summary)
     }
 
+    /// Across a gapless hand-over, Position never reads the new track's while Metadata still
+    /// names the old one (the old one's last samples still play for ~120 ms after the switch).
+    @Test func positionFollowsWhatIsHeardAcrossTheHandOver() async throws {
+        let media = try TemporaryDirectory()
+        let first = try steadyTone(frequency: 300, seconds: 4, amplitude: 0.5, in: media)
+        let second = try steadyTone(frequency: 500, seconds: 3, amplitude: 0.5, in: media)
+        let pulse = try PulseServer()
+        let daemon = try RunningDaemon(standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
+        try await daemon.waitUntilReady()
+        try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray([first, second].map(\.absoluteString))])
+        #expect(try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Position") { ($0?.int64Value ?? 0) > 3_000_000 })
+        var samples: [(position: Int64, url: String)] = []
+        let deadline = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < deadline {
+            // Position first, then Metadata: Metadata only moves forward, so one that still names
+            // the first track was current when the position was read.
+            let position = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? -1
+            let url = try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?
+                .stringVariantDictValue?["xesam:url"]?.stringValue ?? ""
+            samples.append((position, url))
+            if url == second.absoluteString { break }
+        }
+        let whileFirst = samples.filter { $0.url == first.absoluteString }
+        #expect(samples.last?.url == second.absoluteString, "the second track never started")
+        #expect(whileFirst.count > 10, "sampled \(whileFirst.count) times before the switch")
+        let early = whileFirst.filter { $0.position < 3_000_000 }
+        #expect(early.isEmpty, "Position read \(early.map(\.position)) µs while Metadata still named the first track")
+    }
+
     @Test func aNextTrackThatBreaksInTheWindowLetsTheCurrentOneEnd() async throws {
         let media = try TemporaryDirectory()
         let first = try steadyTone(frequency: 300, seconds: 4, amplitude: 0.5, in: media)
