@@ -81,6 +81,11 @@ extension GStreamerEngine {
             var new = GST_STATE_NULL
             var pending = GST_STATE_NULL
             gst_message_parse_state_changed(message, &old, &new, &pending)
+            if new == GST_STATE_PAUSED || new == GST_STATE_PLAYING {
+                shared.withLock { state in
+                    if state.current?.uri == current.uri { state.current?.reachedPaused = true }
+                }
+            }
             if new == GST_STATE_PLAYING {
                 emit(.stateChanged(.playing))
             } else if new == GST_STATE_PAUSED && pending == GST_STATE_VOID_PENDING {

@@ -75,13 +75,14 @@ extension GStreamerEngine {
     /// Fails a track that neither starts nor waits for bytes: decodebin swallows an error that
     /// a demuxer posts while it is still being set up (it filters errors until the element's
     /// state change returns, and drops them when that succeeds: a truncated M4A, one time in
-    /// a few), and the pipeline then waits forever for a stream that will never come.
+    /// a few), and the pipeline then waits forever for a stream that will never come. A pipeline
+    /// that reached PAUSED started, so it is never failed for this.
     func watchPreroll(of uri: String, generation: UInt64, stalledFor stalled: Duration = .zero) {
         let step = Duration.milliseconds(500)
         control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
             let check = shared.withLock { state -> (id: TrackID, waiting: Bool)? in
                 guard state.generation == generation, let current = state.current, current.uri == uri,
-                    !current.phase.isPrerolled
+                    !current.phase.isPrerolled, !current.reachedPaused
                 else { return nil }
                 return (current.track.id, current.feeder?.isWaitingForBytes ?? false)
             }

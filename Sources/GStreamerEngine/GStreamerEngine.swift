@@ -32,6 +32,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// Loading, ready, seeking, or rebuilt for a new rate filter (see ``TrackPhase``).
         var phase: TrackPhase
         var duration: Duration?
+        /// playbin reached PAUSED or PLAYING for this track: it started, whatever its phase says.
+        var reachedPaused = false
     }
 
     /// What stands in playbin's audio-filter slot.
