@@ -151,12 +151,12 @@ extension GStreamerEngine {
             log.info("\(id) started (gapless), heard in \(audibleIn)")
             oldFeeder?.detach()  // the old track's bytes are all read by now
             shared.withLock { $0.current?.feeder }?.source.setBackground(false)
-            let heard = Int(audibleIn.components.seconds) * 1000 + Int(audibleIn.components.attoseconds / 1_000_000_000_000_000)
-            control.asyncAfter(deadline: .now() + .milliseconds(heard)) { [self] in announceStart(of: id) }
+            let heard = DispatchTime.now() + .nanoseconds(Int(nanoseconds(audibleIn)))
+            control.asyncAfter(deadline: heard) { [self] in announceStart(of: id) }
             // Formats whose length is known up front post no DURATION_CHANGED for the new
             // stream, and playbin answers the query only once the stream has settled.
             for delay in [0, 50, 200, 1000] {
-                control.asyncAfter(deadline: .now() + .milliseconds(heard + delay)) { [self] in
+                control.asyncAfter(deadline: heard + .milliseconds(delay)) { [self] in
                     if let started = shared.withLock({ $0.current }), started.track.id == id, started.duration == nil {
                         reportDuration(of: started)
                     }

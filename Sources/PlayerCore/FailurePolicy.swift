@@ -56,13 +56,8 @@ public struct FailurePolicy: Sendable, Equatable {
         return queue.isSubset(of: givenUp) ? .stop : .skip
     }
 
-    /// `track` started playing: it may be retried again, and a new pass begins.
-    public mutating func started(_ track: TrackID) {
-        retried = nil
-        givenUp = []
-    }
-
-    /// The queue was replaced: what failed in it no longer counts.
+    /// A track started playing (every track may be retried again, and a new pass begins), or
+    /// the queue was replaced (what failed in it no longer counts).
     public mutating func reset() {
         retried = nil
         givenUp = []

@@ -97,6 +97,8 @@ public actor Player {
     private let policy: ResumePolicy
     private let keyForURL: @Sendable (URL) -> String
     private let networkUp: @Sendable (URL) -> Bool
+    /// How often a track waiting for the network checks whether it is back.
+    private let networkCheckInterval: Duration
     private let preloader: Preloader?
     private let preloadPolicy: PreloadPolicy
     private let log = Logger(label: "player")
@@ -155,8 +157,10 @@ public actor Player {
         retryDelay: Duration = .milliseconds(500), preloader: Preloader? = nil,
         preload: PreloadSettings = PreloadSettings(),
         keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString },
-        networkUp: @escaping @Sendable (URL) -> Bool = { NetworkState.isUp(forHost: $0.host) }
+        networkUp: @escaping @Sendable (URL) -> Bool = { NetworkState.isUp(forHost: $0.host) },
+        networkCheckInterval: Duration = .seconds(1)
     ) {
+        self.networkCheckInterval = networkCheckInterval
         self.engine = engine
         self.failures = FailurePolicy(retryDelay: retryDelay)
         self.networkUp = networkUp
@@ -605,7 +609,7 @@ public actor Player {
             loopRestartQueued = false
             trackEnded(id)
         case .trackStarted(let id) where id == current:
-            failures.started(id)
+            failures.reset()
             if loopRestartQueued {
                 loopRestartQueued = false
                 preparedID = nil
@@ -670,7 +674,7 @@ public actor Player {
         _ = queue.jump(to: id)
         loadedID = id
         preparedID = nil
-        failures.started(id)
+        failures.reset()
         let tags = (pendingTags.removeValue(forKey: id) ?? TrackTags())
         let reported = pendingSeekable.removeValue(forKey: id)
         let seekable = reported ?? false
@@ -744,16 +748,17 @@ public actor Player {
         startCurrent(playing: true, at: restoredStart ?? .zero)
     }
 
-    /// Checks the network once a second and retries the track when it is back; every 30 s it
-    /// retries anyway, in case the interfaces do not tell.
+    /// Checks the network every `networkCheckInterval` and retries the track when it is back;
+    /// after 30 s it retries anyway, in case the interfaces do not tell.
     private func waitForNetwork(_ id: TrackID, url: URL) {
         networkWait?.cancel()
         let networkUp = networkUp
+        let interval = networkCheckInterval
         networkWait = Task { [weak self] in
             var waited = Duration.zero
             while !Task.isCancelled {
-                try? await Task.sleep(for: .seconds(1))
-                waited += .seconds(1)
+                try? await Task.sleep(for: interval)
+                waited += interval
                 if networkUp(url) || waited >= .seconds(30) { break }
             }
             guard !Task.isCancelled else { return }

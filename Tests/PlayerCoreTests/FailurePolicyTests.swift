@@ -48,11 +48,11 @@ struct FailurePolicyTests {
         var policy = FailurePolicy(retryDelay: .zero)
         #expect(policy.failed(a, kind: .permanent, networkUp: true, queue: queue) == .skip)
         #expect(policy.failed(b, kind: .permanent, networkUp: true, queue: queue) == .skip)
-        policy.started(c)
+        policy.reset()
         #expect(policy.failed(c, kind: .permanent, networkUp: true, queue: queue) == .skip, "a and b count no more")
         // And a track that played may be retried again after a later cut.
         #expect(policy.failed(a, kind: .transient, networkUp: true, queue: queue) == .retry(after: .zero))
-        policy.started(a)
+        policy.reset()
         #expect(policy.failed(a, kind: .transient, networkUp: true, queue: queue) == .retry(after: .zero))
     }
 }
@@ -74,7 +74,9 @@ struct PlayerFailureTests {
     func makePlayer(network: NetworkSwitch = NetworkSwitch(true)) async -> (FakeEngine, Player, UpdateRecorder, TransientMemory) {
         let engine = FakeEngine()
         let memory = TransientMemory()
-        let player = Player(engine: engine, memory: memory, retryDelay: .zero, networkUp: { _ in network.isUp })
+        let player = Player(
+            engine: engine, memory: memory, retryDelay: .zero, networkUp: { _ in network.isUp },
+            networkCheckInterval: .milliseconds(10))
         let recorder = UpdateRecorder()
         await player.observe { recorder.record($0) }
         return (engine, player, recorder, memory)
@@ -172,7 +174,7 @@ struct PlayerFailureTests {
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.buffering == true })
         await player.pause()
         network.isUp = true
-        try await Task.sleep(for: .milliseconds(1500))  // longer than the network check's period: nothing may load
+        try await Task.sleep(for: .milliseconds(200))  // twenty periods of the network check: nothing may load
         #expect(engine.loads.count == 1, "a listener who paused is not overruled")
         await player.play()
         #expect(engine.loads.last?.1 == .seconds(7))
