@@ -19,11 +19,41 @@ extension GStreamerEngine {
 
     func setUp(_ source: UnsafeMutablePointer<GstElement>) {
         let uri = takeGString(gst_uri_handler_get_uri(OpaquePointer(source)))
-        guard let uri, let feeder = shared.withLock({ $0.feeders[uri] }) else {
+        let (feeder, activated) = shared.withLock { state -> (AppSrcFeeder?, DispatchSemaphore?) in
+            guard let uri else { return (nil, nil) }
+            var activated: DispatchSemaphore?
+            if state.activating?.uri == uri {
+                activated = state.activating?.done
+                state.activating = nil
+            }
+            return (state.feeders[uri], activated)
+        }
+        // Signalled with playbin's lock still held by this thread (it is set up inside the
+        // group's activation), so a state change that waited for it runs after the activation.
+        defer { activated?.signal() }
+        guard let feeder else {
             log.error("source-setup for an unknown source \(uri ?? "without a URI") (known: \(shared.withLock { Array($0.feeders.keys) }))")
             return
         }
         feeder.attach(to: UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstAppSrc.self))
+    }
+
+    /// How long a state change waits for playbin to activate a handed-over group.
+    static let activationWait: DispatchTimeInterval = .seconds(1)
+
+    /// Waits until playbin has begun activating the group of a URI handed over at
+    /// about-to-finish. playbin activates it on the streaming thread after the handler returns,
+    /// without regard to a state change on another thread: a teardown to NULL that passes in
+    /// between leaves an activated group behind in the stopped pipeline, and the next load then
+    /// prerolls a group without a URI ("No URI specified to play from") or never starts. Once
+    /// the group's source is set up, playbin's own lock orders the state change after it.
+    /// On the control queue only.
+    func awaitHandOverActivation() {
+        guard let done = shared.withLock({ $0.activating?.done }) else { return }
+        if done.wait(timeout: .now() + Self.activationWait) == .timedOut {
+            log.debug("playbin did not activate the handed-over group within \(Self.activationWait)")
+        }
+        shared.withLock { if $0.activating?.done === done { $0.activating = nil } }
     }
 
     static let onElementAdded:
@@ -57,6 +87,7 @@ extension GStreamerEngine {
         let (next, parser) = shared.withLock { state -> (Prepared?, ElementRef?) in
             guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else { return (nil, nil) }
             state.handedOver = true
+            state.activating = (next.uri, DispatchSemaphore(value: 0))
             // The next stream's parser, if its format has one, is added once playbin has the URI;
             // this stream's must not answer for a next one without (a seek now reloads anyway).
             defer { state.parser = nil }

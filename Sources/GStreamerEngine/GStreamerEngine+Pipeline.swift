@@ -151,6 +151,7 @@ extension GStreamerEngine {
             return current.uri
         }
         guard let uri else { return }
+        awaitHandOverActivation()
         log.debug("rebuilding the pipeline at \(position) (rate \(shared.withLock { $0.rate }))")
         gst_element_set_state(playbin, GST_STATE_READY)
         // Everything on the bus before this marker belongs to the pipeline before the rebuild.
@@ -165,6 +166,7 @@ extension GStreamerEngine {
     }
 
     func teardown() {
+        awaitHandOverActivation()
         let (old, next, parser) = shared.withLock { state -> (Current?, Prepared?, ElementRef?) in
             defer {
                 state.current = nil

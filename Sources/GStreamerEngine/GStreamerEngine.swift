@@ -65,6 +65,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var next: Prepared?
         /// The next track's URI was given to playbin; its audio has not started yet.
         var handedOver = false
+        /// The next URI handed to playbin whose group playbin has not activated yet, and the
+        /// signal of its activation (see ``awaitHandOverActivation()``).
+        var activating: (uri: String, done: DispatchSemaphore)?
         /// The next group's stream that broke and was dropped: its further errors are its own.
         var brokenNext: String?
         /// A track handed over without a gap whose start is announced once it is heard.
