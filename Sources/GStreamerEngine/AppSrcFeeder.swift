@@ -33,6 +33,8 @@ final class AppSrcFeeder: Sendable {
         /// A read has been pending since this request (by generation); reported once it lasts.
         var waitingSince: UInt64?
         var reportedWaiting = false
+        /// No bytes were pushed to this appsrc yet: its first pull is the type finder's.
+        var typeFinding = true
         /// Bytes before the parsed stream (an ID3v2 tag, which id3demux strips), once the first
         /// bytes were pushed.
         var leadingTag: Int64?
@@ -46,6 +48,13 @@ final class AppSrcFeeder: Sendable {
 
     /// Wrapper making the state sendable: the raw appsrc pointer is only used under the lock.
     private struct LockedState: @unchecked Sendable { var state = State() }
+
+    /// The bytes the type finder's first pull waits for. The type-find helper rounds every peek
+    /// up to a 4 KiB pull (gsttypefindhelper.c, helper_find_peek) but takes a shorter buffer
+    /// that covers the peek, and a format's header needs a few dozen bytes: waiting for 4 KiB
+    /// held an M4A whose `moov` is last 0.1 s at 40 kB/s before its tail was even asked for.
+    /// A finder that peeks past a short answer pulls again, and that pull waits in full.
+    static let typeFindingMinimum = 1024
 
     /// How long a read may wait before it counts as buffering (short waits are normal).
     static let bufferingDelay: DispatchTimeInterval = .milliseconds(200)
@@ -112,6 +121,7 @@ final class AppSrcFeeder: Sendable {
                 box.state.appsrc = appsrc
                 box.state.pad = pad
                 box.state.offset = 0
+                box.state.typeFinding = true
                 box.state.generation &+= 1
                 box.state.pending = nil
                 box.state.waitingSince = nil
@@ -272,9 +282,17 @@ final class AppSrcFeeder: Sendable {
     private func serveLocked(_ state: inout State) {
         guard let appsrc = state.appsrc, let request = state.pending else { return }
         let generation = request.generation
-        // Pulled, a demuxer takes a short buffer for the end of the file: it gets all it asked.
-        // Pushed, any amount goes on downstream: it gets what has arrived.
-        let minimum = randomAccess && pulled ? request.length : 1
+        // Pulled, a demuxer takes a short buffer for the end of the file: it gets all it asked,
+        // except the type finder's first pull (see ``typeFindingMinimum``). Pushed, any amount
+        // goes on downstream: it gets what has arrived.
+        let minimum: Int
+        if !(randomAccess && pulled) {
+            minimum = 1
+        } else if state.typeFinding && state.offset == 0 {
+            minimum = min(request.length, Self.typeFindingMinimum)
+        } else {
+            minimum = request.length
+        }
         let outcome = source.read(at: state.offset, maxLength: request.length, minLength: minimum) { [weak self] in
             self?.retry(generation: generation)
         }
@@ -286,6 +304,7 @@ final class AppSrcFeeder: Sendable {
             }
             push(bytes, at: state.offset, to: appsrc)
             state.offset += Int64(bytes.count)
+            state.typeFinding = false
         case .endOfStream:
             state.pending = nil
             gst_app_src_end_of_stream(appsrc)

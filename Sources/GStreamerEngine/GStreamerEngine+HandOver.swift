@@ -63,11 +63,19 @@ extension GStreamerEngine {
             Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().elementAdded(element)
         }
 
-    /// On a streaming thread: keeps the newest parser (playbin builds one per stream).
+    /// On a streaming thread: keeps the newest parser (playbin builds one per stream), and
+    /// starts loading a slow decoder the track needs once its demuxer or parser is there (the
+    /// pipeline's own plugins are loaded by then, and the decoder is needed only after the
+    /// demuxer has read the stream's header).
     func elementAdded(_ element: UnsafeMutablePointer<GstElement>) {
-        guard let klass = gst_element_get_metadata(element, "klass"), String(cString: klass).contains("Parser") else {
-            return
+        guard let metadata = gst_element_get_metadata(element, "klass") else { return }
+        let klass = String(cString: metadata)
+        if klass.contains("Demuxer") || klass.contains("Parser"),
+            let caps = shared.withLock({ state in defer { state.decoderToPreload = nil }; return state.decoderToPreload })
+        {
+            GStreamer.preloadDecoder(for: caps)
         }
+        guard klass.contains("Parser") else { return }
         let old = shared.withLock { state -> ElementRef? in
             defer { state.parser = ElementRef(element) }
             return state.parser

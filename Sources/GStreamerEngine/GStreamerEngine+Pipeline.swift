@@ -34,9 +34,15 @@ extension GStreamerEngine {
                 case .success(let info):
                     let format = TypeHint.fileExtension(url: track.url, contentType: info.contentType)
                     if let caps = TypeHint.slowDecoderCaps(forExtension: format) {
-                        // While the first bytes travel. Not before the open: loading holds the
-                        // dynamic loader's lock, which the first request's set-up waited for.
-                        GStreamer.preloadDecoder(for: caps)
+                        // Loaded while the first bytes travel, but not before the pipeline has
+                        // loaded its own plugins (see ``elementAdded(_:)``): loading holds the
+                        // dynamic loader's lock, which the first request's set-up, typefind and
+                        // the demuxer would wait for (~0.1 s for libav).
+                        if background {
+                            GStreamer.preloadDecoder(for: caps)
+                        } else {
+                            self.shared.withLock { $0.decoderToPreload = caps }
+                        }
                     }
                     let feeder = AppSrcFeeder(
                         source: source, info: info, label: "\(track.id)",
@@ -174,6 +180,7 @@ extension GStreamerEngine {
                 state.handedOver = false
                 state.unannounced = nil
                 state.brokenNext = nil
+                state.decoderToPreload = nil
                 state.feeders.removeAll()
                 state.parser = nil
             }

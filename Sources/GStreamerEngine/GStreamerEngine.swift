@@ -68,6 +68,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// The next URI handed to playbin whose group playbin has not activated yet, and the
         /// signal of its activation (see ``awaitHandOverActivation()``).
         var activating: (uri: String, done: DispatchSemaphore)?
+        /// The caps of a slow decoder the loading track needs, loaded once its demuxer or
+        /// parser is in place.
+        var decoderToPreload: String?
         /// The next group's stream that broke and was dropped: its further errors are its own.
         var brokenNext: String?
         /// A track handed over without a gap whose start is announced once it is heard.

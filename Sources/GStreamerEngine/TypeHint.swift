@@ -12,12 +12,17 @@ import FoundationEssentials
 /// moves the matching finders to the head (`prioritize_extension` in gsttypefindhelper.c),
 /// and the first certain answer ends the search. A wrong hint costs nothing: a finder that
 /// is not certain leaves the search to the others in their usual order.
+///
+/// Ogg is hinted as `oga`: the ID3 finders also list `ogg` and rank above the Ogg finder, so
+/// `ogg` ran the ID3v1 finder first, which peeks at the last 128 bytes (a request to the end of
+/// the file and a wait for it before an Opus or Vorbis stream could start); `oga` names only
+/// the Ogg finder.
 enum TypeHint {
     /// Known audio extensions, mapped to the one GStreamer's type finders list.
     private static let extensions: [String: String] = [
         "mp3": "mp3", "mp2": "mp2", "mpga": "mpga",
         "flac": "flac",
-        "ogg": "ogg", "oga": "oga", "opus": "ogg", "spx": "spx",
+        "ogg": "oga", "oga": "oga", "opus": "oga", "spx": "spx",
         "m4a": "mp4", "m4b": "mp4", "mp4": "mp4",
         "aac": "aac", "wav": "wav",
     ]
@@ -26,7 +31,7 @@ enum TypeHint {
     private static let mimeTypes: [String: String] = [
         "audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/mpeg3": "mp3", "audio/x-mpeg": "mp3",
         "audio/flac": "flac", "audio/x-flac": "flac",
-        "audio/ogg": "ogg", "audio/opus": "ogg", "audio/vorbis": "ogg", "application/ogg": "ogg",
+        "audio/ogg": "oga", "audio/opus": "oga", "audio/vorbis": "oga", "application/ogg": "oga",
         "audio/mp4": "mp4", "audio/x-m4a": "mp4", "audio/m4a": "mp4", "audio/x-m4b": "mp4",
         "audio/aac": "aac", "audio/aacp": "aac", "audio/x-aac": "aac",
         "audio/wav": "wav", "audio/x-wav": "wav", "audio/wave": "wav", "audio/vnd.wave": "wav",

@@ -53,3 +53,74 @@ struct TypeFindingReadsTests {
         #expect(far.isEmpty, "type finding read far from the start: \(typeFinding.map { "\($0.offset)+\($0.length)" })")
     }
 }
+
+/// A file of which only some byte ranges have arrived: a read elsewhere, or one that wants more
+/// than its run holds, waits (for good: the rest never comes).
+final class PartlyArrivedSource: ByteSource {
+    private let file: FileByteSource
+    private let arrived: [Range<Int64>]
+    private let size: Int64
+
+    init(path: String, size: Int64, arrived: [Range<Int64>]) {
+        file = FileByteSource(path: path)
+        self.size = size
+        self.arrived = arrived
+    }
+
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) { file.open(completion) }
+    func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        read(at: offset, maxLength: maxLength, minLength: maxLength, wake: wake)
+    }
+    func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        guard let run = arrived.first(where: { $0.contains(offset) }) else { return .pending }
+        let here = Int(min(Int64(maxLength), run.upperBound - offset))
+        guard here >= minLength || run.upperBound == size else { return .pending }
+        return file.read(at: offset, maxLength: here, wake: wake)
+    }
+    func cancelPendingReads() {}
+    func close() { file.close() }
+    func holds(_ range: Range<Int64>) -> Bool { arrived.contains { $0.contains(range.lowerBound) && range.upperBound <= $0.upperBound } }
+}
+
+@Suite("How little GStreamer waits for before it starts", .serialized)
+struct FirstBytesTests {
+    /// The type-find helper pulls 4 KiB for a peek of a few bytes; waiting for all of them held
+    /// a slow M4A with its `moov` last before its end was even asked for. With the first 1.5 KB
+    /// and the `moov` here (and nothing between), it starts.
+    @Test func anM4AWithItsMoovLastStartsFromItsHeaderAndItsMoov() throws {
+        let fixture = try Fixtures.shared().fixture(.m4aMoovAtEnd)
+        let data = try Data(contentsOf: fixture.url)
+        let moov = try #require(data.range(of: Data("moov".utf8))).lowerBound - 4
+        let size = Int64(data.count)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
+            PartlyArrivedSource(path: url.path, size: size, arrived: [0..<1500, Int64(moov)..<size])
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
+        let started = recorder.waitFor(timeout: 10) { if case .stateChanged(.playing) = $0 { true } else { false } }
+        #expect(started != nil, "\(recorder.all)")
+    }
+
+    /// The ID3 type finders also claim the `ogg` extension and rank above Ogg's: hinted `ogg`,
+    /// an Opus or Vorbis file was first probed for an ID3v1 tag in its last 128 bytes.
+    @Test(arguments: [FixtureFormat.oggVorbis, .oggOpus])
+    func anOggFileIsNotProbedForATagAtItsEnd(format: FixtureFormat) throws {
+        let fixture = try Fixtures.shared().fixture(format)
+        let size = Int64(try Data(contentsOf: fixture.url).count)
+        let made = Mutex<ReadRecordingSource?>(nil)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
+            let source = ReadRecordingSource(path: url.path)
+            made.withLock { $0 = source }
+            return source
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
+        #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
+        let reads = try #require(made.withLock { $0 }).reads.withLock { $0 }
+        #expect(!reads.contains { $0.offset == size - 128 }, "\(reads.map { "\($0.offset)+\($0.length)" })")
+    }
+}
