@@ -24,6 +24,16 @@ enum FeedingMode {
         return !pushed.contains(TypeHint.fileExtension(url: track.url, contentType: contentType) ?? "")
     }
 
+    /// The bytes at the end of a pulled file of `format` (a ``TypeHint`` extension) that its
+    /// demuxer reads before the first audio, if it does: oggdemux finds the duration from the
+    /// last page, pulling the last 8500 bytes (gstoggdemux.c, CHUNKSIZE) once it has parsed
+    /// the header. Asked for at the open, that request runs beside the start's instead of after
+    /// it (0.2 s sooner at 40 kB/s).
+    static func tailReadBeforeStart(format: String?, length: Int64) -> Range<Int64>? {
+        guard format == "oga" || format == "spx", length > 0 else { return nil }
+        return max(0, length - 8500)..<length
+    }
+
     /// Whether a listener's seek in `track` asks GStreamer for sample accuracy.
     ///
     /// The audio parsers built on baseparse (MP3, FLAC, ADTS AAC) answer an accurate seek in

@@ -44,9 +44,17 @@ extension GStreamerEngine {
                             self.shared.withLock { $0.decoderToPreload = caps }
                         }
                     }
+                    let pulled = FeedingMode.pulls(track, contentType: info.contentType)
+                    if pulled, !track.url.isFileURL, info.randomAccess, let length = info.length,
+                        let tail = FeedingMode.tailReadBeforeStart(format: format, length: length)
+                    {
+                        // Asked for now, beside the start, rather than once the header is parsed;
+                        // the read only starts the request (no reader waits on it yet).
+                        _ = source.read(at: tail.lowerBound, maxLength: Int(tail.count), wake: {})
+                        source.cancelPendingReads()
+                    }
                     let feeder = AppSrcFeeder(
-                        source: source, info: info, label: "\(track.id)",
-                        pulled: FeedingMode.pulls(track, contentType: info.contentType)
+                        source: source, info: info, label: "\(track.id)", pulled: pulled
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }

@@ -124,3 +124,27 @@ struct FirstBytesTests {
         #expect(!reads.contains { $0.offset == size - 128 }, "\(reads.map { "\($0.offset)+\($0.length)" })")
     }
 }
+
+extension FirstBytesTests {
+    /// oggdemux reads an Ogg file's last 8500 bytes for its duration before the first audio;
+    /// over the network that request is made at the open, beside the start's.
+    @Test(arguments: [FixtureFormat.oggVorbis, .oggOpus])
+    func anOggFileOverTheNetworkAsksForItsEndAtOnce(format: FixtureFormat) throws {
+        let fixture = try Fixtures.shared().fixture(format)
+        let size = Int64(try Data(contentsOf: fixture.url).count)
+        let made = Mutex<ReadRecordingSource?>(nil)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in
+            let source = ReadRecordingSource(path: fixture.url.path)
+            made.withLock { $0 = source }
+            return source
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        let url = URL(string: "http://127.0.0.1:9/\(fixture.url.lastPathComponent)")!
+        engine.load(EngineTrack(id: TrackID(1), url: url), at: .zero, playing: true)
+        #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
+        let reads = try #require(made.withLock { $0 }).reads.withLock { $0 }
+        #expect(reads.first.map { $0.offset == max(0, size - 8500) } == true, "\(reads.map { "\($0.offset)+\($0.length)" })")
+    }
+}
