@@ -143,7 +143,8 @@ extension RangeCache {
         let readOnly = configuration.mode == .readOnly
         do {
             let file = try DataFile.open(
-                in: dataDirectory, name: record.fileName, end: record.committed.upperBound ?? 0, readOnly: readOnly)
+                in: dataDirectory, name: record.fileName, end: record.committed.upperBound ?? 0, readOnly: readOnly,
+                storage: storage)
             state.records[id]!.file = file
             return file
         } catch .missing where record.committed.isEmpty && record.available.isEmpty {
@@ -159,7 +160,7 @@ extension RangeCache {
             try reset(&state, id: id, metadata: record.metadata)
         }
         guard create, !readOnly else { return nil }
-        let file = try DataFile.create(in: dataDirectory, name: state.records[id]!.fileName)
+        let file = try DataFile.create(in: dataDirectory, name: state.records[id]!.fileName, storage: storage)
         state.records[id]!.file = file
         state.dataDirectorySynced = false
         return file
@@ -176,7 +177,7 @@ extension RangeCache {
             indexFailed(&state, error)
             throw error
         }
-        unlink(dataDirectory + "/" + record.fileName)
+        storage.remove(dataDirectory + "/" + record.fileName)
         state.totalAllocated -= record.allocated
         record.allocated = 0
         record.fileName = fileName
@@ -335,11 +336,7 @@ extension RangeCache {
             try job.file.sync()
             if job.directory {
                 // A new file's name must be durable too before the index names it.
-                let fd = open(dataDirectory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-                if fd >= 0 {
-                    fsync(fd)
-                    Glibc.close(fd)
-                }
+                storage.syncDirectory(dataDirectory)
             }
         } catch {
             failure = error
@@ -448,7 +445,7 @@ extension RangeCache {
             if record.available.isEmpty, record.committed.isEmpty, !state.isInUse(record), state.index != nil,
                 configuration.mode == .readWrite
             {
-                state.remove([id], dataDirectory: dataDirectory)
+                state.remove([id], dataDirectory: dataDirectory, storage: storage)
                 return
             }
             record.file = nil

@@ -110,13 +110,13 @@ struct CacheState {
     /// Forgets entries: their files first (space comes back even on a full
     /// disk), then their index rows. A row whose delete fails is retried later;
     /// until then it names a missing file, which the next open drops.
-    mutating func remove(_ chosen: [Int64], dataDirectory: String) {
+    mutating func remove(_ chosen: [Int64], dataDirectory: String, storage: any CacheStorage) {
         guard !chosen.isEmpty else { return }
         for id in chosen {
             guard let record = records.removeValue(forKey: id) else { continue }
             ids[CacheState.slot(record.namespace, record.key)] = nil
             totalAllocated -= record.allocated
-            unlink(dataDirectory + "/" + record.fileName)
+            storage.remove(dataDirectory + "/" + record.fileName)
         }
         pendingDeletes += chosen
         deletePendingRows()

@@ -5,8 +5,8 @@ import Glibc
 /// put in another's place is recognised as foreign), then the resource's bytes,
 /// each at its own offset past the header. Holes stay unallocated.
 final class DataFile: Sendable {
-    /// The open descriptor; closed when the last reference goes away.
-    let descriptor: Int32
+    /// The open file; closed when the last reference goes away.
+    let file: any StoredFile
     /// Whether the file was opened for writing.
     let writable: Bool
 
@@ -14,24 +14,22 @@ final class DataFile: Sendable {
     static let headerSize: Int64 = 4096
     private static let magic = Array("SPOOLRC1".utf8)
 
-    private init(descriptor: Int32, writable: Bool) {
-        self.descriptor = descriptor
+    private init(file: any StoredFile, writable: Bool) {
+        self.file = file
         self.writable = writable
     }
 
-    deinit { close(descriptor) }
-
     /// Creates the file `name` in `directory` (mode 0600, failing if it exists) and writes its header.
-    static func create(in directory: String, name: String) throws(CacheError) -> DataFile {
+    static func create(in directory: String, name: String, storage: any CacheStorage) throws(CacheError) -> DataFile {
         let path = directory + "/" + name
-        let fd = try systemCall("create \(name)") { Glibc.open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0o600) }
-        let file = DataFile(descriptor: fd, writable: true)
+        guard let created = storage.create(path) else { throw CacheError.system("create \(name)", errno: errno) }
+        let file = DataFile(file: created, writable: true)
         let failure = header(for: name).withUnsafeBytes { raw -> CacheError? in
             do throws(CacheError) { try file.writeAll(raw, atFileOffset: 0) } catch { return error }
             return nil
         }
         if let failure {
-            unlink(path)
+            storage.remove(path)
             throw failure
         }
         return file
@@ -45,26 +43,27 @@ final class DataFile: Sendable {
     /// Opens the existing file `name`, checks its header, and that it is long
     /// enough to hold bytes up to resource offset `end`. Opens read-only when
     /// `readOnly` or when the file system refuses writing.
-    static func open(in directory: String, name: String, end: Int64, readOnly: Bool) throws(Damage) -> DataFile {
+    static func open(
+        in directory: String, name: String, end: Int64, readOnly: Bool, storage: any CacheStorage
+    ) throws(Damage) -> DataFile {
         let path = directory + "/" + name
         var writable = !readOnly
-        var fd: Int32 = -1
+        var opened: (any StoredFile)?
         if writable {
-            fd = Glibc.open(path, O_RDWR | O_CLOEXEC)
-            if fd < 0, errno == EROFS || errno == EACCES || errno == EPERM { writable = false }
+            opened = storage.open(path, writable: true)
+            if opened == nil, errno == EROFS || errno == EACCES || errno == EPERM { writable = false }
         }
-        if !writable { fd = Glibc.open(path, O_RDONLY | O_CLOEXEC) }
-        if fd < 0 { throw errno == ENOENT ? Damage.missing : Damage.unreadable(errno) }
-        let file = DataFile(descriptor: fd, writable: writable)
+        if !writable { opened = storage.open(path, writable: false) }
+        guard let opened else { throw errno == ENOENT ? Damage.missing : Damage.unreadable(errno) }
+        let file = DataFile(file: opened, writable: writable)
         var expected = header(for: name)
         var found = [UInt8](repeating: 0, count: expected.count)
-        let count = found.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        let count = found.withUnsafeMutableBytes { opened.read(into: $0, at: 0) }
         guard count == expected.count, found == expected else { throw Damage.foreign }
         expected = []
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw Damage.unreadable(errno) }
-        guard Int64(status.st_size) >= headerSize + end else {
-            throw Damage.truncated(size: max(0, Int64(status.st_size) - headerSize))
+        guard let length = opened.length else { throw Damage.unreadable(errno) }
+        guard length >= headerSize + end else {
+            throw Damage.truncated(size: max(0, length - headerSize))
         }
         return file
     }
@@ -84,7 +83,7 @@ final class DataFile: Sendable {
         var done = 0
         while done < bytes.count {
             let written = try systemCall("write") {
-                pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(start + Int64(done)))
+                file.write(UnsafeRawBufferPointer(rebasing: bytes[done...]), at: start + Int64(done))
             }
             done += written
         }
@@ -96,7 +95,7 @@ final class DataFile: Sendable {
         var done = 0
         while done < buffer.count {
             let count = try systemCall("read") {
-                pread(descriptor, buffer.baseAddress! + done, buffer.count - done, off_t(DataFile.headerSize + offset + Int64(done)))
+                file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: DataFile.headerSize + offset + Int64(done))
             }
             if count == 0 { break }
             done += count
@@ -106,13 +105,9 @@ final class DataFile: Sendable {
 
     /// Makes every byte written so far durable (fdatasync).
     func sync() throws(CacheError) {
-        try systemCall("fdatasync") { fdatasync(descriptor) }
+        try systemCall("fdatasync") { file.sync() }
     }
 
     /// Disk space the file occupies: allocated blocks, not its length.
-    func allocatedBytes() -> Int64 {
-        var status = stat()
-        guard fstat(descriptor, &status) == 0 else { return 0 }
-        return Int64(status.st_blocks) * 512
-    }
+    func allocatedBytes() -> Int64 { file.allocatedBytes }
 }

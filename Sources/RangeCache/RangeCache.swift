@@ -50,6 +50,8 @@ public final class RangeCache: Sendable {
         public var syncInterval: Duration = .seconds(2)
         /// Read-write (the daemon) or read-only (the CLI).
         public var mode: AccessMode = .readWrite
+        /// Where the data files live (the file system; tests put a simulated disk here).
+        public var storage: any CacheStorage = FileSystemStorage()
 
         /// The defaults.
         public init() {}
@@ -65,6 +67,8 @@ public final class RangeCache: Sendable {
 
     let logger: Logger
     let dataDirectory: String
+    /// The data files' storage (``Configuration/storage``).
+    var storage: any CacheStorage { configuration.storage }
     let state: Mutex<CacheState>
     /// Runs fdatasync + commit jobs, so writers (the fetcher's thread) never wait for the disk.
     let syncQueue = DispatchQueue(label: "spool.range-cache.sync")
@@ -131,7 +135,7 @@ public final class RangeCache: Sendable {
         } catch {
             if case .index(let why) = error { state.withLock { state in rebuildIndex(&state, because: why) } }
         }
-        let files = RangeCache.fileNames(in: dataDirectory)
+        let files = storage.fileNames(in: dataDirectory)
         state.withLock { state in
             guard !state.closed else { return }
             var referenced = Set<String>()
@@ -147,10 +151,10 @@ public final class RangeCache: Sendable {
             if !vanished.isEmpty {
                 logger.warning("dropped \(vanished.count) entries whose data file is missing")
                 state.stats.damagedEntries += vanished.count
-                state.remove(vanished, dataDirectory: dataDirectory)
+                state.remove(vanished, dataDirectory: dataDirectory, storage: storage)
             }
             // A file no entry names: a crash between creating or removing a file and the index.
-            for file in files where !referenced.contains(file) { unlink(dataDirectory + "/" + file) }
+            for file in files where !referenced.contains(file) { storage.remove(dataDirectory + "/" + file) }
         }
     }
 
@@ -281,20 +285,6 @@ public final class RangeCache: Sendable {
         return (index, loaded.rows, loaded.damaged.count, rebuilt)
     }
 
-    /// The names of the files in `directory` (readdir: several times faster than FileManager).
-    private static func fileNames(in directory: String) -> Set<String> {
-        guard let stream = opendir(directory) else { return [] }
-        defer { closedir(stream) }
-        var names = Set<String>()
-        while let item = readdir(stream) {
-            let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != ".", name != ".." { names.insert(name) }
-        }
-        return names
-    }
-
     // MARK: Keys and entries
 
     /// The default key of `url` under this cache's ignored parameters.
@@ -387,7 +377,7 @@ public final class RangeCache: Sendable {
             try state.requireWritable(configuration)
             let chosen = state.records.values.filter { namespace == nil || $0.namespace == namespace }
             let idle = chosen.filter { !state.isInUse($0) }.map(\.id)
-            state.remove(idle, dataDirectory: dataDirectory)
+            state.remove(idle, dataDirectory: dataDirectory, storage: storage)
             for record in chosen where state.isInUse(record) {
                 try reset(&state, id: record.id, metadata: EntryMetadata())
             }
@@ -402,7 +392,7 @@ public final class RangeCache: Sendable {
             guard let id = state.ids[CacheState.slot(namespace, key.value)], !state.isInUse(state.records[id]!) else {
                 return false
             }
-            state.remove([id], dataDirectory: dataDirectory)
+            state.remove([id], dataDirectory: dataDirectory, storage: storage)
             return true
         }
     }
@@ -455,7 +445,7 @@ public final class RangeCache: Sendable {
             overBudget -= record.allocated
             shortfall -= max(record.allocated, 1)
         }
-        state.remove(chosen, dataDirectory: dataDirectory)
+        state.remove(chosen, dataDirectory: dataDirectory, storage: storage)
         state.stats.evictions += chosen.count
         if !chosen.isEmpty { logger.debug("evicted \(chosen.count) entries") }
         return chosen.count

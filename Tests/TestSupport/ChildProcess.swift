@@ -16,9 +16,10 @@ public final class TemporaryDirectory: Sendable {
     /// The directory's path, for command lines.
     public var path: String { url.path }
 
-    /// Creates a fresh, empty directory whose name starts with `prefix`.
-    public init(prefix: String = "spool-test") throws {
-        let base = URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
+    /// Creates a fresh, empty directory whose name starts with `prefix`, in `base` (the
+    /// temporary directory when nil).
+    public init(prefix: String = "spool-test", in base: URL? = nil) throws {
+        let base = base ?? URL(fileURLWithPath: NSTemporaryDirectory(), isDirectory: true)
         url = base.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))", isDirectory: true)
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
     }
