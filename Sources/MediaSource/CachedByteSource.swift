@@ -228,7 +228,7 @@ public final class CachedByteSource: ByteSource {
         state.withLock { $0.planner.setByteRate(bytesPerSecond) }
     }
 
-    /// Cancels the transfers, makes written bytes durable and closes the entry.
+    /// Cancels the transfers, starts making written bytes durable and closes the entry.
     public func close() {
         let (actions, revalidation) = state.withLock { state -> ([DownloadPlanner.Action], TransferID?) in
             guard !state.closed else { return ([], nil) }
@@ -239,12 +239,13 @@ public final class CachedByteSource: ByteSource {
         }
         execute(actions)
         if let revalidation { fetcher.cancel(revalidation) }
-        try? entry.flush()
         if state.withLock({ $0.replaceOnClose }) {
             log.info("\(loggable(url)) changed on the server: the next play fetches the new version")
             try? entry.drop()
         }
-        entry.close()
+        // Not waited for: a track change must not wait for the disk (a slow or busy one takes a
+        // second per sync); the cache commits these bytes once they are synced.
+        entry.closeInBackground()
     }
 
     // MARK: Revalidation
@@ -516,7 +517,8 @@ public final class CachedByteSource: ByteSource {
             case .finished:
                 state.meters[key] = nil
                 transfers.forget(key)
-                try? entry.flush()
+                // Not waited for: this is the fetcher's thread, under the lock the reader takes.
+                entry.flushInBackground()
                 effects = state.planner.finished(key, cached: held(state))
                 if let length = state.planner.resource?.length, state.info?.length == nil {
                     // A stream of unknown length ended: remember its length for the next play.

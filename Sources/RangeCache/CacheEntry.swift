@@ -113,6 +113,13 @@ public final class CacheEntry: Sendable {
         try cache.flush(id)
     }
 
+    /// Starts syncing and committing everything written so far without waiting for it: for a
+    /// caller that must not wait for the disk (the fetcher's thread, a track change). A failure
+    /// is reported by the next ``flush()``.
+    public func flushInBackground() {
+        cache.syncInBackground(id)
+    }
+
     /// The decoder rejected cached bytes: the entry is emptied, so they are fetched again.
     public func markDecodeError() {
         cache.logger.warning("decode error reported on cached bytes of an entry in '\(namespace)'; dropping them")
@@ -122,6 +129,14 @@ public final class CacheEntry: Sendable {
     /// Empties the entry: every byte and all metadata are forgotten.
     public func drop() throws(CacheError) {
         try cache.drop(id)
+    }
+
+    /// Like ``close()``, without waiting for the disk (a track change must not wait for a slow
+    /// one): the flush runs on the cache's sync queue and the handle is released after it, so
+    /// the entry counts as open until its bytes are synced and committed.
+    public func closeInBackground() {
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        cache.releaseInBackground(id)
     }
 
     /// Flushes and releases the handle; an entry left without bytes is removed.
@@ -387,6 +402,11 @@ extension RangeCache {
         try state.withLock { (state) throws(CacheError) in try state.reportSyncError(id) }
     }
 
+    func syncInBackground(_ id: Int64) {
+        guard configuration.mode == .readWrite else { return }
+        syncQueue.async { [weak self] in self?.sync(id) }
+    }
+
     func read(_ id: Int64, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {
         let plan = state.withLock { state -> (file: DataFile, count: Int, generation: Int)? in
             guard !state.closed, state.records[id] != nil else { return nil }
@@ -435,6 +455,25 @@ extension RangeCache {
         if configuration.mode == .readWrite, !state.withLock({ $0.closed }) {
             do { try flush(id) } catch { logger.warning("flush on close failed: \(error)") }
         }
+        releaseHandle(id)
+    }
+
+    func releaseInBackground(_ id: Int64) {
+        let unsynced = state.withLock { state in !state.closed && !(state.records[id]?.unsynced.isEmpty ?? true) }
+        guard configuration.mode == .readWrite, unsynced else { return releaseHandle(id) }
+        // The handle goes after the sync, which needs the open file. Closing the cache waits for the queue.
+        syncQueue.async { [self] in
+            sync(id)
+            do throws(CacheError) {
+                try state.withLock { (state) throws(CacheError) in try state.reportSyncError(id) }
+            } catch {
+                logger.warning("flush on close failed: \(error)")
+            }
+            releaseHandle(id)
+        }
+    }
+
+    private func releaseHandle(_ id: Int64) {
         state.withLock { state in
             guard var record = state.records[id] else { return }
             record.handles -= 1

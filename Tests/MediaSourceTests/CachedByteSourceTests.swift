@@ -14,13 +14,18 @@ final class CacheRig {
     let path = "/track.flac"
     private(set) var cache: RangeCache
 
-    init(size: Int = 1_500_000, faults: OriginFaults = OriginFaults(), fetcher: Fetcher = Fetcher(userAgent: "Spool/test")) throws {
+    init(
+        size: Int = 1_500_000, faults: OriginFaults = OriginFaults(), fetcher: Fetcher = Fetcher(userAgent: "Spool/test"),
+        storage: (any CacheStorage)? = nil
+    ) throws {
         self.fetcher = fetcher
         directory = try TemporaryDirectory(prefix: "spool-cache")
         origin = try FaultOrigin()
         body = patternedBody(size)
         origin.serve(OriginResource(body, etag: "\"v1\""), at: path, faults: faults)
-        cache = try RangeCache(directory: directory.url)
+        var configuration = RangeCache.Configuration()
+        if let storage { configuration.storage = storage }
+        cache = try RangeCache(directory: directory.url, configuration: configuration)
     }
 
     var url: URL { origin.url(for: path) }

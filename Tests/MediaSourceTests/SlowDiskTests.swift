@@ -1,0 +1,66 @@
+import Dispatch
+import Foundation
+import MediaSource
+import RangeCache
+import Synchronization
+import Testing
+import TestSupport
+
+/// The file system, except that every data sync waits until the test opens the gate (or
+/// 10 s pass, so a test never hangs): a disk that takes its time to make bytes durable.
+final class GatedSyncStorage: CacheStorage {
+    let disk = FileSystemStorage()
+    let gate = DispatchSemaphore(value: 0)
+    /// Syncs that have returned.
+    let completed = Atomic<Int>(0)
+
+    func create(_ path: String) -> (any StoredFile)? { disk.create(path).map { GatedFile($0, self) } }
+    func open(_ path: String, writable: Bool) -> (any StoredFile)? { disk.open(path, writable: writable).map { GatedFile($0, self) } }
+    func remove(_ path: String) { disk.remove(path) }
+    func syncDirectory(_ directory: String) { disk.syncDirectory(directory) }
+    func fileNames(in directory: String) -> Set<String> { disk.fileNames(in: directory) }
+
+    /// Lets every waiting and later sync through.
+    func open() { for _ in 0..<64 { gate.signal() } }
+}
+
+private final class GatedFile: StoredFile {
+    let file: any StoredFile
+    let storage: GatedSyncStorage
+
+    init(_ file: any StoredFile, _ storage: GatedSyncStorage) {
+        self.file = file
+        self.storage = storage
+    }
+
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Int { file.write(bytes, at: offset) }
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int { file.read(into: buffer, at: offset) }
+    func sync() -> Int32 {
+        if storage.gate.wait(timeout: .now() + 10) == .success { storage.gate.signal() }
+        defer { storage.completed.add(1, ordering: .relaxed) }
+        return file.sync()
+    }
+    var length: Int64? { file.length }
+    var allocatedBytes: Int64 { file.allocatedBytes }
+}
+
+@Suite("A slow disk", .serialized)
+struct SlowDiskTests {
+    /// The end of a download (on the fetcher's thread), a read of cached bytes (GStreamer's
+    /// streaming thread) and a close (a track change) go on while no sync has finished.
+    @Test func readsAndACloseNeverWaitForASync() throws {
+        let storage = GatedSyncStorage()
+        defer { storage.open() }
+        let rig = try CacheRig(size: 600_000, storage: storage)
+        let source = try rig.source()
+        _ = try open(source).get()
+        #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count).get(), rig.body) == nil)
+        _ = try rig.origin.requests(atLeast: 1)  // the download's response has ended
+        #expect(firstDifference(try readFully(source, at: 1000, length: 50_000).get(), rig.body[1000..<51_000]) == nil)
+        source.close()
+        #expect(storage.completed.load(ordering: .relaxed) == 0, "a read or the close waited for a sync")
+        storage.open()
+        let entry = try rig.cache.entry(for: rig.url)
+        #expect(eventually(timeout: 5) { entry.durableRanges.count == Int64(rig.body.count) }, "the bytes are committed once synced")
+    }
+}
