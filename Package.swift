@@ -70,6 +70,10 @@ let package = Package(
             dependencies: ["PlayerCore", "EngineAPI", "GStreamerEngine", "MediaSource", "RangeCache", "Fetcher", "TestSupport"],
             path: "bench/PreloadBench"),
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
+        // Reads of held bytes while every data sync takes 500 ms.
+        .executableTarget(
+            name: "SlowDiskBench", dependencies: ["MediaSource", "RangeCache", "Fetcher", "TestSupport"],
+            path: "bench/SlowDiskBench"),
         // MPRIS over a private bus against a real `spool daemon` (build `spool` in release mode first).
         .executableTarget(name: "MPRISBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/MPRISBench"),
         // Issue #12: a real `spool daemon` (and mpv, when installed) under network conditions (bench/network.sh).

@@ -452,6 +452,16 @@ public final class CachedByteSource: ByteSource {
     private func handle(_ event: TransferEvent, of key: Int) {
         var callbacks: [@Sendable () -> Void] = []
         var actions: [DownloadPlanner.Action] = []
+        // Bytes go to the disk before the lock is taken: a write waits for the cache's running
+        // sync when the download outruns the disk, and GStreamer's reads take this lock. Every
+        // event of a transfer, and every change of version, comes on the fetcher's thread, so
+        // no other version can be bound to the entry in between.
+        var diskRefused: CacheError?
+        if case .data(let bytes, let offset) = event,
+            state.withLock({ !$0.closed && $0.planner.transfers.contains { $0.key == key } })
+        {
+            do throws(CacheError) { try entry.write(bytes, at: offset) } catch { diskRefused = error }
+        }
         state.withLock { state in
             guard !state.closed, state.planner.transfers.contains(where: { $0.key == key }) else { return }
             var effects = DownloadPlanner.Effects()
@@ -480,7 +490,7 @@ public final class CachedByteSource: ByteSource {
             case .data(let bytes, let offset):
                 state.transferStatus = nil
                 state.unreachable = nil
-                store(bytes, at: offset, &state)
+                if let diskRefused { keepInMemory(bytes, at: offset, because: diskRefused, &state) }
                 let next = offset + Int64(bytes.count)
                 effects = state.planner.received(key, upTo: next, cached: held(state))
                 if let rate = measure(key, deliveredUpTo: next, state) {
@@ -605,16 +615,12 @@ public final class CachedByteSource: ByteSource {
         log.info("opened \(loggable(url)): \(info.length.map(String.init) ?? "unknown") bytes, \(info.randomAccess ? "range requests" : "no range support")")
     }
 
-    private func store(_ bytes: Data, at offset: Int64, _ state: inout State) {
-        do {
-            try entry.write(bytes, at: offset)
-        } catch {
-            // The disk is full or gone: keep the bytes in memory so playback goes on.
-            if !state.writeFailureLogged {
-                log.warning("cannot cache \(loggable(url)) (\(error)); streaming from memory")
-                state.writeFailureLogged = true
-            }
-            state.overflow.write(bytes, at: offset)
+    /// The disk is full or gone: the bytes are kept in memory so playback goes on.
+    private func keepInMemory(_ bytes: Data, at offset: Int64, because error: CacheError, _ state: inout State) {
+        if !state.writeFailureLogged {
+            log.warning("cannot cache \(loggable(url)) (\(error)); streaming from memory")
+            state.writeFailureLogged = true
         }
+        state.overflow.write(bytes, at: offset)
     }
 }

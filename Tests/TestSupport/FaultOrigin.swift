@@ -159,10 +159,11 @@ public final class FaultOrigin: Sendable {
     public init(port requested: UInt16 = 0, lifetime: Double = 600) throws {
         let listener = try Sockets.tcp()
         do {
+            // Also on a port of our choosing: the connections it accepts inherit the flag, and
+            // one that the origin closed first waits in TIME_WAIT, which blocks a later bind of
+            // the port (the same server coming back) unless both sockets allow reuse.
             var reuse: Int32 = 1
-            if requested != 0 {
-                setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-            }
+            setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
             try Sockets.bindLoopback(listener, port: requested)
             guard listen(listener, 64) == 0 else { throw RigError("listen() failed: errno \(errno)") }
             port = try Sockets.boundPort(listener)
@@ -239,8 +240,9 @@ public final class FaultOrigin: Sendable {
     /// How many connections the origin has accepted (to check keep-alive reuse).
     public var acceptedConnections: Int { core.acceptedConnections }
 
-    /// Closes the listener and every open connection. Idempotent.
-    public func stop() { core.stop() }
+    /// Closes the listener and every open connection, and waits (up to 2 s) until their
+    /// sockets are closed, so that the port can be bound again at once. Idempotent.
+    public func stop() { core.stop(waitingUpTo: 2) }
 }
 
 /// What one path serves.
@@ -310,6 +312,16 @@ final class OriginCore: Sendable {
         var listenerOpen = true
         var stopped = false
         var accepted = 0
+        /// Signalled once the listener and every connection are closed after a stop.
+        var waitingForClose: [DispatchSemaphore] = []
+
+        var allClosed: Bool { !listenerOpen && connections.isEmpty }
+
+        mutating func signalIfAllClosed() {
+            guard stopped, allClosed else { return }
+            for waiter in waitingForClose { waiter.signal() }
+            waitingForClose = []
+        }
     }
 
     let listener: Int32
@@ -373,22 +385,30 @@ final class OriginCore: Sendable {
                 state.withLock { state in
                     state.connections.remove(client)
                     close(client)
+                    state.signalIfAllClosed()
                 }
             }
         }
         state.withLock { state in
             state.listenerOpen = false
             close(listener)
+            state.signalIfAllClosed()
         }
     }
 
     /// Shuts the listener and every connection down; their threads then close them.
-    func stop() {
-        state.withLock { state in
-            guard !state.stopped else { return }
-            state.stopped = true
-            if state.listenerOpen { shutdown(listener, Int32(SHUT_RDWR)) }
-            for fd in state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
+    func stop(waitingUpTo seconds: Double = 0) {
+        let closed = DispatchSemaphore(value: 0)
+        let wait = state.withLock { state -> Bool in
+            if !state.stopped {
+                state.stopped = true
+                if state.listenerOpen { shutdown(listener, Int32(SHUT_RDWR)) }
+                for fd in state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
+            }
+            guard seconds > 0, !state.allClosed else { return false }
+            state.waitingForClose.append(closed)
+            return true
         }
+        if wait { _ = closed.wait(timeout: .now() + seconds) }
     }
 }
