@@ -32,12 +32,15 @@ public struct NowPlaying: Sendable, Equatable {
         self.seekable = seekable
     }
 
-    /// A title to show: the tag, else the playlist's title, else the file name.
+    /// A title to show: the tag, else the playlist's title, else the file name. Playlist titles
+    /// and file names hold anything tags can (a NUL, which no D-Bus string may carry, control
+    /// characters): they are cleaned as tags are.
     public var displayTitle: String {
         if let title = tags.title, !title.isEmpty { return title }
-        if let title = entry.title, !title.isEmpty { return title }
+        if let title = entry.title.flatMap({ TagText.clean($0) }) { return title }
         let name = entry.url.lastPathComponent
-        return name.isEmpty ? entry.url.absoluteString : removingPercentEncoding(name) ?? name
+        let decoded = name.isEmpty ? entry.url.absoluteString : removingPercentEncoding(name) ?? name
+        return TagText.clean(decoded) ?? entry.url.absoluteString
     }
 }
 
@@ -172,7 +175,15 @@ public actor Player {
         snapshot.minimumRate = engine.supportedRates.lowerBound
         snapshot.maximumRate = engine.supportedRates.upperBound
         let (events, sink) = AsyncStream.makeStream(of: EngineEvent.self)
-        engine.setEventHandler { sink.yield($0) }
+        engine.setEventHandler { event in
+            // Tags come from files, which hold anything (control characters, megabyte strings,
+            // thousands of artists, track 4294967295): they are made fit to show where they enter.
+            if case .tags(let id, let tags) = event {
+                sink.yield(.tags(id, tags.sanitized()))
+            } else {
+                sink.yield(event)
+            }
+        }
         Task { [weak self] in
             for await event in events {
                 guard let self else { return }
