@@ -15,7 +15,7 @@ public enum TrackInput: Equatable, Sendable {
 
     /// Why `text` cannot be played, checking only its form (no disk, no network):
     /// a scheme Spool plays, a host for http(s), no spaces or control characters in a URL,
-    /// no control characters in a path.
+    /// no control characters in a path, a file URL's path UTF-8 once its escapes are decoded.
     public static func parse(_ text: String) -> Result<TrackInput, TrackInputError> {
         if text.isEmpty { return .failure(TrackInputError("an empty URL or path")) }
         if text.unicodeScalars.contains(where: isControl) {
@@ -45,6 +45,11 @@ public enum TrackInput: Equatable, Sendable {
             let path = afterSlashes.dropFirst(authority.count)
             guard path.hasPrefix("/"), path.count > 1, let url = URL(string: text), url.isFileURL else {
                 return .failure(TrackInputError("'\(shown(text))' has no file path; write file:///path/to/file"))
+            }
+            // Paths are strings here: a name whose escaped bytes are not UTF-8 (a file named
+            // in Latin-1) has no path Spool could open, and URL.path is then empty.
+            guard removingPercentEncoding(String(path)) != nil, !url.path.isEmpty else {
+                return .failure(TrackInputError("'\(shown(text))' names a file by bytes that are not UTF-8; Spool cannot open it"))
             }
             return .success(.local(path: url.path))
         }

@@ -76,10 +76,16 @@ extension RunningDaemon {
 
     /// Waits until `url` has played 0.3 s (its tags are in by then) or the daemon reports why it cannot.
     func waitUntilPlayed(_ url: URL, name: String) async throws -> Outcome {
+        try await waitUntilPlayed(name: name) { $0 == url.absoluteString }
+    }
+
+    /// Waits until a track whose `xesam:url` satisfies `isIt` has played 0.3 s, or until
+    /// LastError mentions `name`.
+    func waitUntilPlayed(name: String, _ isIt: (String) -> Bool) async throws -> Outcome {
         let player = "org.mpris.MediaPlayer2.Player"
         for _ in 0..<750 {
             let metadata = try await property(player, "Metadata")?.stringVariantDictValue ?? [:]
-            if metadata["xesam:url"]?.stringValue == url.absoluteString,
+            if isIt(metadata["xesam:url"]?.stringValue ?? ""),
                 try await property(player, "Position")?.int64Value ?? 0 > 300_000
             {
                 return .played(metadata)
@@ -88,7 +94,7 @@ extension RunningDaemon {
             if error.contains(name) { return .failed(error) }
             try await Task.sleep(for: .milliseconds(20))
         }
-        throw RigError("\(url.lastPathComponent) neither played nor failed; daemon log:\n\(process.standardError.suffix(4000))")
+        throw RigError("\(name) neither played nor failed; daemon log:\n\(process.standardError.suffix(4000))")
     }
 
     /// How long a `Get` of `Metadata` takes now.
@@ -155,6 +161,87 @@ struct HostileTagsTests {
         #expect(artists["xesam:artist"]?.stringArrayValue?.prefix(2) == ["Artist 1", "Artist 2"], "\(artists)")
     }
 
+    /// A file name reaches MPRIS as the title when the file has none: one with terminal escapes,
+    /// line breaks or bytes that are not UTF-8 (Linux names are bytes) is shown cleaned, or
+    /// reported as unplayable in a clean message.
+    @Test func fileNamesWithControlCharactersAndInvalidUTF8ShowCleaned() async throws {
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory(prefix: "spool-hostile-names")
+        let untagged = try Data(contentsOf: HostileTagCorpus.write(
+            HostileTagCase(name: "untagged", tags: RawTags(), format: .flac), fixtures: fixtures, into: dir.url))
+        let escaped = dir.file("ctl-\u{1B}[31m-\n-\u{7}-\u{9B}.flac")
+        try untagged.write(to: escaped)
+        let percent = dir.file("pct-100%zz\u{1B}.flac")
+        try untagged.write(to: percent)
+        // Foundation names files with strings: the raw name is made with open(2).
+        let rawPath = Array(dir.path.utf8) + Array("/raw-".utf8) + [0xFF, 0xFE, 0x80, 0x1B] + Array(".flac".utf8)
+        let fd = (rawPath.map { CChar(bitPattern: $0) } + [0]).withUnsafeBufferPointer { open($0.baseAddress!, O_CREAT | O_WRONLY, 0o644) }
+        #expect(fd >= 0)
+        _ = untagged.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        let rawURL = "file://" + rawPath.map { byte in
+            byte.isASCIIPathCharacter ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true)
+        }.joined()
+
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        // Spool's paths are strings: it cannot open that file, and says so when asked.
+        do {
+            try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(rawURL)])
+            Issue.record("OpenUri accepted \(rawURL)")
+        } catch let error as DBusError {
+            #expect(error.name == "org.freedesktop.DBus.Error.InvalidArgs", "\(error)")
+            #expect(error.message.contains("raw-%FF%FE%80%1B.flac") && error.message.contains("not UTF-8"), "\(error)")
+        }
+        for (uri, name) in [(escaped.absoluteString, "ctl-"), (percent.absoluteString, "pct-100")] {
+            try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(uri)])
+            switch try await daemon.waitUntilPlayed(name: name, { $0.contains(name) }) {
+            case .played(let metadata):
+                #expect(SaneMetadata.problems(metadata).isEmpty, "\(name): \(SaneMetadata.problems(metadata))")
+                #expect(metadata["xesam:title"]?.stringValue?.contains(name) == true, "\(name): \(metadata)")
+            case .failed(let error):
+                Issue.record("\(name) did not play: \(error.debugDescription)")
+            }
+            #expect(daemon.process.isRunning)
+        }
+    }
+
+    /// A playlist's titles show until the track's tags say otherwise (here they never do), and
+    /// the TrackList lists them all: a NUL in one (which no D-Bus string can carry) must not
+    /// make Metadata or GetTracksMetadata fail.
+    @Test func playlistTitlesWithNULsAndControlsListAndShowCleaned() async throws {
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory(prefix: "spool-hostile-playlist")
+        let untagged = try HostileTagCorpus.write(
+            HostileTagCase(name: "untagged", tags: RawTags(), format: .flac), fixtures: fixtures, into: dir.url)
+        let titles: [[UInt8]] = [
+            Array("Nul\u{0}Title".utf8), Array("\u{1B}[2JEscape\u{7}".utf8), [0x42, 0x61, 0x64, 0xFF, 0xFE],
+            Array(String(repeating: "long ", count: 20_000).utf8),
+        ]
+        var playlist = Array("#EXTM3U\n".utf8)
+        for title in titles { playlist += Array("#EXTINF:3,".utf8) + title + Array("\n\(untagged.lastPathComponent)\n".utf8) }
+        let list = dir.file("hostile.m3u")
+        try Data(playlist).write(to: list)
+
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(list.absoluteString)])
+        guard case .played(let current) = try await daemon.waitUntilPlayed(name: "hostile.m3u", { $0.hasSuffix(".flac") })
+        else { throw RigError("the playlist did not play") }
+        #expect(SaneMetadata.problems(current).isEmpty, "\(SaneMetadata.problems(current))")
+        #expect(current["xesam:title"]?.stringValue == "NulTitle", "\(current)")
+        let tracks = try await daemon.property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues ?? []
+        #expect(tracks.count == titles.count)
+        let listed = try await daemon.mpris(
+            "org.mpris.MediaPlayer2.TrackList", "GetTracksMetadata", [.array(elementSignature: "o", tracks)])
+        let maps = listed.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+        let shown = maps.map { $0["xesam:title"]?.stringValue ?? "" }
+        #expect(shown.prefix(3) == ["NulTitle", "[2JEscape", "Bad\u{FFFD}\u{FFFD}"], "\(shown)")
+        #expect(shown.last?.hasPrefix("long long") == true && shown.last?.hasSuffix("…") == true)
+        for metadata in maps { #expect(SaneMetadata.problems(metadata).isEmpty, "\(SaneMetadata.problems(metadata))") }
+        #expect(daemon.process.isRunning)
+    }
+
     /// Plays `file` and returns its Metadata (it must play).
     private func playAndRead(_ daemon: RunningDaemon, _ file: URL) async throws -> [String: DBusValue] {
         try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(file.absoluteString)])
@@ -162,5 +249,13 @@ struct HostileTagsTests {
             throw RigError("\(file.lastPathComponent) did not play")
         }
         return metadata
+    }
+}
+
+extension UInt8 {
+    /// Whether the byte may stand in a file URL's path as it is.
+    fileprivate var isASCIIPathCharacter: Bool {
+        (0x30...0x39).contains(self) || (0x41...0x5A).contains(self) || (0x61...0x7A).contains(self)
+            || "/-._~".utf8.contains(self)
     }
 }
