@@ -715,7 +715,8 @@ public actor Player {
             unload(status: .stopped)
             return
         }
-        let name = entry.url.lastPathComponent.isEmpty ? entry.url.absoluteString : entry.url.lastPathComponent
+        // The file name goes into LastError, which `spool play` prints: no terminal escapes.
+        let name = TagText.clean(entry.url.lastPathComponent) ?? entry.url.absoluteString
         // The engine forgot the track; its place is the failure's, else the last one known.
         let place = error.position ?? positionOverride.withLock { $0 } ?? .zero
         loadedID = nil

@@ -193,6 +193,21 @@ struct HostileTagsTests {
             #expect(error.name == "org.freedesktop.DBus.Error.InvalidArgs", "\(error)")
             #expect(error.message.contains("raw-%FF%FE%80%1B.flac") && error.message.contains("not UTF-8"), "\(error)")
         }
+        do {
+            try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(dir.url.absoluteString + "/nul-%00.flac")])
+            Issue.record("OpenUri accepted a path with a NUL")
+        } catch let error as DBusError {
+            #expect(error.name == "org.freedesktop.DBus.Error.InvalidArgs" && error.message.contains("NUL"), "\(error)")
+        }
+        // A file that is not audio fails, and the error names it without its escapes.
+        let noise = dir.file("bad-\u{1B}[31m\n.flac")
+        try Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) }).write(to: noise)
+        try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(noise.absoluteString)])
+        switch try await daemon.waitUntilPlayed(name: "bad-", { $0.contains("bad-") }) {
+        case .played: Issue.record("noise played")
+        case .failed(let error):
+            #expect(error.contains("bad-[31m .flac") && !error.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(error.debugDescription)")
+        }
         for (uri, name) in [(escaped.absoluteString, "ctl-"), (percent.absoluteString, "pct-100")] {
             try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(uri)])
             switch try await daemon.waitUntilPlayed(name: name, { $0.contains(name) }) {
