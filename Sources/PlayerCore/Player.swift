@@ -219,7 +219,8 @@ public actor Player {
         queue = .restored(
             saved.entries.map { ($0.url, $0.title) }, current: saved.currentIndex, loop: saved.loop,
             shuffle: saved.shuffle)
-        var tags = saved.currentTags ?? TrackTags()
+        // The session file is the other way tags enter: one saved by an older Spool (or edited) holds them raw.
+        var tags = saved.currentTags?.sanitized() ?? TrackTags()
         if let art = tags.artURL, art.isFileURL, !FileManager.default.fileExists(atPath: art.path) { tags.artURL = nil }  // evicted since
         let duration = saved.currentDuration ?? queue.current.flatMap { memory.position(forKey: keyForURL($0.url))?.duration }
         restoredStart = saved.position > .zero ? saved.position : nil

@@ -50,7 +50,8 @@ public enum TrackInput: Equatable, Sendable {
             // Paths are strings here: a name whose escaped bytes are not UTF-8 (a file named
             // in Latin-1) has no path Spool could open, and URL.path is then empty.
             guard let decoded = removingPercentEncoding(String(path)), !url.path.isEmpty else {
-                return .failure(TrackInputError("'\(shown(text))' names a file by bytes that are not UTF-8; Spool cannot open it"))
+                return .failure(
+                    TrackInputError("'\(shown(text))' names a file by bytes that are not UTF-8; Spool cannot open it"))
             }
             // No path holds a NUL, and no D-Bus string can carry one to report the missing file.
             guard !decoded.utf8.contains(0) else {

@@ -32,7 +32,9 @@ enum SaneMetadata {
             if key == "xesam:trackNumber" || key == "xesam:discNumber" {
                 if let number = value.int32Value, !numbers.contains(number) { problems.append("\(key) is \(number)") }
             }
-            if key == "xesam:contentCreated", let date = value.stringValue, !date.prefix(4).allSatisfy({ $0.isASCII && $0.isNumber }) {
+            if key == "xesam:contentCreated", let date = value.stringValue,
+                !date.prefix(4).allSatisfy({ $0.isASCII && $0.isNumber })
+            {
                 problems.append("\(key) is not a date: \(date.debugDescription)")
             }
         }
@@ -175,7 +177,9 @@ struct HostileTagsTests {
         try untagged.write(to: percent)
         // Foundation names files with strings: the raw name is made with open(2).
         let rawPath = Array(dir.path.utf8) + Array("/raw-".utf8) + [0xFF, 0xFE, 0x80, 0x1B] + Array(".flac".utf8)
-        let fd = (rawPath.map { CChar(bitPattern: $0) } + [0]).withUnsafeBufferPointer { open($0.baseAddress!, O_CREAT | O_WRONLY, 0o644) }
+        let fd = (rawPath.map { CChar(bitPattern: $0) } + [0]).withUnsafeBufferPointer {
+            open($0.baseAddress!, O_CREAT | O_WRONLY, 0o644)
+        }
         #expect(fd >= 0)
         _ = untagged.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
@@ -194,7 +198,8 @@ struct HostileTagsTests {
             #expect(error.message.contains("raw-%FF%FE%80%1B.flac") && error.message.contains("not UTF-8"), "\(error)")
         }
         do {
-            try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(dir.url.absoluteString + "/nul-%00.flac")])
+            let uri = dir.url.absoluteString + "/nul-%00.flac"
+            try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(uri)])
             Issue.record("OpenUri accepted a path with a NUL")
         } catch let error as DBusError {
             #expect(error.name == "org.freedesktop.DBus.Error.InvalidArgs" && error.message.contains("NUL"), "\(error)")
@@ -206,7 +211,8 @@ struct HostileTagsTests {
         switch try await daemon.waitUntilPlayed(name: "bad-", { $0.contains("bad-") }) {
         case .played: Issue.record("noise played")
         case .failed(let error):
-            #expect(error.contains("bad-[31m .flac") && !error.unicodeScalars.contains { $0.properties.generalCategory == .control }, "\(error.debugDescription)")
+            let controls = error.unicodeScalars.filter { $0.properties.generalCategory == .control }
+            #expect(error.contains("bad-[31m .flac") && controls.isEmpty, "\(error.debugDescription)")
         }
         for (uri, name) in [(escaped.absoluteString, "ctl-"), (percent.absoluteString, "pct-100")] {
             try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(uri)])

@@ -7,7 +7,8 @@ import Testing
 @Suite("Cleaning tag text")
 struct TagTextTests {
     @Test func controlCharactersGoAndLineBreaksBecomeOneSpace() {
-        #expect(TagText.clean("Esc\u{1B}[2J\u{7}Bell\r\nNew\u{7F}Del\u{85}Nel\u{9B}Csi\tTab\u{0}") == "Esc[2JBell NewDel NelCsi Tab")
+        let escaped = "Esc\u{1B}[2J\u{7}Bell\r\nNew\u{7F}Del\u{85}Nel\u{9B}Csi\tTab\u{0}"
+        #expect(TagText.clean(escaped) == "Esc[2JBell NewDel NelCsi Tab")
         #expect(TagText.clean("  padded \u{2028} lines  ") == "padded lines")
         #expect(TagText.clean("\u{1}\u{2}\r\n \t") == nil)
         #expect(TagText.clean("") == nil)
@@ -55,6 +56,30 @@ struct TagTextTests {
         tags.trackNumber = 12
         tags.discNumber = 2
         #expect(tags.sanitized().trackNumber == 12 && tags.sanitized().discNumber == 2)
+    }
+
+    @Test func tagsFromTheEngineAndFromASavedSessionArriveCleaned() async {
+        var raw = TrackTags()
+        raw.title = "\u{1B}[2JSaved"
+        raw.trackNumber = 0
+        let memory = TransientMemory()
+        memory.save(
+            SavedSession(
+                entries: [.init(url: URL(fileURLWithPath: "/music/a.mp3"), title: nil)], currentIndex: 0,
+                position: .zero, loop: .none, shuffle: false, rate: 1, volume: 1, currentTags: raw))
+        let engine = FakeEngine()
+        let player = Player(engine: engine, memory: memory, retryDelay: .zero) { $0.absoluteString }
+        await player.restoreSession()
+        #expect(await player.state.nowPlaying?.tags.title == "[2JSaved")
+        #expect(await player.state.nowPlaying?.tags.trackNumber == nil)
+
+        await player.play()
+        let id = await player.state.nowPlaying!.entry.id
+        raw.title = "Played\u{0}\u{7}"
+        engine.send(.tags(id, raw))
+        for _ in 0..<10_000 where await player.state.nowPlaying?.tags.title != "Played" { await Task.yield() }
+        #expect(await player.state.nowPlaying?.tags.title == "Played")
+        await player.shutdown()
     }
 
     @Test func theTitleShownFromAFileNameOrPlaylistIsCleaned() {

@@ -2,7 +2,24 @@ import Foundation
 
 /// A tag field Spool reads, as written into a file's tag by ``RawTagWriter``.
 public enum RawTagField: String, Sendable, CaseIterable {
-    case title, artist, album, albumArtist, genre, comment, trackNumber, discNumber, date
+    /// Track title.
+    case title
+    /// One artist (repeat the field for several).
+    case artist
+    /// Album title.
+    case album
+    /// One album artist.
+    case albumArtist
+    /// One genre.
+    case genre
+    /// Free-form comment.
+    case comment
+    /// Track number, as text (`"3"`, `"3/12"`, or anything else).
+    case trackNumber
+    /// Disc number, as text.
+    case discNumber
+    /// Release date, as text.
+    case date
 
     /// The ID3v2 frame that holds the field.
     var id3Frame: String {
