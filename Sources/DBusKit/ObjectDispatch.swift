@@ -78,10 +78,16 @@ enum ObjectDispatch {
 
     private static func value(of property: DBusProperty) throws -> DBusValue {
         let value = property.get()
-        guard value.signature == property.signature, (try? value.validate()) != nil else {
+        guard value.signature == property.signature else {
             throw DBusError.failed(
                 "Property '\(property.name)' produced a value of type '\(value.signature)', "
                     + "declared '\(property.signature)'")
+        }
+        do {
+            try value.validate()
+        } catch let error as DBusError {
+            // Say what is wrong (a NUL in a string), not just that something is.
+            throw DBusError.failed("Property '\(property.name)' produced a value D-Bus cannot carry: \(error.message)")
         }
         return value
     }

@@ -32,12 +32,15 @@ public struct NowPlaying: Sendable, Equatable {
         self.seekable = seekable
     }
 
-    /// A title to show: the tag, else the playlist's title, else the file name.
+    /// A title to show: the tag, else the playlist's title, else the file name. Playlist titles
+    /// and file names hold anything tags can (a NUL, which no D-Bus string may carry, control
+    /// characters): they are cleaned as tags are.
     public var displayTitle: String {
         if let title = tags.title, !title.isEmpty { return title }
-        if let title = entry.title, !title.isEmpty { return title }
+        if let title = entry.title.flatMap({ TagText.clean($0) }) { return title }
         let name = entry.url.lastPathComponent
-        return name.isEmpty ? entry.url.absoluteString : removingPercentEncoding(name) ?? name
+        let decoded = name.isEmpty ? entry.url.absoluteString : removingPercentEncoding(name) ?? name
+        return TagText.clean(decoded) ?? entry.url.absoluteString
     }
 }
 
@@ -172,7 +175,15 @@ public actor Player {
         snapshot.minimumRate = engine.supportedRates.lowerBound
         snapshot.maximumRate = engine.supportedRates.upperBound
         let (events, sink) = AsyncStream.makeStream(of: EngineEvent.self)
-        engine.setEventHandler { sink.yield($0) }
+        engine.setEventHandler { event in
+            // Tags come from files, which hold anything (control characters, megabyte strings,
+            // thousands of artists, track 4294967295): they are made fit to show where they enter.
+            if case .tags(let id, let tags) = event {
+                sink.yield(.tags(id, tags.sanitized()))
+            } else {
+                sink.yield(event)
+            }
+        }
         Task { [weak self] in
             for await event in events {
                 guard let self else { return }
@@ -208,7 +219,8 @@ public actor Player {
         queue = .restored(
             saved.entries.map { ($0.url, $0.title) }, current: saved.currentIndex, loop: saved.loop,
             shuffle: saved.shuffle)
-        var tags = saved.currentTags ?? TrackTags()
+        // The session file is the other way tags enter: one saved by an older Spool (or edited) holds them raw.
+        var tags = saved.currentTags?.sanitized() ?? TrackTags()
         if let art = tags.artURL, art.isFileURL, !FileManager.default.fileExists(atPath: art.path) { tags.artURL = nil }  // evicted since
         let duration = saved.currentDuration ?? queue.current.flatMap { memory.position(forKey: keyForURL($0.url))?.duration }
         restoredStart = saved.position > .zero ? saved.position : nil
@@ -704,7 +716,8 @@ public actor Player {
             unload(status: .stopped)
             return
         }
-        let name = entry.url.lastPathComponent.isEmpty ? entry.url.absoluteString : entry.url.lastPathComponent
+        // The file name goes into LastError, which `spool play` prints: no terminal escapes.
+        let name = TagText.clean(entry.url.lastPathComponent) ?? entry.url.absoluteString
         // The engine forgot the track; its place is the failure's, else the last one known.
         let place = error.position ?? positionOverride.withLock { $0 } ?? .zero
         loadedID = nil

@@ -15,7 +15,8 @@ public enum TrackInput: Equatable, Sendable {
 
     /// Why `text` cannot be played, checking only its form (no disk, no network):
     /// a scheme Spool plays, a host for http(s), no spaces or control characters in a URL,
-    /// no control characters in a path.
+    /// no control characters in a path, a file URL's path UTF-8 without NUL once its escapes
+    /// are decoded.
     public static func parse(_ text: String) -> Result<TrackInput, TrackInputError> {
         if text.isEmpty { return .failure(TrackInputError("an empty URL or path")) }
         if text.unicodeScalars.contains(where: isControl) {
@@ -45,6 +46,16 @@ public enum TrackInput: Equatable, Sendable {
             let path = afterSlashes.dropFirst(authority.count)
             guard path.hasPrefix("/"), path.count > 1, let url = URL(string: text), url.isFileURL else {
                 return .failure(TrackInputError("'\(shown(text))' has no file path; write file:///path/to/file"))
+            }
+            // Paths are strings here: a name whose escaped bytes are not UTF-8 (a file named
+            // in Latin-1) has no path Spool could open, and URL.path is then empty.
+            guard let decoded = removingPercentEncoding(String(path)), !url.path.isEmpty else {
+                return .failure(
+                    TrackInputError("'\(shown(text))' names a file by bytes that are not UTF-8; Spool cannot open it"))
+            }
+            // No path holds a NUL, and no D-Bus string can carry one to report the missing file.
+            guard !decoded.utf8.contains(0) else {
+                return .failure(TrackInputError("'\(shown(text))' has a NUL (%00) in its path"))
             }
             return .success(.local(path: url.path))
         }

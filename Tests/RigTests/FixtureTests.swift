@@ -62,6 +62,31 @@ struct FixtureTests {
         }
     }
 
+    /// The hostile tag corpus is only as good as its writers: plain tags they write must read back.
+    @Test func rawTagWritersWriteTagsThatDecodeWithTheAudio() throws {
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory(prefix: "spool-raw-tags")
+        var tags = RawTags()
+        tags.add(.title, "Raw Title")
+        tags.add(.artist, "First")
+        tags.add(.artist, "Second")
+        tags.add(.album, String(repeating: "Long album ", count: 10_000))  // Ogg headers over several pages
+        tags.add(.trackNumber, "7")
+        for format in HostileTagCorpus.formats {
+            let url = try HostileTagCorpus.write(
+                HostileTagCase(name: "plain", tags: tags, format: format), fixtures: fixtures, into: dir.url)
+            let result = try runCommand(
+                "gst-launch-1.0", ["-t", "filesrc", "location=\(url.path)", "!", "decodebin", "!", "fakesink"])
+            #expect(result.status == 0, "\(format): \(result.stderr)")
+            let dump = TagDump(result.stdout)
+            #expect(dump["title"] == "Raw Title", "\(format): \(result.stdout)")
+            #expect(dump["artist"]?.contains("First") == true, "\(format): \(result.stdout)")
+            #expect(dump["album"]?.hasPrefix("Long album Long album") == true, "\(format)")
+            #expect(dump["track number"] == "7", "\(format): \(result.stdout)")
+            #expect(dump["title"] != fixtures.fixture(format).title)
+        }
+    }
+
     // MARK: helpers
 
     /// The `name: value` lines of a `gst-launch-1.0 -t` tag dump (first value wins).
