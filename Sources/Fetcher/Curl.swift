@@ -177,6 +177,10 @@ enum CurlCode {
     static let ok = 0
     /// The server closed the connection before the body's declared length (CURLE_PARTIAL_FILE).
     static let partialFile = 18
+    /// libcurl could not allocate; before the head is read, a header line over its limit.
+    static let outOfMemory = 27
+    /// More redirects than CURLOPT_MAXREDIRS allows.
+    static let tooManyRedirects = 47
     /// Transport failures worth another attempt: name resolution, connect, HTTP/2 framing,
     /// a body cut short, timeouts, TLS handshake, empty reply, send and receive errors.
     static let retryable: Set<Int> = [5, 6, 7, 16, 18, 28, 35, 52, 55, 56, 92]

@@ -178,6 +178,15 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     case unresolvable(status: Int)
     /// Another transfer for the same ``RangeRequest/resource`` started.
     case superseded
+    /// The origin redirected more often than allowed (the count): a redirect loop, or a chain
+    /// too long to follow.
+    case tooManyRedirects(Int)
+    /// The response head is larger than libcurl accepts (endless or giant headers); the detail
+    /// says which limit.
+    case responseHeadTooLarge(String)
+    /// The origin kept sending slower than the minimum rate (both in bytes per second), on
+    /// every connection tried.
+    case tooSlow(bytesPerSecond: Double, minimum: Double)
 
     /// A one-line explanation for logs and users.
     public var description: String {
@@ -188,6 +197,10 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .transport(let code, let message): "transfer failed (curl \(code)): \(message)"
         case .unresolvable(let status): "HTTP status \(status) and no new URL to try"
         case .superseded: "superseded by a newer transfer of the same resource"
+        case .tooManyRedirects(let limit): "too many redirects (more than \(limit)): the server redirects in a loop"
+        case .responseHeadTooLarge(let detail): "the server's response headers are too large (\(detail))"
+        case .tooSlow(let rate, let minimum):
+            "the server is too slow: \(Int(rate.rounded())) bytes/s, below the \(Int(minimum)) bytes/s needed to play"
         }
     }
 
@@ -208,6 +221,9 @@ public enum TransferStatus: Sendable, Equatable {
     case reresolving(status: Int)
     /// No byte arrived for `seconds`; the connection is dropped.
     case stalled(seconds: Double)
+    /// Bytes arrived at only `bytesPerSecond` over a measuring window, below the minimum
+    /// rate; the connection is dropped (and a new one tried while the budget lasts).
+    case tooSlow(bytesPerSecond: Double)
     /// A new request continues at `offset` (after a cut, a short body, a stall or a new URL).
     case reconnecting(from: Int64)
     /// A higher-priority transfer is receiving; this one waits, its connection kept.

@@ -20,8 +20,16 @@ public struct FetcherConfiguration: Sendable {
     public var maxRetryDuration: Double = 180
     /// Re-resolves in a row (after 401/403/410, no byte in between) before the transfer fails.
     public var maxReresolves: Int = 2
-    /// Redirects followed per request.
+    /// Redirects followed per request; one more fails the transfer (a redirect loop ends there).
     public var maxRedirects: Int = 5
+    /// Body bytes per second below which a measuring window counts as too slow: less than
+    /// any audio stream needs to play (the lowest bitrates in use are about 4 KB/s). Zero or
+    /// less turns the check off.
+    public var minimumRate: Double = 1024
+    /// The length of one measuring window of the rate, in seconds.
+    public var slowWindow: Double = 30
+    /// Too-slow windows in a row (each followed by a new connection) before the transfer fails.
+    public var maxSlowAttempts: Int = 3
 
     /// Production settings with `userAgent`.
     public init(userAgent: String) {
@@ -66,6 +74,22 @@ enum HeadVerdict: Equatable {
 }
 
 enum ResponsePolicy {
+    /// What a libcurl failure means and whether another attempt may cure it. `headRead`: the
+    /// response head was read and judged (the failure came in the body). Failures a new
+    /// attempt cannot cure get their own error so the message names the problem: a redirect
+    /// loop (curl 47), a response head past libcurl's limits (curl 56 "Too large response
+    /// headers", about 300 KB in all; curl 27 for a single header line over 100 KB).
+    static func transportFailure(code: Int, message: String, headRead: Bool, maxRedirects: Int) -> (
+        error: FetchError, retryable: Bool
+    ) {
+        if code == CurlCode.tooManyRedirects { return (.tooManyRedirects(maxRedirects), false) }
+        if !headRead, code == CurlCode.outOfMemory || message.hasPrefix("Too large response header") {
+            let detail = code == CurlCode.outOfMemory ? "a header line over 100 KB" : message
+            return (.responseHeadTooLarge(detail), false)
+        }
+        return (.transport(code: code, message: message), CurlCode.retryable.contains(code))
+    }
+
     /// Statuses retried with backoff.
     static func isRetryable(status: Int) -> Bool {
         status == 408 || status == 425 || status == 429 || (500...599).contains(status)

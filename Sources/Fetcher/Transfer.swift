@@ -75,6 +75,10 @@ final class Transfer {
     private var failingSince: Double?
     private var reresolves = 0
     private var lastProgress = 0.0
+    /// The rate of the attempt on the wire, judged window by window.
+    private var speed: SpeedCheck
+    /// Too-slow windows in a row; a window fast enough clears it, a trickled byte does not.
+    private var slowWindows = 0
 
     init(
         id: TransferID, request: RangeRequest, resolver: URLResolver?, environment: TransferEnvironment,
@@ -92,6 +96,8 @@ final class Transfer {
         total = request.knownLength
         if let total { end = min(end ?? total, total) }
         condition = request.condition
+        speed = SpeedCheck(
+            minimumRate: environment.configuration.minimumRate, window: environment.configuration.slowWindow, now: 0)
     }
 
     var isFinished: Bool { if case .done = phase { true } else { false } }
@@ -107,7 +113,7 @@ final class Transfer {
     /// When this transfer next needs the fetcher thread: a retry due, or a stall deadline.
     var deadline: Double? {
         switch phase {
-        case .running: paused ? nil : lastProgress + env.configuration.stallTimeout
+        case .running: paused ? nil : min(lastProgress + env.configuration.stallTimeout, speed.deadline ?? .infinity)
         case .waiting(let until): until
         case .resolving, .done: nil
         }
@@ -127,9 +133,32 @@ final class Transfer {
             emit(.status(.stalled(seconds: now - lastProgress)))
             stopAttempt(attempt)
             interrupted(attempt, reason: .transport(code: 28, message: "no data for \(Int(now - lastProgress)) s"), now: now)
+        case .running(let attempt) where !paused:
+            switch speed.judge(now: now) {
+            case .pending: break
+            case .fastEnough: slowWindows = 0
+            case .tooSlow(let rate): tooSlow(attempt, rate: rate, now: now)
+            }
         default:
             break
         }
+    }
+
+    /// A window ended below the minimum rate: a new connection (another server behind the
+    /// name, a less loaded route) while the budget lasts, else the transfer fails. Bytes
+    /// trickling in do not refill the budget, or a trickle would reconnect forever.
+    private func tooSlow(_ attempt: Attempt, rate: Double, now: Double) {
+        slowWindows += 1
+        emit(.status(.tooSlow(bytesPerSecond: rate)))
+        stopAttempt(attempt)
+        let configuration = env.configuration
+        guard slowWindows < configuration.maxSlowAttempts else {
+            env.log.warning("transfer \(id): \(Int(rate.rounded())) bytes/s on \(slowWindows) connections in a row; giving up")
+            return fail(.tooSlow(bytesPerSecond: rate, minimum: configuration.minimumRate))
+        }
+        env.log.info("transfer \(id): \(Int(rate.rounded())) bytes/s, below \(Int(configuration.minimumRate)); reconnecting at \(next)")
+        emit(.status(.reconnecting(from: next)))
+        startAttempt(now: now)
     }
 
     /// Pauses or resumes the attempt on the wire; an attempt whose response head was not read
@@ -141,7 +170,10 @@ final class Transfer {
         if paused, attempt.verdict == nil { return }
         self.paused = paused
         attempt.easy.setPaused(paused)
-        if !paused { lastProgress = now }
+        if !paused {
+            lastProgress = now
+            speed.restart(now: now)
+        }
         emit(.status(paused ? .paused : .resumed))
     }
 
@@ -192,6 +224,7 @@ final class Transfer {
         phase = .running(attempt)
         paused = false
         lastProgress = now
+        speed.restart(now: now)
         env.multi.add(easy)
         env.log.debug("transfer \(id) GET \(loggable(url)) bytes=\(range) \(headers.joined(separator: "; "))")
     }
@@ -214,6 +247,7 @@ final class Transfer {
     private func receive(_ bytes: UnsafeRawBufferPointer) -> Bool {
         guard case .running(let attempt) = phase else { return false }
         lastProgress = monotonicSeconds()
+        speed.received(bytes.count)
         if attempt.verdict == nil { judgeHead(of: attempt) }
         switch attempt.verdict {
         case .accept?, .changed?:
@@ -319,10 +353,13 @@ final class Transfer {
         if attempt.verdict == nil, code == CurlCode.ok || attempt.easy.status >= 400 {
             judgeHead(of: attempt)
         }
-        let transportError = FetchError.transport(code: code, message: attempt.easy.errorMessage(code: code))
+        let failure = ResponsePolicy.transportFailure(
+            code: code, message: attempt.easy.errorMessage(code: code), headRead: attempt.verdict != nil,
+            maxRedirects: env.configuration.maxRedirects)
+        let transportError = failure.error
         switch attempt.verdict {
         case nil:
-            if CurlCode.retryable.contains(code) {
+            if failure.retryable {
                 interrupted(attempt, reason: transportError, now: now)
             } else {
                 fail(transportError)

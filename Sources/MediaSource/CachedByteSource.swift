@@ -267,6 +267,7 @@ public final class CachedByteSource: ByteSource {
             return "retrying in \(cFormat("%.0f", seconds.rounded(.up))) s: \(reason.description)"
         case .reresolving(let code): return "renewing the URL (HTTP \(code))"
         case .stalled(let seconds): return cFormat("stalled for %.0f s, reconnecting", seconds)
+        case .tooSlow(let rate): return cFormat("too slow (%.0f bytes/s), reconnecting", rate)
         case .reconnecting: return "reconnecting"
         case .paused: return "waiting for the playing track's download"
         case .resumed, .endedShort: return nil

@@ -169,7 +169,10 @@ public struct DownloadPlanner: Sendable {
         let length = resource.length
         if let length, read.offset >= length { return (.endOfStream, []) }
         let continuesPlayback = lastReadEnd == read.offset
-        playHead = read.offset
+        // A probe (a parser peeking at the end) is not where playback is: the read-ahead window
+        // stays at the play head, or a probe at the end of a long stream would let the download
+        // from the start run on to that end.
+        if continuesPlayback || read.maxLength > Self.probeMaxRead { playHead = read.offset }
         let available = cached.contiguousLength(from: read.offset)
         let remaining = length.map { $0 - read.offset }
         let needed = Int64(remaining.map { min(Int64(read.minLength), $0) } ?? Int64(read.minLength))
@@ -293,6 +296,13 @@ public struct DownloadPlanner: Sendable {
             waiting.map({ $0.offset < limit }) ?? true
         {
             // Far enough ahead of the play head in a large resource: stop here for now.
+            effects.actions.append(.cancel(key: key))
+            remove(key)
+        } else if transfers[index].role != .probe, windowEnd != nil, let window = readAhead?.window,
+            next < playHead - window, !(waiting.map { transfers[index].reaches($0.offset, within: window) } ?? false)
+        {
+            // A window behind the play head in a large resource (set aside by a seek, resumed
+            // once the seek's download ended): nobody reads there soon, and it would run to the end.
             effects.actions.append(.cancel(key: key))
             remove(key)
         }

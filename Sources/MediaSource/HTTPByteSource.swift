@@ -7,8 +7,12 @@ import Synchronization
 /// asks for them. A read at an offset that no transfer is about to reach
 /// cancels the current transfer and starts one at that offset.
 ///
-/// Bytes are held in memory for the life of the source. (The on-disk range
-/// cache replaces this store; the reading contract stays the same.)
+/// This is the source used when the range cache cannot be (no cache directory, a full disk):
+/// bytes live in memory only, within a ``MemoryWindow`` (32 MiB by default). A download stops a
+/// window ahead of the reader and resumes as the reader moves on; bytes behind the reader are
+/// dropped first, and reading them again asks the origin again (with a range, or from the start
+/// for an origin without ranges, skipping to the byte needed). So neither a long stream nor a
+/// declared length of terabytes holds more than the window.
 public final class HTTPByteSource: ByteSource {
     /// How far ahead of a running transfer a read may be and still wait for it
     /// rather than start a new request.
@@ -33,18 +37,27 @@ public final class HTTPByteSource: ByteSource {
         var waiter: Waiter?
         var failure: MediaSourceError?
         var closed = false
+        /// Where the reader last read: the window is kept around it.
+        var reader: Int64 = 0
+        /// The download was stopped a full window ahead of the reader; reads start it again.
+        var stoppedByWindow = false
     }
 
     private let url: URL
     private let fetcher: Fetcher
+    private let window: MemoryWindow
     private let state = Mutex(State())
     private let log = Logger(label: "http-source")
 
-    /// Creates a source for `url` whose transfers run on `fetcher`.
-    public init(url: URL, fetcher: Fetcher) {
+    /// Creates a source for `url` whose transfers run on `fetcher`, holding at most `window` in memory.
+    public init(url: URL, fetcher: Fetcher, window: MemoryWindow = .standard) {
         self.url = url
         self.fetcher = fetcher
+        self.window = window
     }
+
+    /// Bytes of the resource held in memory now (never more than the window's capacity).
+    public var heldBytes: Int64 { state.withLock { $0.store.count } }
 
     /// Starts a transfer from byte 0; completes when its response head arrives.
     public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
@@ -63,6 +76,7 @@ public final class HTTPByteSource: ByteSource {
     public func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
         state.withLock { state in
             if state.closed { return .failed(.closed) }
+            state.reader = offset
             let wanted: Int
             if let length = state.info?.length {
                 if offset >= length { return .endOfStream }
@@ -72,14 +86,16 @@ public final class HTTPByteSource: ByteSource {
             }
             let held = state.store.read(at: offset, maxLength: wanted)
             if let held, held.count == wanted || (state.info?.length == nil && !held.isEmpty) {
+                resumeIfDueLocked(&state)
                 return .data(held)
             }
             if let failure = state.failure { return .failed(failure) }
             let missing = offset + Int64(held?.count ?? 0)
             state.waiter = Waiter(offset: missing, wake: wake)
-            if let transfer = state.transfer,
-                transfer.next <= missing && missing - transfer.next <= Self.waitAheadLimit
-                    || state.info?.randomAccess == false
+            // An origin without ranges is read in one pass, but a byte the window dropped behind
+            // that pass can only come from a new one.
+            if let transfer = state.transfer, transfer.next <= missing,
+                missing - transfer.next <= Self.waitAheadLimit || state.info?.randomAccess == false
             {
                 return .pending  // the running transfer will get there soon (or is the only way there)
             }
@@ -111,6 +127,7 @@ public final class HTTPByteSource: ByteSource {
 
     private func startTransferLocked(_ state: inout State, at offset: Int64) {
         if let old = state.transfer { fetcher.cancel(old.id) }
+        state.stoppedByWindow = false
         let request = RangeRequest(url: url, start: offset)
         let id = fetcher.start(request) { [weak self] id, event in
             self?.handle(event, of: id)
@@ -146,6 +163,7 @@ public final class HTTPByteSource: ByteSource {
                 state.store.write(bytes, at: offset)
                 state.transfer?.next = offset + Int64(bytes.count)
                 state.transfer?.delivered = true
+                keepWindowLocked(&state)
                 if let waiter = state.waiter, state.store.contains(waiter.offset) {
                     state.waiter = nil
                     callbacks.append(waiter.wake)
@@ -209,58 +227,28 @@ public final class HTTPByteSource: ByteSource {
     }
 }
 
-/// Contiguous runs of bytes at their offsets, merged as they grow.
-struct ByteRuns {
-    private var runs: [(start: Int64, bytes: Data)] = []
-
-    /// Whether the byte at `offset` is held.
-    func contains(_ offset: Int64) -> Bool { index(containing: offset) != nil }
-
-    /// The held ranges, in order.
-    var ranges: [Range<Int64>] { runs.map { $0.start..<($0.start + Int64($0.bytes.count)) } }
-
-    /// Up to `maxLength` contiguous bytes from `offset`, or nil if that byte is not held.
-    func read(at offset: Int64, maxLength: Int) -> Data? {
-        guard let i = index(containing: offset) else { return nil }
-        let run = runs[i]
-        let from = Int(offset - run.start)
-        let count = min(maxLength, run.bytes.count - from)
-        let base = run.bytes.startIndex
-        return Data(run.bytes[(base + from)..<(base + from + count)])
-    }
-
-    /// Stores `bytes` at `offset`; bytes already held keep their value.
-    mutating func write(_ bytes: Data, at offset: Int64) {
-        guard !bytes.isEmpty else { return }
-        let end = offset + Int64(bytes.count)
-        if let i = runs.firstIndex(where: { $0.start <= offset && offset <= $0.start + Int64($0.bytes.count) }) {
-            let runEnd = runs[i].start + Int64(runs[i].bytes.count)
-            if end > runEnd {
-                runs[i].bytes.append(bytes.suffix(Int(end - runEnd)))
-            }
-        } else {
-            runs.append((offset, Data(bytes)))
-            runs.sort { $0.start < $1.start }
+extension HTTPByteSource {
+    /// Drops what the window does not keep, and stops the download once it is a full window
+    /// ahead of the reader (nothing more could be kept; the reader resumes it).
+    private func keepWindowLocked(_ state: inout State) {
+        if state.store.count > window.capacity {
+            state.store.retain(window.retained(state.store.ranges, reader: state.reader))
         }
-        mergeOverlaps()
+        guard let transfer = state.transfer, window.isFull(reader: state.reader, next: transfer.next),
+            state.waiter.map({ $0.offset >= transfer.next }) != true
+        else { return }
+        fetcher.cancel(transfer.id)
+        state.transfer = nil
+        state.stoppedByWindow = true
+        log.debug("\(loggable(url)): \(window.capacity) bytes held ahead of byte \(state.reader); download paused at \(transfer.next)")
     }
 
-    private mutating func mergeOverlaps() {
-        var merged: [(start: Int64, bytes: Data)] = []
-        for run in runs {
-            if var last = merged.last, run.start <= last.start + Int64(last.bytes.count) {
-                let lastEnd = last.start + Int64(last.bytes.count)
-                let runEnd = run.start + Int64(run.bytes.count)
-                if runEnd > lastEnd { last.bytes.append(run.bytes.suffix(Int(runEnd - lastEnd))) }
-                merged[merged.count - 1] = last
-            } else {
-                merged.append(run)
-            }
-        }
-        runs = merged
-    }
-
-    private func index(containing offset: Int64) -> Int? {
-        runs.firstIndex { $0.start <= offset && offset < $0.start + Int64($0.bytes.count) }
+    /// Starts the download stopped by the window again once the reader used half of it.
+    private func resumeIfDueLocked(_ state: inout State) {
+        guard state.stoppedByWindow, state.transfer == nil, state.failure == nil else { return }
+        let heldEnd = state.store.contiguousEnd(from: state.reader)
+        if let length = state.info?.length, heldEnd >= length { return }
+        guard window.shouldResume(reader: state.reader, heldEnd: heldEnd) else { return }
+        startTransferLocked(&state, at: heldEnd)
     }
 }

@@ -1,0 +1,61 @@
+import Foundation
+import MediaSource
+import RangeCache
+import Testing
+
+private let now = ContinuousClock.now
+private let mb: Int64 = 1_000_000
+
+/// A planner for a large resource whose length came with the first response (as for an
+/// uncached one): its first download runs with no end of its own, and the read-ahead window
+/// (2 MB past the play head) is what stops it.
+private func largeResource() -> (DownloadPlanner, key: Int) {
+    var planner = DownloadPlanner(readAhead: (threshold: 10 * mb, window: 2 * mb))
+    _ = planner.open(cached: RangeSet())
+    planner.setResource(.init(length: 5_000 * mb, rangesSupported: true))
+    return (planner, planner.transfers[0].key)
+}
+
+private func cancels(_ actions: [DownloadPlanner.Action]) -> [Int] {
+    actions.compactMap { if case .cancel(let key) = $0 { key } else { nil } }
+}
+
+@Suite("Download planner: the read-ahead window of a large resource")
+struct PlannerWindowTests {
+    @Test func aProbeOfTheEndLeavesTheWindowAtThePlayHead() {
+        var (planner, main) = largeResource()
+        var held = RangeSet([0..<mb])
+        _ = planner.read(.init(offset: 0, maxLength: 128 << 10), cached: held, now: now)
+        let end = 5_000 * mb
+        _ = planner.read(.init(offset: end - 128, maxLength: 128), cached: held, now: now)
+        held.insert(end - 128..<end)
+        #expect(planner.read(.init(offset: end - 128, maxLength: 128), cached: held, now: now).0 == .serve(128))
+        held.insert(0..<3 * mb)
+        let effects = planner.received(main, upTo: 3 * mb, cached: held)
+        #expect(cancels(effects.actions) == [main])
+    }
+
+    @Test func aDownloadLeftAWindowBehindThePlayHeadStops() {
+        var (planner, first) = largeResource()
+        var held = RangeSet([0..<mb])
+        _ = planner.read(.init(offset: 0, maxLength: 128 << 10), cached: held, now: now)
+        // A seek far ahead: the first download is set aside, a new one starts at the target.
+        let (answer, actions) = planner.read(.init(offset: 50 * mb, maxLength: 128 << 10), cached: held, now: now)
+        #expect(answer == .wait)
+        #expect(planner.transfers.contains { $0.key == first && $0.role == .parked })
+        #expect(actions.contains { if case .start(_, 50 * mb, _, _) = $0 { true } else { false } })
+        held.insert(0..<mb + 1000)
+        let effects = planner.received(first, upTo: mb + 1000, cached: held)
+        #expect(cancels(effects.actions) == [first])
+        #expect(!planner.transfers.contains { $0.key == first })
+    }
+
+    @Test func aDownloadTheReaderWaitsForIsKeptWhereverThePlayHeadIs() {
+        var (planner, main) = largeResource()
+        let held = RangeSet([0..<mb])
+        // The reader waits just ahead of the download: it is the way there.
+        _ = planner.read(.init(offset: mb + 1000, maxLength: 128 << 10), cached: held, now: now)
+        let effects = planner.received(main, upTo: mb + 500, cached: RangeSet([0..<mb + 500]))
+        #expect(cancels(effects.actions).isEmpty)
+    }
+}
