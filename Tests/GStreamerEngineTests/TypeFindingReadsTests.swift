@@ -22,6 +22,24 @@ final class ReadRecordingSource: ByteSource {
     func close() { file.close() }
 }
 
+/// The reads the engine asks of the file at `file`, played as a track at `url` (the file's own
+/// by default; an http URL makes the engine treat it as a network track), until its duration
+/// is known.
+func readsUntilTheDuration(of file: URL, playedAs url: URL? = nil) throws -> [(offset: Int64, length: Int)] {
+    let made = Mutex<ReadRecordingSource?>(nil)
+    let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in
+        let source = ReadRecordingSource(path: file.path)
+        made.withLock { $0 = source }
+        return source
+    }
+    defer { engine.shutdown() }
+    let recorder = EventRecorder()
+    engine.setEventHandler { recorder.record($0) }
+    engine.load(EngineTrack(id: TrackID(1), url: url ?? file), at: .zero, playing: true)
+    #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
+    return try #require(made.withLock { $0 }).reads.withLock { $0 }
+}
+
 @Suite("What GStreamer reads before it knows the format", .serialized)
 struct TypeFindingReadsTests {
     /// In random-access mode every pull of the type finders waits for the network. Finders
@@ -34,18 +52,7 @@ struct TypeFindingReadsTests {
     func typeFindingReadsOnlyTheStartAndTheID3v1Tail(format: FixtureFormat) throws {
         let fixture = try Fixtures.shared().fixture(format)
         let size = Int64(try Data(contentsOf: fixture.url).count)
-        let made = Mutex<ReadRecordingSource?>(nil)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
-            let source = ReadRecordingSource(path: url.path)
-            made.withLock { $0 = source }
-            return source
-        }
-        defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
-        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
-        #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
-        let reads = try #require(made.withLock { $0 }).reads.withLock { $0 }
+        let reads = try readsUntilTheDuration(of: fixture.url)
         // The type finders pull 4 KiB at a time (less only at the end of the file); the first
         // other pull is the demuxer's or parser's.
         let typeFinding = reads.prefix { $0.length == 4096 || ($0.length < 4096 && $0.offset + Int64($0.length) == size) }
@@ -109,18 +116,7 @@ struct FirstBytesTests {
     func anOggFileIsNotProbedForATagAtItsEnd(format: FixtureFormat) throws {
         let fixture = try Fixtures.shared().fixture(format)
         let size = Int64(try Data(contentsOf: fixture.url).count)
-        let made = Mutex<ReadRecordingSource?>(nil)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
-            let source = ReadRecordingSource(path: url.path)
-            made.withLock { $0 = source }
-            return source
-        }
-        defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
-        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
-        #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
-        let reads = try #require(made.withLock { $0 }).reads.withLock { $0 }
+        let reads = try readsUntilTheDuration(of: fixture.url)
         #expect(!reads.contains { $0.offset == size - 128 }, "\(reads.map { "\($0.offset)+\($0.length)" })")
     }
 }
@@ -132,19 +128,8 @@ extension FirstBytesTests {
     func anOggFileOverTheNetworkAsksForItsEndAtOnce(format: FixtureFormat) throws {
         let fixture = try Fixtures.shared().fixture(format)
         let size = Int64(try Data(contentsOf: fixture.url).count)
-        let made = Mutex<ReadRecordingSource?>(nil)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in
-            let source = ReadRecordingSource(path: fixture.url.path)
-            made.withLock { $0 = source }
-            return source
-        }
-        defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         let url = URL(string: "http://127.0.0.1:9/\(fixture.url.lastPathComponent)")!
-        engine.load(EngineTrack(id: TrackID(1), url: url), at: .zero, playing: true)
-        #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
-        let reads = try #require(made.withLock { $0 }).reads.withLock { $0 }
+        let reads = try readsUntilTheDuration(of: fixture.url, playedAs: url)
         #expect(reads.first.map { $0.offset == max(0, size - 8500) } == true, "\(reads.map { "\($0.offset)+\($0.length)" })")
     }
 }

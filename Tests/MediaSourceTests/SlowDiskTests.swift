@@ -63,20 +63,4 @@ struct SlowDiskTests {
         let entry = try rig.cache.entry(for: rig.url)
         #expect(eventually(timeout: 5) { entry.durableRanges.count == Int64(rig.body.count) }, "the bytes are committed once synced")
     }
-
-    /// A download faster than the disk makes its writer wait for the running sync (the cache
-    /// bounds what a crash can lose); that wait holds up no read of bytes already here.
-    @Test func aDownloadThatOutrunsTheDiskHoldsUpNoReadOfHeldBytes() throws {
-        let storage = GatedSyncStorage()
-        defer { storage.open() }
-        let rig = try CacheRig(size: 3_000_000, storage: storage, syncBatchBytes: 32 << 10)
-        let source = try rig.source()
-        defer { source.close() }
-        _ = try open(source).get()
-        // The first batch (32 KiB) is in its held sync and the next ones near the cap of unsynced
-        // bytes (4 batches), at which the writer waits for that sync: it does within a poll.
-        #expect(eventually(timeout: 5) { source.holds(0..<(140 << 10)) })
-        #expect(firstDifference(try readFully(source, at: 0, length: 140_000).get(), rig.body[0..<140_000]) == nil)
-        #expect(storage.completed.load(ordering: .relaxed) == 0, "a read waited for a sync")
-    }
 }

@@ -157,20 +157,8 @@ public final class FaultOrigin: Sendable {
     /// after `lifetime` seconds. A given port may be one an origin stopped a moment ago
     /// (the same server coming back): the address is reused.
     public init(port requested: UInt16 = 0, lifetime: Double = 600) throws {
-        let listener = try Sockets.tcp()
-        do {
-            // Also on a port of our choosing: the connections it accepts inherit the flag, and
-            // one that the origin closed first waits in TIME_WAIT, which blocks a later bind of
-            // the port (the same server coming back) unless both sockets allow reuse.
-            var reuse: Int32 = 1
-            setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
-            try Sockets.bindLoopback(listener, port: requested)
-            guard listen(listener, 64) == 0 else { throw RigError("listen() failed: errno \(errno)") }
-            port = try Sockets.boundPort(listener)
-        } catch {
-            close(listener)
-            throw error
-        }
+        let (listener, port) = try Sockets.listenLoopback(port: requested, backlog: 64)
+        self.port = port
         baseURL = URL(string: "http://127.0.0.1:\(port)/")!
         let core = OriginCore(listener: listener, baseURL: baseURL)
         self.core = core

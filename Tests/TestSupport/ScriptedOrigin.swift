@@ -37,16 +37,7 @@ public final class ScriptedOrigin: Sendable {
 
     /// Starts listening on a free loopback port; `script` answers each connection.
     public init(lifetime: Double = 60, script: @escaping @Sendable (ScriptedConnection) -> Void) throws {
-        let listener = try Sockets.tcp()
-        let port: UInt16
-        do {
-            try Sockets.bindLoopback(listener, port: 0)
-            guard listen(listener, 16) == 0 else { throw RigError("listen() failed: errno \(errno)") }
-            port = try Sockets.boundPort(listener)
-        } catch {
-            close(listener)
-            throw error
-        }
+        let (listener, port) = try Sockets.listenLoopback(port: 0, backlog: 16)
         baseURL = URL(string: "http://127.0.0.1:\(port)/")!
         let core = ScriptedOriginCore(listener: listener, script: script)
         self.core = core

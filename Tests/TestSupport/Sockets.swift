@@ -38,6 +38,23 @@ enum Sockets {
     }
 
     /// A socket connected to `127.0.0.1:port`, with `timeout` seconds for each receive.
+    /// A socket listening on 127.0.0.1:`port` (0: a free one) and the port it got. Address reuse
+    /// is allowed: connections it accepts inherit the flag, and one the server closed first
+    /// waits in TIME_WAIT, which would block a later bind of the port (a server coming back).
+    static func listenLoopback(port: UInt16, backlog: Int32) throws -> (fd: Int32, port: UInt16) {
+        let listener = try tcp()
+        do {
+            var reuse: Int32 = 1
+            setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size))
+            try bindLoopback(listener, port: port)
+            guard listen(listener, backlog) == 0 else { throw RigError("listen() failed: errno \(errno)") }
+            return (listener, try boundPort(listener))
+        } catch {
+            close(listener)
+            throw error
+        }
+    }
+
     static func connectLoopback(port: UInt16, receiveTimeout: Double) throws -> Int32 {
         let fd = try tcp()
         let connected = withLoopbackAddress(port: port) { connect(fd, $0, $1) }
