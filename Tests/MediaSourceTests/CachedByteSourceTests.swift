@@ -16,7 +16,7 @@ final class CacheRig {
 
     init(
         size: Int = 1_500_000, faults: OriginFaults = OriginFaults(), fetcher: Fetcher = Fetcher(userAgent: "Spool/test"),
-        storage: (any CacheStorage)? = nil
+        storage: (any CacheStorage)? = nil, syncBatchBytes: Int64? = nil
     ) throws {
         self.fetcher = fetcher
         directory = try TemporaryDirectory(prefix: "spool-cache")
@@ -25,6 +25,11 @@ final class CacheRig {
         origin.serve(OriginResource(body, etag: "\"v1\""), at: path, faults: faults)
         var configuration = RangeCache.Configuration()
         if let storage { configuration.storage = storage }
+        if let syncBatchBytes {
+            // As tight as the cache allows: a writer waits as soon as a second batch is due.
+            configuration.syncBatchBytes = syncBatchBytes
+            configuration.maximumUnsyncedBytes = syncBatchBytes
+        }
         cache = try RangeCache(directory: directory.url, configuration: configuration)
     }
 
