@@ -157,10 +157,10 @@ public final class FaultOrigin: Sendable {
     /// after `lifetime` seconds. A given port may be one an origin stopped a moment ago
     /// (the same server coming back): the address is reused.
     public init(port requested: UInt16 = 0, lifetime: Double = 600) throws {
-        let (listener, port) = try Sockets.listenLoopback(port: requested, backlog: 64)
-        self.port = port
+        let server = try LoopbackServer(port: requested, backlog: 64)
+        port = server.port
         baseURL = URL(string: "http://127.0.0.1:\(port)/")!
-        let core = OriginCore(listener: listener, baseURL: baseURL)
+        let core = OriginCore(server: server, baseURL: baseURL)
         self.core = core
         Thread.detachNewThread { core.acceptLoop() }
         DispatchQueue.global().asyncAfter(deadline: .now() + lifetime) { [weak core] in core?.stop() }
@@ -296,36 +296,22 @@ final class OriginLog: Sendable {
 final class OriginCore: Sendable {
     private struct State {
         var entries: [String: OriginEntry] = [:]
-        var connections: Set<Int32> = []
-        var listenerOpen = true
-        var stopped = false
-        var accepted = 0
-        /// Signalled once the listener and every connection are closed after a stop.
-        var waitingForClose: [DispatchSemaphore] = []
-
-        var allClosed: Bool { !listenerOpen && connections.isEmpty }
-
-        mutating func signalIfAllClosed() {
-            guard stopped, allClosed else { return }
-            for waiter in waitingForClose { waiter.signal() }
-            waitingForClose = []
-        }
     }
 
-    let listener: Int32
+    let server: LoopbackServer
     let baseURL: URL
     let log = OriginLog()
     let link = OriginLink()
     let timeline = OriginTimeline()
     private let state = Mutex(State())
 
-    init(listener: Int32, baseURL: URL) {
-        self.listener = listener
+    init(server: LoopbackServer, baseURL: URL) {
+        self.server = server
         self.baseURL = baseURL
     }
 
-    var acceptedConnections: Int { state.withLock { $0.accepted } }
-    var isStopped: Bool { state.withLock { $0.stopped } }
+    var acceptedConnections: Int { server.accepted }
+    var isStopped: Bool { server.isStopped }
 
     func update(_ path: String, _ change: (inout OriginEntry) -> Void) {
         state.withLock { state in
@@ -350,53 +336,13 @@ final class OriginCore: Sendable {
     }
 
     func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                break
-            }
-            let admitted = state.withLock { state in
-                guard !state.stopped else { return false }
-                state.connections.insert(client)
-                state.accepted += 1
-                return true
-            }
-            guard admitted else {
-                close(client)
-                break
-            }
+        server.acceptLoop { [self] client in
             Sockets.disableNagle(client)  // heads and bodies go out in separate sends
-            Thread.detachNewThread { [self] in
-                var connection = OriginConnection(fd: client, core: self)
-                connection.run()
-                state.withLock { state in
-                    state.connections.remove(client)
-                    close(client)
-                    state.signalIfAllClosed()
-                }
-            }
-        }
-        state.withLock { state in
-            state.listenerOpen = false
-            close(listener)
-            state.signalIfAllClosed()
+            var connection = OriginConnection(fd: client, core: self)
+            connection.run()
         }
     }
 
-    /// Shuts the listener and every connection down; their threads then close them.
-    func stop(waitingUpTo seconds: Double = 0) {
-        let closed = DispatchSemaphore(value: 0)
-        let wait = state.withLock { state -> Bool in
-            if !state.stopped {
-                state.stopped = true
-                if state.listenerOpen { shutdown(listener, Int32(SHUT_RDWR)) }
-                for fd in state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
-            }
-            guard seconds > 0, !state.allClosed else { return false }
-            state.waitingForClose.append(closed)
-            return true
-        }
-        if wait { _ = closed.wait(timeout: .now() + seconds) }
-    }
+    /// Shuts the listener and every connection down; see ``LoopbackServer/stop(waitingUpTo:)``.
+    func stop(waitingUpTo seconds: Double = 0) { server.stop(waitingUpTo: seconds) }
 }

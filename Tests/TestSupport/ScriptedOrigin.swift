@@ -37,9 +37,10 @@ public final class ScriptedOrigin: Sendable {
 
     /// Starts listening on a free loopback port; `script` answers each connection.
     public init(lifetime: Double = 60, script: @escaping @Sendable (ScriptedConnection) -> Void) throws {
-        let (listener, port) = try Sockets.listenLoopback(port: 0, backlog: 16)
+        let server = try LoopbackServer(port: 0, backlog: 16)
+        let port = server.port
         baseURL = URL(string: "http://127.0.0.1:\(port)/")!
-        let core = ScriptedOriginCore(listener: listener, script: script)
+        let core = ScriptedOriginCore(server: server, script: script)
         self.core = core
         Thread.detachNewThread { core.acceptLoop() }
         DispatchQueue.global().asyncAfter(deadline: .now() + lifetime) { [weak core] in core?.stop() }
@@ -51,76 +52,43 @@ public final class ScriptedOrigin: Sendable {
     public func url(for path: String) -> URL { URL(string: "http://127.0.0.1:\(baseURL.port!)\(path)")! }
 
     /// Connections accepted so far.
-    public var connections: Int { core.state.withLock { $0.accepted } }
+    public var connections: Int { core.server.accepted }
 
     /// Bytes the scripts managed to send, over all connections.
-    public var bytesSent: Int { core.state.withLock { $0.sent } }
+    public var bytesSent: Int { core.bytesSent }
 
     /// Closes the listener and every connection. Idempotent.
     public func stop() { core.stop() }
 }
 
 final class ScriptedOriginCore: Sendable {
-    struct State {
-        var accepted = 0
-        var sent = 0
-        var stopped = false
-        var connections: Set<Int32> = []
-    }
-
-    let listener: Int32
+    let server: LoopbackServer
     let script: @Sendable (ScriptedConnection) -> Void
-    let state = Mutex(State())
+    /// Bytes the scripts sent.
+    private let sent = Mutex(0)
 
-    init(listener: Int32, script: @escaping @Sendable (ScriptedConnection) -> Void) {
-        self.listener = listener
+    init(server: LoopbackServer, script: @escaping @Sendable (ScriptedConnection) -> Void) {
+        self.server = server
         self.script = script
     }
 
-    var isStopped: Bool { state.withLock { $0.stopped } }
+    var isStopped: Bool { server.isStopped }
 
-    func count(_ bytes: Int) { state.withLock { $0.sent += bytes } }
+    var bytesSent: Int { sent.withLock { $0 } }
+
+    func count(_ bytes: Int) { sent.withLock { $0 += bytes } }
 
     func acceptLoop() {
-        while true {
-            let client = accept(listener, nil, nil)
-            if client < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
-                break
+        server.acceptLoop { [self] client in
+            var head = Data()
+            while head.range(of: Data("\r\n\r\n".utf8)) == nil, head.count < 65_536,
+                let data = Sockets.receive(client), !data.isEmpty
+            {
+                head += data
             }
-            let admitted = state.withLock { state in
-                guard !state.stopped else { return false }
-                state.accepted += 1
-                state.connections.insert(client)
-                return true
-            }
-            guard admitted else {
-                close(client)
-                break
-            }
-            Thread.detachNewThread { [self] in
-                var head = Data()
-                while head.range(of: Data("\r\n\r\n".utf8)) == nil, head.count < 65_536,
-                    let data = Sockets.receive(client), !data.isEmpty
-                {
-                    head += data
-                }
-                script(ScriptedConnection(fd: client, requestHead: String(decoding: head, as: UTF8.self), origin: self))
-                state.withLock { state in
-                    state.connections.remove(client)
-                    close(client)
-                }
-            }
+            script(ScriptedConnection(fd: client, requestHead: String(decoding: head, as: UTF8.self), origin: self))
         }
-        close(listener)
     }
 
-    func stop() {
-        state.withLock { state in
-            guard !state.stopped else { return }
-            state.stopped = true
-            shutdown(listener, Int32(SHUT_RDWR))
-            for fd in state.connections { shutdown(fd, Int32(SHUT_RDWR)) }
-        }
-    }
+    func stop() { server.stop() }
 }
