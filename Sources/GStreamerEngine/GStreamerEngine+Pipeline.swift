@@ -46,10 +46,12 @@ extension GStreamerEngine {
                     }
                     let pulled = FeedingMode.pulls(track, contentType: info.contentType)
                     if pulled, !track.url.isFileURL, info.randomAccess, let length = info.length,
-                        let tail = FeedingMode.tailReadBeforeStart(format: format, length: length)
+                        let tail = FeedingMode.tailReadBeforeStart(format: format, length: length),
+                        !source.holds(tail)
                     {
                         // Asked for now, beside the start, rather than once the header is parsed;
-                        // the read only starts the request (no reader waits on it yet).
+                        // the read only starts the request (no reader waits on it yet), and bytes
+                        // already cached are not read here.
                         _ = source.read(at: tail.lowerBound, maxLength: Int(tail.count), wake: {})
                         source.cancelPendingReads()
                     }

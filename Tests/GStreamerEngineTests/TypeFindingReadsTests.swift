@@ -6,12 +6,19 @@ import Synchronization
 import Testing
 import TestSupport
 
-/// A file source that records every read asked of it.
+/// A file source that records every read asked of it. `remote`: it stands for a download
+/// with nothing cached yet (it holds no byte before it is read).
 final class ReadRecordingSource: ByteSource {
     private let file: FileByteSource
+    private let remote: Bool
     let reads = Mutex<[(offset: Int64, length: Int)]>([])
 
-    init(path: String) { file = FileByteSource(path: path) }
+    init(path: String, remote: Bool = false) {
+        file = FileByteSource(path: path)
+        self.remote = remote
+    }
+
+    func holds(_ range: Range<Int64>) -> Bool { !remote }
 
     func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) { file.open(completion) }
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
@@ -28,7 +35,7 @@ final class ReadRecordingSource: ByteSource {
 func readsUntilTheDuration(of file: URL, playedAs url: URL? = nil) throws -> [(offset: Int64, length: Int)] {
     let made = Mutex<ReadRecordingSource?>(nil)
     let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { _ throws(MediaSourceError) in
-        let source = ReadRecordingSource(path: file.path)
+        let source = ReadRecordingSource(path: file.path, remote: url.map { !$0.isFileURL } ?? false)
         made.withLock { $0 = source }
         return source
     }
