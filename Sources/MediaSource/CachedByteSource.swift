@@ -44,7 +44,8 @@ public final class CachedByteSource: ByteSource {
         var meters: [Int: (start: ContinuousClock.Instant, offset: Int64)] = [:]
         var failure: MediaSourceError?
         var closed = false
-        /// Bytes the cache could not store (disk full): kept so playback goes on.
+        /// Bytes the cache could not store (disk full): kept so playback goes on, within
+        /// the memory window around the play head.
         var overflow = ByteRuns()
         var writeFailureLogged = false
         /// What the download is doing, for clients ("retrying in 2 s: HTTP status 503").
@@ -80,6 +81,7 @@ public final class CachedByteSource: ByteSource {
     private let fetcher: Fetcher
     private let resource: String
     private let revalidator: Revalidator?
+    private let memoryWindow: MemoryWindow
     private let state: Mutex<State>
     private let transfers: FetcherTransfers
     private let log = Logger(label: "cached-source")
@@ -88,11 +90,13 @@ public final class CachedByteSource: ByteSource {
     /// With a `revalidator`, a complete entry is checked against the origin in the
     /// background when due: a changed resource replaces the entry for the next play.
     /// With `readAhead`, resources above its threshold are fetched only a window ahead.
+    /// When the disk refuses bytes, at most `memoryWindow` of them are kept in memory.
     public init(
         url: URL, entry: CacheEntry, fetcher: Fetcher, revalidator: Revalidator? = nil,
-        readAhead: ReadAheadPolicy? = nil
+        readAhead: ReadAheadPolicy? = nil, memoryWindow: MemoryWindow = .standard
     ) {
         self.url = url
+        self.memoryWindow = memoryWindow
         self.entry = entry
         self.fetcher = fetcher
         self.revalidator = revalidator
@@ -616,12 +620,21 @@ public final class CachedByteSource: ByteSource {
         log.info("opened \(loggable(url)): \(info.length.map(String.init) ?? "unknown") bytes, \(info.randomAccess ? "range requests" : "no range support")")
     }
 
-    /// The disk is full or gone: the bytes are kept in memory so playback goes on.
+    /// The disk is full or gone: the bytes are kept in memory so playback goes on. From then
+    /// on the download stays half a window ahead of the play head and bytes the window drops
+    /// (furthest behind it first) are fetched again if a seek goes back to them.
     private func keepInMemory(_ bytes: Data, at offset: Int64, because error: CacheError, _ state: inout State) {
         if !state.writeFailureLogged {
             log.warning("cannot cache \(loggable(url)) (\(error)); streaming from memory")
             state.writeFailureLogged = true
+            state.planner.limitToWindow(memoryWindow.capacity / 2)
         }
         state.overflow.write(bytes, at: offset)
+        if state.overflow.count > memoryWindow.capacity {
+            state.overflow.retain(memoryWindow.retained(state.overflow.ranges, reader: state.planner.playHead))
+        }
     }
+
+    /// Bytes held in memory because the disk refused them (never more than the memory window).
+    public var bytesInMemory: Int64 { state.withLock { $0.overflow.count } }
 }

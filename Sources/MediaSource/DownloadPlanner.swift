@@ -70,10 +70,11 @@ public struct DownloadPlanner: Sendable {
     /// The stream's bytes per second, when the player knows it.
     public private(set) var byteRate: Double?
     /// Large resources keep only a window ahead of the play head: (threshold, window).
-    public let readAhead: (threshold: Int64, window: Int64)?
+    public private(set) var readAhead: (threshold: Int64, window: Int64)?
+    /// Where playback reads: the last read that continued it, or a large one (not a probe).
+    public private(set) var playHead: Int64 = 0
 
     private var nextKey = 1
-    private var playHead: Int64 = 0
     private var lastReadEnd: Int64?
     /// The last request started for a far read (probe or seek) whose reader has not been served
     /// yet: another far read within ``seekConnectionInterval`` means the reader left it unserved,
@@ -88,6 +89,12 @@ public struct DownloadPlanner: Sendable {
     }
 
     // MARK: Facts
+
+    /// The bytes have nowhere to go but memory (the disk refused them): every resource, whatever
+    /// its size, is fetched at most `window` ahead of the play head from now on.
+    public mutating func limitToWindow(_ window: Int64) {
+        readAhead = (threshold: 0, window: min(window, readAhead?.window ?? window))
+    }
 
     /// The resource is known (from the cache or the first response).
     public mutating func setResource(_ resource: Resource) {
