@@ -192,7 +192,7 @@ extension RangeCache {
             indexFailed(&state, error)
             throw error
         }
-        storage.remove(dataDirectory + "/" + record.fileName)
+        state.doomedFiles.append(dataDirectory + "/" + record.fileName)
         state.totalAllocated -= record.allocated
         record.allocated = 0
         record.fileName = fileName
@@ -209,6 +209,7 @@ extension RangeCache {
     func setMetadata(_ id: Int64, _ metadata: EntryMetadata) throws(CacheError) -> Bool {
         var metadata = metadata
         metadata.url = recordedURL(metadata.url)
+        defer { removeDoomedFilesInBackground() }
         return try state.withLock { (state) throws(CacheError) -> Bool in
             try state.requireWritable(configuration)
             guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
@@ -226,6 +227,7 @@ extension RangeCache {
     }
 
     func correctLength(_ id: Int64, _ length: Int64) throws(CacheError) {
+        defer { removeDoomedFilesInBackground() }
         try state.withLock { (state) throws(CacheError) in
             try state.requireWritable(configuration)
             guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
@@ -255,6 +257,7 @@ extension RangeCache {
     }
 
     func drop(_ id: Int64) throws(CacheError) {
+        defer { removeDoomedFiles() }
         try state.withLock { (state) throws(CacheError) in
             try state.requireWritable(configuration)
             try reset(&state, id: id, metadata: EntryMetadata())
@@ -278,10 +281,12 @@ extension RangeCache {
         do throws(CacheError) {
             try file.write(bytes, at: offset)
         } catch {
+            let shortfall = error == .diskFull ? freeSpaceShortfall(extra: max(1 << 20, Int64(bytes.count) * 16)) : 0
             state.withLock { state in
                 state.stats.writeFailures += 1
-                if error == .diskFull { _ = evict(&state, extraFree: max(1 << 20, Int64(bytes.count) * 16)) }
+                if error == .diskFull { _ = evict(&state, shortfall: shortfall) }
             }
+            removeDoomedFilesInBackground()
             throw error
         }
         let range = offset..<(offset + Int64(bytes.count))
@@ -357,6 +362,8 @@ extension RangeCache {
             failure = error
         }
         let allocated = job.file.allocatedBytes()
+        let shortfall = freeSpaceShortfall(extra: 0)
+        defer { removeDoomedFiles() }  // this is the sync queue
         state.withLock { state in
             guard var record = state.records[id] else { return }
             if counted { record.syncJobs -= 1 }
@@ -392,7 +399,7 @@ extension RangeCache {
             }
             state.records[id] = record
             state.deletePendingRows()
-            _ = evict(&state, extraFree: 0)
+            _ = evict(&state, shortfall: shortfall)
         }
     }
 
@@ -474,6 +481,7 @@ extension RangeCache {
     }
 
     private func releaseHandle(_ id: Int64) {
+        defer { removeDoomedFilesInBackground() }
         state.withLock { state in
             guard var record = state.records[id] else { return }
             record.handles -= 1
@@ -484,7 +492,7 @@ extension RangeCache {
             if record.available.isEmpty, record.committed.isEmpty, !state.isInUse(record), state.index != nil,
                 configuration.mode == .readWrite
             {
-                state.remove([id], dataDirectory: dataDirectory, storage: storage)
+                state.remove([id], dataDirectory: dataDirectory)
                 return
             }
             record.file = nil

@@ -64,6 +64,9 @@ struct CacheState {
     var pendingDeletes: [Int64] = []
     /// Whether the data directory was fsync'ed since a file was created in it.
     var dataDirectorySynced = false
+    /// Data files of forgotten or emptied entries, removed once the lock is released (an
+    /// unlink on a slow disk must not hold up a read): see `RangeCache.removeDoomedFiles()`.
+    var doomedFiles: [String] = []
 
     init(index: Index?, rows: [IndexRow], lockDescriptor: Int32, damaged: Int) {
         self.index = index
@@ -107,16 +110,16 @@ struct CacheState {
         totalAllocated += record.allocated
     }
 
-    /// Forgets entries: their files first (space comes back even on a full
-    /// disk), then their index rows. A row whose delete fails is retried later;
-    /// until then it names a missing file, which the next open drops.
-    mutating func remove(_ chosen: [Int64], dataDirectory: String, storage: any CacheStorage) {
+    /// Forgets entries and deletes their index rows; their files join ``doomedFiles``. A row
+    /// whose delete fails (a full disk) is retried later; a crash before the files are gone
+    /// leaves files no row names, which the next open removes.
+    mutating func remove(_ chosen: [Int64], dataDirectory: String) {
         guard !chosen.isEmpty else { return }
         for id in chosen {
             guard let record = records.removeValue(forKey: id) else { continue }
             ids[CacheState.slot(record.namespace, record.key)] = nil
             totalAllocated -= record.allocated
-            storage.remove(dataDirectory + "/" + record.fileName)
+            doomedFiles.append(dataDirectory + "/" + record.fileName)
         }
         pendingDeletes += chosen
         deletePendingRows()

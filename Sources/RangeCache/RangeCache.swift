@@ -136,6 +136,7 @@ public final class RangeCache: Sendable {
             if case .index(let why) = error { state.withLock { state in rebuildIndex(&state, because: why) } }
         }
         let files = storage.fileNames(in: dataDirectory)
+        defer { removeDoomedFiles() }
         state.withLock { state in
             guard !state.closed else { return }
             var referenced = Set<String>()
@@ -151,10 +152,10 @@ public final class RangeCache: Sendable {
             if !vanished.isEmpty {
                 logger.warning("dropped \(vanished.count) entries whose data file is missing")
                 state.stats.damagedEntries += vanished.count
-                state.remove(vanished, dataDirectory: dataDirectory, storage: storage)
+                state.remove(vanished, dataDirectory: dataDirectory)
             }
             // A file no entry names: a crash between creating or removing a file and the index.
-            for file in files where !referenced.contains(file) { storage.remove(dataDirectory + "/" + file) }
+            for file in files where !referenced.contains(file) { state.doomedFiles.append(dataDirectory + "/" + file) }
         }
     }
 
@@ -373,11 +374,12 @@ public final class RangeCache: Sendable {
     /// Removes every entry of `namespace` (every entry when nil). Entries in use
     /// (pinned or open) are emptied instead, so their handles stay valid.
     public func clear(namespace: String? = nil) throws(CacheError) {
+        defer { removeDoomedFiles() }
         try state.withLock { (state) throws(CacheError) in
             try state.requireWritable(configuration)
             let chosen = state.records.values.filter { namespace == nil || $0.namespace == namespace }
             let idle = chosen.filter { !state.isInUse($0) }.map(\.id)
-            state.remove(idle, dataDirectory: dataDirectory, storage: storage)
+            state.remove(idle, dataDirectory: dataDirectory)
             for record in chosen where state.isInUse(record) {
                 try reset(&state, id: record.id, metadata: EntryMetadata())
             }
@@ -387,12 +389,13 @@ public final class RangeCache: Sendable {
     /// Removes the entry for `key` unless it is in use; returns whether it was removed.
     @discardableResult
     public func remove(_ key: CacheKey, namespace: String = RangeCache.defaultNamespace) throws(CacheError) -> Bool {
-        try state.withLock { (state) throws(CacheError) -> Bool in
+        defer { removeDoomedFiles() }
+        return try state.withLock { (state) throws(CacheError) -> Bool in
             try state.requireWritable(configuration)
             guard let id = state.ids[CacheState.slot(namespace, key.value)], !state.isInUse(state.records[id]!) else {
                 return false
             }
-            state.remove([id], dataDirectory: dataDirectory, storage: storage)
+            state.remove([id], dataDirectory: dataDirectory)
             return true
         }
     }
@@ -418,11 +421,29 @@ public final class RangeCache: Sendable {
     /// Returns how many entries were removed.
     @discardableResult
     public func evict() -> Int {
-        state.withLock { state in evict(&state, extraFree: 0) }
+        let shortfall = freeSpaceShortfall(extra: 0)
+        defer { removeDoomedFiles() }
+        return state.withLock { state in evict(&state, shortfall: shortfall) }
     }
 
-    /// The free bytes the file system must keep: the larger of the two floors.
-    private func freeSpaceShortfall(extra: Int64) -> Int64 {
+    /// Removes the files in `CacheState.doomedFiles`, with the lock released.
+    func removeDoomedFiles() {
+        let paths = state.withLock { state in
+            defer { state.doomedFiles = [] }
+            return state.doomedFiles
+        }
+        for path in paths { storage.remove(path) }
+    }
+
+    /// ``removeDoomedFiles()`` on the sync queue: for callers on the fetcher's thread or
+    /// GStreamer's, which must not wait for the disk.
+    func removeDoomedFilesInBackground() {
+        syncQueue.async { [weak self] in self?.removeDoomedFiles() }
+    }
+
+    /// How many bytes the file system lacks to keep its free-space floor (the larger of the
+    /// two floors) plus `extra`. A statvfs, so asked with the lock released.
+    func freeSpaceShortfall(extra: Int64) -> Int64 {
         var info = statvfs()
         guard statvfs(directory.path, &info) == 0 else { return 0 }
         let blockSize = Int64(info.f_frsize)
@@ -432,10 +453,12 @@ public final class RangeCache: Sendable {
         return max(0, floor - free)
     }
 
-    func evict(_ state: inout CacheState, extraFree: Int64) -> Int {
+    /// Forgets least recently used entries not in use until the cache is within its budget and
+    /// `shortfall` bytes are freed; their files are doomed. Returns how many.
+    func evict(_ state: inout CacheState, shortfall: Int64) -> Int {
         guard state.index != nil, configuration.mode == .readWrite else { return 0 }
         var overBudget = state.totalAllocated - configuration.budgetBytes
-        var shortfall = freeSpaceShortfall(extra: extraFree)
+        var shortfall = shortfall
         guard overBudget > 0 || shortfall > 0 else { return 0 }
         let candidates = state.records.values.filter { !state.isInUse($0) }
             .sorted { ($0.lastAccess, $0.id) < ($1.lastAccess, $1.id) }
@@ -445,7 +468,7 @@ public final class RangeCache: Sendable {
             overBudget -= record.allocated
             shortfall -= max(record.allocated, 1)
         }
-        state.remove(chosen, dataDirectory: dataDirectory, storage: storage)
+        state.remove(chosen, dataDirectory: dataDirectory)
         state.stats.evictions += chosen.count
         if !chosen.isEmpty { logger.debug("evicted \(chosen.count) entries") }
         return chosen.count
@@ -481,6 +504,7 @@ public final class RangeCache: Sendable {
     public func close() {
         if state.withLock({ $0.closed }) { return }
         try? flush()
+        removeDoomedFiles()
         state.withLock { state in
             guard !state.closed else { return }
             if let index = state.index, configuration.mode == .readWrite {
