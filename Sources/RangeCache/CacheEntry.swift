@@ -363,7 +363,12 @@ extension RangeCache {
         }
         let allocated = job.file.allocatedBytes()
         let shortfall = freeSpaceShortfall(extra: 0)
-        defer { removeDoomedFiles() }  // this is the sync queue
+        var walPages = 0
+        defer {
+            // This is the sync queue.
+            removeDoomedFiles()
+            if walPages >= configuration.checkpointPages { checkpointIndex() }
+        }
         state.withLock { state in
             guard var record = state.records[id] else { return }
             if counted { record.syncJobs -= 1 }
@@ -400,6 +405,7 @@ extension RangeCache {
             state.records[id] = record
             state.deletePendingRows()
             _ = evict(&state, shortfall: shortfall)
+            walPages = state.index?.database.walPages ?? 0
         }
     }
 

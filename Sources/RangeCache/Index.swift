@@ -51,6 +51,7 @@ struct Index {
         if !readOnly {
             _ = try database.text("PRAGMA journal_mode=WAL")
             try database.execute("PRAGMA synchronous=NORMAL")
+            try database.takeOverCheckpoints()
         }
         let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0  // also fails on garbage
         if version == 0, !readOnly {

@@ -48,6 +48,10 @@ public final class RangeCache: Sendable {
         public var maximumUnsyncedBytes: Int64 = 4 << 20
         /// Time after a write by which it is synced and committed (default 2 s).
         public var syncInterval: Duration = .seconds(2)
+        /// Once the index's write-ahead log holds this many pages, it is copied into the index
+        /// (and synced) on the sync queue: never inside a commit, which runs under the lock
+        /// that reads take.
+        public var checkpointPages: Int = 1000
         /// Read-write (the daemon) or read-only (the CLI).
         public var mode: AccessMode = .readWrite
         /// Where the data files live (the file system; tests put a simulated disk here).
@@ -424,6 +428,15 @@ public final class RangeCache: Sendable {
         let shortfall = freeSpaceShortfall(extra: 0)
         defer { removeDoomedFiles() }
         return state.withLock { state in evict(&state, shortfall: shortfall) }
+    }
+
+    /// Checkpoints the index through a connection of its own; on the sync queue.
+    func checkpointIndex() {
+        do throws(CacheError) {
+            try Database.checkpoint(path: indexPath)
+        } catch {
+            logger.debug("index checkpoint failed: \(error)")
+        }
     }
 
     /// Removes the files in `CacheState.doomedFiles`, with the lock released.

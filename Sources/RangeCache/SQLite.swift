@@ -1,5 +1,6 @@
 import FoundationEssentials
 internal import CSQLite
+import Synchronization
 
 /// One SQLite connection, used by one thread at a time (the cache's lock).
 /// Every call goes through ``check(_:_:)``, which turns a result code into a
@@ -7,6 +8,8 @@ internal import CSQLite
 final class Database {
     private var handle: OpaquePointer?
     private var statements: [String: OpaquePointer] = [:]
+    /// Pages in the write-ahead log after this connection's last commit (see ``walPages``).
+    private let walSize = WALSize()
 
     /// Opens the database at `path`, read-write (creating it) or read-only;
     /// `immutable` promises SQLite that no one changes the file (read-only media).
@@ -32,6 +35,32 @@ final class Database {
     }
 
     deinit { close() }
+
+    /// Pages in the write-ahead log after this connection's last commit, once
+    /// ``takeOverCheckpoints()`` was called; 0 before.
+    var walPages: Int { walSize.pages.load(ordering: .relaxed) }
+
+    /// Stops SQLite from checkpointing inside this connection's commits (a checkpoint syncs
+    /// the disk, and commits run under the cache's lock) and counts the log's pages instead:
+    /// the owner checkpoints elsewhere, through ``checkpoint(path:)``, when ``walPages`` grows.
+    func takeOverCheckpoints() throws(CacheError) {
+        try execute("PRAGMA wal_autocheckpoint=0")
+        sqlite3_wal_hook(handle, WALSize.hook, Unmanaged.passUnretained(walSize).toOpaque())
+    }
+
+    /// Copies the write-ahead log of the database at `path` into it and syncs it, through a
+    /// connection of its own (PASSIVE: writers go on meanwhile). Returns the log pages left
+    /// behind (0 when the whole log was copied and the next commit starts it over).
+    @discardableResult
+    static func checkpoint(path: String) throws(CacheError) -> Int {
+        let database = try Database(path: path, readOnly: false)
+        defer { database.close() }
+        var remaining = 0
+        try database.run("PRAGMA wal_checkpoint(PASSIVE)") { row in
+            remaining = Int((row.integer(1) ?? 0) - (row.integer(2) ?? 0))
+        }
+        return remaining
+    }
 
     /// Finalises every statement and closes the connection.
     func close() {
@@ -123,6 +152,19 @@ final class Database {
 
     /// SQLite's SQLITE_TRANSIENT: copy the bound bytes now.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
+
+/// The size of a connection's write-ahead log, as its WAL hook reports it after each commit.
+private final class WALSize: Sendable {
+    let pages = Atomic<Int>(0)
+
+    /// The hook: `context` is the connection's ``WALSize``, unretained (the connection owns it
+    /// and outlives its hook).
+    static let hook: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32 = {
+        context, _, _, pages in
+        if let context { Unmanaged<WALSize>.fromOpaque(context).takeUnretainedValue().pages.store(Int(pages), ordering: .relaxed) }
+        return SQLITE_OK
+    }
 }
 
 /// A value bound to a statement parameter.
