@@ -84,6 +84,13 @@ public final class Fetcher: Sendable {
         running.post(.setPriority(id, priority))
     }
 
+    /// Holds a transfer's receiving (`curl_easy_pause`; the connection stays open) until it is
+    /// released: a writer whose disk lags behind asks for no more bytes meanwhile, without
+    /// making the fetcher's thread wait. A hold outlasts priority changes.
+    public func hold(_ id: TransferID, _ held: Bool) {
+        running.post(.hold(id, held))
+    }
+
     /// Cancels a transfer; no event of it is delivered after the fetcher thread handles this,
     /// which is when `completion` runs (on that thread).
     public func cancel(_ id: TransferID, completion: (@Sendable () -> Void)? = nil) {
@@ -107,6 +114,7 @@ final class FetcherWorker: Sendable {
         case start(TransferID, RangeRequest, URLResolver?, @Sendable (TransferID, TransferEvent) -> Void)
         case cancel(TransferID, (@Sendable () -> Void)?)
         case setPriority(TransferID, FetchPriority)
+        case hold(TransferID, Bool)
         case resolved(TransferID, URL?)
     }
 
@@ -218,6 +226,8 @@ struct FetcherLoop {
             completion?()
         case .setPriority(let id, let priority):
             transfers[id]?.setPriority(priority)
+        case .hold(let id, let held):
+            transfers[id]?.held = held
         case .resolved(let id, let url):
             transfers[id]?.resolved(url, now: now)
         }
@@ -244,11 +254,12 @@ struct FetcherLoop {
         return Int32(min(1000, max(0, (deadline - now) * 1000 + 1)))
     }
 
-    /// Pauses every receiving transfer below the highest receiving priority; resumes the rest.
+    /// Pauses every receiving transfer below the highest receiving priority, and every held
+    /// one; resumes the rest. A held transfer does not count as receiving for the others.
     private func applyPriorities(now: Double) {
-        let top = transfers.values.filter(\.isReceiving).map(\.priority).max()
+        let top = transfers.values.filter { $0.isReceiving && !$0.held }.map(\.priority).max()
         for transfer in transfers.values where transfer.isReceiving {
-            transfer.setPaused(top.map { transfer.priority < $0 } ?? false, now: now)
+            transfer.setPaused(transfer.held || top.map { transfer.priority < $0 } ?? false, now: now)
         }
     }
 

@@ -61,6 +61,8 @@ final class Transfer {
     private var url: URL
     private(set) var phase: Phase = .done
     private(set) var paused = false
+    /// Held by its caller (see ``Fetcher/hold(_:_:)``): paused whatever its priority.
+    var held = false
     /// The first byte not yet delivered.
     private var next: Int64
     /// One past the last byte to deliver, when known (the request's end within the total).

@@ -457,15 +457,20 @@ public final class CachedByteSource: ByteSource {
     private func handle(_ event: TransferEvent, of key: Int) {
         var callbacks: [@Sendable () -> Void] = []
         var actions: [DownloadPlanner.Action] = []
-        // Bytes go to the disk before the lock is taken: a write waits for the cache's running
-        // sync when the download outruns the disk, and GStreamer's reads take this lock. Every
+        // Bytes go to the disk before the lock is taken: a write may wait for the kernel (its
+        // dirty-page limit on a slow disk), and GStreamer's reads take this lock. Every
         // event of a transfer, and every change of version, comes on the fetcher's thread, so
         // no other version can be bound to the entry in between.
         var diskRefused: CacheError?
         if case .data(let bytes, let offset) = event,
             state.withLock({ !$0.closed && $0.planner.transfers.contains { $0.key == key } })
         {
-            do throws(CacheError) { try entry.write(bytes, at: offset) } catch { diskRefused = error }
+            do throws(CacheError) {
+                try entry.write(bytes, at: offset)
+                transfers.wrote(key, to: entry)
+            } catch {
+                diskRefused = error
+            }
         }
         state.withLock { state in
             guard !state.closed, state.planner.transfers.contains(where: { $0.key == key }) else { return }
@@ -508,6 +513,8 @@ public final class CachedByteSource: ByteSource {
                 state.info?.length = length
                 try? entry.flush()
                 try? entry.correctLength(length)
+            case .status(.paused) where transfers.isHeldForTheDisk(key):
+                state.transferStatus = "waiting for the disk to store what arrived"
             case .status(let status):
                 state.transferStatus = Self.describe(status)
                 let isParked = state.planner.transfers.first { $0.key == key }?.role == .parked

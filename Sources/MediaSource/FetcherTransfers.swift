@@ -1,4 +1,5 @@
 import Fetcher
+import RangeCache
 import Synchronization
 
 /// The fetcher's transfers of one source under the planner's names for them. Actions are
@@ -14,9 +15,28 @@ final class FetcherTransfers: Sendable {
 
     private let fetcher: Fetcher
     private let slots = Mutex<[Int: Slot]>([:])
+    private let pacer: SyncPacer
 
     init(fetcher: Fetcher) {
         self.fetcher = fetcher
+        pacer = SyncPacer(fetcher: fetcher)
+    }
+
+    /// Call after writing transfer `key`'s bytes to `entry`: see ``SyncPacer``.
+    func wrote(_ key: Int, to entry: CacheEntry) {
+        if let id = runningID(key) { pacer.wrote(id, to: entry) }
+    }
+
+    /// Whether transfer `key` is held until the disk catches up.
+    func isHeldForTheDisk(_ key: Int) -> Bool {
+        runningID(key).map(pacer.isHolding) ?? false
+    }
+
+    private func runningID(_ key: Int) -> TransferID? {
+        slots.withLock { slots in
+            if case .running(let id) = slots[key] { return id }
+            return nil
+        }
     }
 
     /// Starts `request` as transfer `key`, unless its cancel came first.

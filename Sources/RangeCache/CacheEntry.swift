@@ -71,6 +71,9 @@ public final class CacheEntry: Sendable {
     /// Stores `bytes` at `offset`. The bytes can be read back at once; they are
     /// synced and committed in batches (``RangeCache/Configuration/syncBatchBytes``,
     /// ``RangeCache/Configuration/syncInterval``, ``flush()``), never per write.
+    /// A write never waits for a sync: when the writer outruns the disk, ``isBehindOnSyncs``
+    /// turns true and the writer should take no more bytes until ``whenSyncsCatchUp(_:)``
+    /// calls back, so that a crash loses no more than about two batches.
     /// - Throws: ``CacheError`` when the disk refuses (full, read-only,
     ///   permissions): the caller keeps streaming from memory.
     public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws(CacheError) {
@@ -105,6 +108,18 @@ public final class CacheEntry: Sendable {
         guard count > 0 else { return nil }
         if count < available { data.count = count }
         return data
+    }
+
+    /// Whether ``RangeCache/Configuration/maximumUnsyncedBytes`` or more of this entry's bytes
+    /// wait for a sync: the writer is ahead of the disk.
+    public var isBehindOnSyncs: Bool {
+        cache.state.withLock { $0.records[id].map { $0.unsyncedBytes >= cache.configuration.maximumUnsyncedBytes } ?? false }
+    }
+
+    /// Calls `body` (on the cache's sync queue) once everything written so far is synced and
+    /// committed, or failed to be: when a writer ahead of the disk may go on.
+    public func whenSyncsCatchUp(_ body: @escaping @Sendable () -> Void) {
+        cache.syncInBackground(id, then: body)
     }
 
     /// Syncs and commits everything written so far: call when a transfer ends.
@@ -148,7 +163,7 @@ public final class CacheEntry: Sendable {
 
 extension RangeCache {
     /// What a writer does after registering its bytes.
-    private enum SyncAction { case none, sync, waitThenSync }
+    private enum SyncAction { case none, sync }
 
     /// The entry's open data file, opening (and checking) or creating it. An
     /// existing file that is foreign or too short empties the entry.
@@ -304,13 +319,10 @@ extension RangeCache {
                 let deadline = DispatchTime.now() + .nanoseconds(Int(configuration.syncInterval / .nanoseconds(1)))
                 syncQueue.asyncAfter(deadline: deadline) { [weak self] in self?.sync(id, timed: true) }
             }
-            if record.unsyncedBytes >= configuration.syncBatchBytes {
-                if record.syncJobs == 0 {
-                    record.syncJobs += 1
-                    action = .sync
-                } else if record.unsyncedBytes >= configuration.maximumUnsyncedBytes {
-                    action = .waitThenSync
-                }
+            // With a sync running, its end chains the next batch.
+            if record.unsyncedBytes >= configuration.syncBatchBytes, record.syncJobs == 0 {
+                record.syncJobs += 1
+                action = .sync
             }
             state.records[id] = record
             return action
@@ -318,17 +330,6 @@ extension RangeCache {
         switch action {
         case .none: break
         case .sync: syncQueue.async { self.sync(id, counted: true) }
-        case .waitThenSync:
-            // A batch is being synced and the next one reached the cap: wait, so
-            // a crash never loses more than these two.
-            onSyncQueue {}
-            let start = state.withLock { state -> Bool in
-                guard var record = state.records[id], record.syncJobs == 0, !record.unsynced.isEmpty else { return false }
-                record.syncJobs += 1
-                state.records[id] = record
-                return true
-            }
-            if start { syncQueue.async { self.sync(id, counted: true) } }
         }
     }
 
@@ -413,6 +414,14 @@ extension RangeCache {
         guard configuration.mode == .readWrite else { return }
         onSyncQueue { sync(id) }
         try state.withLock { (state) throws(CacheError) in try state.reportSyncError(id) }
+    }
+
+    /// Syncs entry `id` on the sync queue (after the syncs queued before), then calls `body`.
+    func syncInBackground(_ id: Int64, then body: @escaping @Sendable () -> Void) {
+        syncQueue.async { [weak self] in
+            self?.sync(id)
+            body()
+        }
     }
 
     func syncInBackground(_ id: Int64) {

@@ -66,6 +66,12 @@ do {
             let shift = Int64((2 * versions[index] + index) * 4099)
             for i in 0..<count { piece[i] = source[Int((offset + Int64(i) + shift) % Int64(source.count))] }
             try piece.withUnsafeBytes { try entry.write(UnsafeRawBufferPointer(rebasing: $0[..<count]), at: offset) }
+            if entry.isBehindOnSyncs {
+                // Ahead of the disk: take no more bytes until it catches up, as a transfer is held.
+                let caughtUp = DispatchSemaphore(value: 0)
+                entry.whenSyncsCatchUp { caughtUp.signal() }
+                caughtUp.wait()
+            }
             say("W \(index) \(versions[index]) \(entry.cachedRanges.count)")
         }
     }

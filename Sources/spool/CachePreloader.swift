@@ -181,6 +181,7 @@ final class HeadJob: Sendable {
     let url: URL
     private let entry: CacheEntry
     private let fetcher: Fetcher
+    private let pacer: SyncPacer
     private let revalidator: Revalidator
     private let prefix: Int64
     private let tail: Int64
@@ -195,6 +196,7 @@ final class HeadJob: Sendable {
         self.url = url
         self.entry = entry
         self.fetcher = fetcher
+        pacer = SyncPacer(fetcher: fetcher)
         self.prefix = prefix
         self.tail = tail
         self.onEnd = onEnd
@@ -264,11 +266,12 @@ final class HeadJob: Sendable {
         case .data(let bytes, let offset):
             do throws(CacheError) {
                 try entry.write(bytes, at: offset)
+                pacer.wrote(id, to: entry)
             } catch {
                 finish("cannot cache: \(error)")
             }
         case .finished:
-            try? entry.flush()
+            entry.flushInBackground()  // this is the fetcher's thread
             state.withLock { $0.transfer = nil }
             next()
         case .failed(let error):
@@ -276,7 +279,7 @@ final class HeadJob: Sendable {
             finish(error.description)
         case .status(.endedShort(let length)):
             // The body ended before its declared length on an origin without ranges: that is the end.
-            try? entry.flush()
+            entry.flushInBackground()
             _ = try? entry.correctLength(length)
         case .notModified, .status:
             break
@@ -292,8 +295,7 @@ final class HeadJob: Sendable {
         }
         guard let transfer else { return }
         if let transfer { fetcher.cancel(transfer) }
-        try? entry.flush()
-        entry.close()
+        entry.closeInBackground()  // often on the fetcher's thread, which never waits for the disk
         onEnd(self, error)
     }
 }

@@ -84,4 +84,32 @@ struct SlowDiskTests {
         #expect(firstDifference(try readFully(source, at: 0, length: 32 << 10).get(), rig.body.prefix(32 << 10)) == nil)
         #expect(storage.completed.load(ordering: .relaxed) == 0, "a read waited for a sync")
     }
+
+    /// A download that outruns its disk is held on the wire until the syncs catch up; the
+    /// fetcher's thread never waits for them, so another track's download goes on meanwhile.
+    @Test func aDownloadAheadOfItsDiskIsHeldAndAnotherOneGoesOn() throws {
+        let storage = GatedSyncStorage()
+        defer { storage.open() }
+        // Capped: at full loopback speed one pass of the fetcher's loop takes in more than the
+        // whole body, before a hold can take effect.
+        let slow = try CacheRig(
+            size: 1_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000), storage: storage, syncBatchBytes: 32 << 10)
+        let other = try CacheRig(size: 400_000, fetcher: slow.fetcher)
+        let held = try slow.source()
+        defer { held.close() }
+        _ = try open(held).get()
+        #expect(eventually(timeout: 5) { storage.started.load(ordering: .relaxed) >= 1 })
+        #expect(eventually(timeout: 5) { held.downloadState == "waiting for the disk to store what arrived" }, "\(held.downloadState)")
+
+        let source = try other.source()
+        defer { source.close() }
+        _ = try open(source).get()
+        #expect(firstDifference(try readFully(source, at: 0, length: other.body.count, timeout: 5).get(), other.body) == nil)
+        #expect(storage.completed.load(ordering: .relaxed) == 0, "the other download waited for the slow disk's sync")
+
+        storage.open()
+        #expect(firstDifference(try readFully(held, at: 0, length: slow.body.count).get(), slow.body) == nil)
+        let entry = try slow.cache.entry(for: slow.url)
+        #expect(eventually(timeout: 5) { entry.durableRanges.count == Int64(slow.body.count) })
+    }
 }
