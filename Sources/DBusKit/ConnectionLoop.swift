@@ -221,10 +221,18 @@ final class ConnectionLoop {
             logger.notice("the D-Bus bus went away")
             return
         }
-        guard !subscriptions.isEmpty, let arguments = try? Marshal.read(message) else { return }
+        // The bus delivers unicast signals whatever the match rules say: any client can send
+        // this connection a body of megabytes. Only a subscriber that wants the signal pays for
+        // reading it.
+        let candidates = subscriptions.values.filter {
+            $0.rule.matchesHeader(sender: header.sender, path: path, interface: interface, member: member)
+        }
+        guard !candidates.isEmpty else { return }
+        core.signalBodiesRead.add(1, ordering: .relaxed)
+        guard let arguments = try? Marshal.read(message) else { return }
         let signal = DBusSignalMessage(
             sender: header.sender, path: path, interface: interface, member: member, arguments: arguments)
-        for subscription in subscriptions.values where subscription.rule.matches(signal) {
+        for subscription in candidates where subscription.rule.matches(signal) {
             subscription.continuation.yield(signal)
         }
     }

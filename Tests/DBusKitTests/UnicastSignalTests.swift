@@ -1,0 +1,56 @@
+@testable import DBusKit
+import Testing
+import TestSupport
+
+extension BusTests {
+    @Suite("Signals nobody subscribed to")
+    struct UnicastSignals {
+        /// The bus delivers a unicast signal whatever the receiver's match rules say, so any
+        /// client can send megabytes to a connection: only a signal a subscription wants may
+        /// cost the receiver the unmarshalling of its body.
+        @Test func aUnicastSignalNoRuleWantsIsDroppedBeforeItsBodyIsRead() async throws {
+            let bus = try PrivateBus()
+            let listener = try DBusConnection(address: bus.address)
+            defer { listener.close() }
+            let stream = try await listener.subscribe(matching: "type='signal',interface='\(testInterface)',member='Changed'")
+            let sender = try RawBusClient(address: bus.address)
+            let unwanted = [
+                (testPath, testInterface, "Other"), (testPath, "org.example.Else", "Changed"),
+                ("/org/example/Else", "org.example.Else", "Changed"),
+            ]
+            for (path, interface, member) in unwanted {
+                var message = RawMessage(.signal, destination: listener.uniqueName)
+                (message.path, message.interface, message.member) = (path, interface, member)
+                message.body = [.bytes(count: 4 << 20), .value(.string("unwanted"))]
+                #expect(sender.send(message) != nil)
+            }
+            var wanted = RawMessage(.signal, destination: listener.uniqueName)
+            (wanted.path, wanted.interface, wanted.member) = (testPath, testInterface, "Changed")
+            wanted.body = [.value(.string("wanted"))]
+            #expect(sender.send(wanted) != nil)
+            var signals = stream.makeAsyncIterator()
+            let received = await signals.next()
+            #expect(received?.arguments == [.string("wanted")])
+            #expect(received?.sender == sender.uniqueName)
+            // The connection handles messages in order: the unwanted ones were dropped before this one.
+            #expect(listener.signalBodiesRead == 1)
+        }
+
+        @Test func aRuleOnAnArgumentStillSeesTheArguments() async throws {
+            let bus = try PrivateBus()
+            let listener = try DBusConnection(address: bus.address)
+            defer { listener.close() }
+            let stream = try await listener.subscribe(
+                matching: "type='signal',interface='\(testInterface)',member='Changed',arg0='volume'")
+            let sender = try RawBusClient(address: bus.address)
+            for text in ["rate", "volume"] {
+                var message = RawMessage(.signal, destination: nil)
+                (message.path, message.interface, message.member) = (testPath, testInterface, "Changed")
+                message.body = [.value(.string(text)), .value(.int32(3))]
+                #expect(sender.send(message) != nil)
+            }
+            var signals = stream.makeAsyncIterator()
+            #expect(await signals.next()?.arguments == [.string("volume"), .int32(3)])
+        }
+    }
+}
