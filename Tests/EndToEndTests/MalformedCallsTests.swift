@@ -175,6 +175,19 @@ struct MalformedCallsTests {
         #expect(elapsed < .milliseconds(100), "a normal call took \(elapsed)")
     }
 
+    @Test func seeksToTheEndOfTimeLeaveThePositionReadable() async throws {
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        // Queued and not loaded: a seek only records where Play will start, however far that is.
+        _ = try await daemon.mpris("org.spool.Spool1", "Add", [.stringArray(["http://127.0.0.1:1/never.mp3"])])
+        for offset in [Int64.max, .max, .min, .max] {
+            _ = try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Seek", [.int64(offset)])
+            let position = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value
+            #expect(position == (offset == .min ? 0 : .max))
+        }
+        #expect(daemon.process.isRunning, "daemon log:\n\(daemon.process.standardError.suffix(3000))")
+    }
+
     /// How long a reply may take.
     static let limit: Duration = .milliseconds(100)
 
