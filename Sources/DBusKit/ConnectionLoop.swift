@@ -17,6 +17,11 @@ final class ConnectionLoop {
         let continuation: AsyncStream<DBusSignalMessage>.Continuation
     }
 
+    /// The most values the arguments of a received method call may hold (a queue of a
+    /// quarter of a million URIs): any caller can send a call, and each value costs tens
+    /// of bytes once read, so a bigger one is refused with `LimitsExceeded` unread.
+    static let maximumCallValues = 1 << 18
+
     let core: ConnectionCore
     private let connection: OpaquePointer
     private var pending: [UInt32: PendingCall] = [:]
@@ -243,7 +248,7 @@ final class ConnectionLoop {
             let path = header.path ?? "/"
             let node = core.node(at: path)
             let (interface, method) = try ObjectDispatch.resolve(header, path: path, node: node)
-            let arguments = try Marshal.read(message)
+            let arguments = try Marshal.read(message, limit: Self.maximumCallValues)
             if let interface {
                 reply(to: address, .success(try ObjectDispatch.standard(interface, method, arguments, path, node)))
             } else {

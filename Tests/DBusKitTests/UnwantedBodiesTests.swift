@@ -3,7 +3,7 @@ import Testing
 import TestSupport
 
 extension BusTests {
-    @Suite("Signals nobody subscribed to")
+    @Suite("Bodies a receiver never asked for")
     struct UnicastSignals {
         /// The bus delivers a unicast signal whatever the receiver's match rules say, so any
         /// client can send megabytes to a connection: only a signal a subscription wants may
@@ -51,6 +51,26 @@ extension BusTests {
             }
             var signals = stream.makeAsyncIterator()
             #expect(await signals.next()?.arguments == [.string("volume"), .int32(3)])
+        }
+
+        /// A method call's arguments are read into values that cost far more than their bytes on the
+        /// wire; any client can call, so a call of too many values is refused before it is read.
+        @Test func aCallOfTooManyValuesIsRefusedWithoutBeingRead() async throws {
+            let echo = try EchoService()
+            let caller = try RawBusClient(address: echo.bus.address)
+            var call = RawMessage(.methodCall, destination: echo.service.uniqueName)
+            (call.path, call.interface, call.member) = (testPath, testInterface, "EchoVariant")
+            let refused = DBusError.limitsExceeded("").name
+            for body: RawArgument in [
+                .variant(.bytes(count: 4 << 20)), .variant(.repeated(.objectPath("/a"), count: ConnectionLoop.maximumCallValues)),
+            ] {
+                call.body = [body]
+                let started = ContinuousClock.now
+                #expect(caller.call(call, timeout: .seconds(30)) == .failed(name: refused, sender: echo.service.uniqueName))
+                #expect(ContinuousClock.now - started < .seconds(2))
+            }
+            call.body = [.variant(.repeated(.objectPath("/a"), count: 1000))]
+            #expect(caller.call(call, timeout: .seconds(5)) == .returned(sender: echo.service.uniqueName))
         }
     }
 }
