@@ -71,6 +71,7 @@ func everyCall(track: String, slow: (String) -> String) -> [ProbeCall] {
     // Methods with the right types and awkward values.
     let uris = [
         "", "http://", "http://exa mple.org/a.mp3", "gopher://x/y", String(repeating: "x", count: 100_000),
+        String(repeating: "\u{1F3B5}", count: 100_000), "http://127.0.0.1:1/" + String(repeating: "\u{00e9}", count: 200_000),
         "/nonexistent/a.mp3", "file:///nonexistent/", "http://127.0.0.1:1/list.m3u", slow("/list.m3u"), slow("/list.pls"),
         "http://256.256.256.256/a.mp3", "http://\u{00e9}xample.invalid/a.mp3",
     ]
