@@ -75,6 +75,8 @@ public final class RawBusClient: @unchecked Sendable {
     public private(set) var strays = 0
     /// How many of the strays were method returns or errors.
     public private(set) var strayReplies = 0
+    /// The time from sending the last call to its reply (building the message not included).
+    public private(set) var lastRoundTrip: Duration = .zero
 
     /// Connects to the bus at `address` and registers (Hello).
     public init(address: String) throws {
@@ -118,10 +120,12 @@ public final class RawBusClient: @unchecked Sendable {
     public func call(_ message: RawMessage, timeout: Duration) -> RawCallOutcome {
         guard let built = build(message) else { return .notSent }
         var serial: UInt32 = 0
+        let started = ContinuousClock.now
         let sent = dbus_connection_send(connection, built, &serial) != 0
         dbus_message_unref(built)
         guard sent else { return .notSent }
-        let deadline = ContinuousClock.now + timeout
+        let deadline = started + timeout
+        defer { lastRoundTrip = ContinuousClock.now - started }
         while true {
             while let received = dbus_connection_pop_message(connection) {
                 defer { dbus_message_unref(received) }
