@@ -229,8 +229,9 @@ final class ConnectionLoop {
         // The bus delivers unicast signals whatever the match rules say: any client can send
         // this connection a body of megabytes. Only a subscriber that wants the signal pays for
         // reading it.
+        let unicast = header.destination != nil
         let candidates = subscriptions.values.filter {
-            $0.rule.matchesHeader(sender: header.sender, path: path, interface: interface, member: member)
+            $0.rule.matchesHeader(sender: header.sender, path: path, interface: interface, member: member, unicast: unicast)
         }
         guard !candidates.isEmpty else { return }
         core.signalBodiesRead.add(1, ordering: .relaxed)

@@ -43,20 +43,26 @@ struct MatchRule: Sendable {
         return true
     }
 
-    /// Whether `signal` matches. A well-known `sender` other than the bus
-    /// itself cannot be resolved locally and is accepted.
+    /// Whether `signal`, a broadcast, matches. A well-known `sender` other than
+    /// the bus itself cannot be resolved locally and is accepted: the bus checked
+    /// who owns it before delivering a broadcast for this rule.
     func matches(_ signal: DBusSignalMessage) -> Bool {
         matchesHeader(sender: signal.sender, path: signal.path, interface: signal.interface, member: signal.member)
             && fields.allSatisfy { key, value in Self.isHeaderKey(key) || matches(argumentKey: key, value: value, signal) }
     }
 
     /// Whether a signal with these header fields can match, judged on every key
-    /// but the argument ones: what a receiver checks before it reads a body.
-    func matchesHeader(sender: String?, path: String, interface: String, member: String) -> Bool {
+    /// but the argument ones: what a receiver checks before it reads a body. A
+    /// `unicast` signal never matches a well-known `sender`: the bus delivers
+    /// those whatever the rules say, so nobody checked that the sender owns the name.
+    func matchesHeader(sender: String?, path: String, interface: String, member: String, unicast: Bool = false)
+        -> Bool
+    {
         fields.allSatisfy { key, value in
             switch key {
             case "type": value == "signal"
-            case "sender": !(value.hasPrefix(":") || value == "org.freedesktop.DBus") || sender == value
+            case "sender" where value.hasPrefix(":") || value == "org.freedesktop.DBus": sender == value
+            case "sender": !unicast
             case "interface": interface == value
             case "member": member == value
             case "path": path == value

@@ -36,6 +36,29 @@ extension BusTests {
             #expect(listener.signalBodiesRead == 1)
         }
 
+        /// The bus checks a rule's well-known sender only for broadcasts; anyone can unicast a
+        /// signal that looks like the owner's (a PrepareForSleep on the system bus, say).
+        @Test func aUnicastSignalCannotPassForTheOwnerOfAWellKnownName() async throws {
+            let echo = try EchoService()
+            let stream = try await echo.client.subscribe(
+                matching: "type='signal',sender='\(testName)',interface='\(testInterface)',member='Changed'")
+            let impostor = try RawBusClient(address: echo.bus.address)
+            var forged = RawMessage(.signal, destination: echo.client.uniqueName)
+            (forged.path, forged.interface, forged.member) = (testPath, testInterface, "Changed")
+            forged.body = [.value(.string("forged"))]
+            #expect(impostor.send(forged) != nil)
+            // Answered once the bus has routed the forged signal, which then reaches the
+            // subscriber before anything the owner emits from now on.
+            var ping = RawMessage(.methodCall, destination: "org.freedesktop.DBus")
+            (ping.path, ping.interface, ping.member) = ("/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping")
+            #expect(impostor.call(ping, timeout: .seconds(5)) == .returned(sender: "org.freedesktop.DBus"))
+            echo.service.emitSignal(path: testPath, interface: testInterface, name: "Changed", arguments: [.string("real")])
+            var signals = stream.makeAsyncIterator()
+            let first = await signals.next()
+            #expect(first?.arguments == [.string("real")])
+            #expect(first?.sender == echo.service.uniqueName)
+        }
+
         @Test func aRuleOnAnArgumentStillSeesTheArguments() async throws {
             let bus = try PrivateBus()
             let listener = try DBusConnection(address: bus.address)
