@@ -228,7 +228,7 @@ struct DBusFuzzGenerator {
     /// Method returns and errors with made-up reply serials (small ones may hit a call the daemon made).
     private mutating func unsolicitedReply() -> FuzzStep {
         var message = RawMessage(random.next(below: 2) == 0 ? .methodReturn : .error, destination: daemon)
-        message.replySerial = random.next(below: 2) == 0 ? UInt32(1 + random.next(below: 64)) : max(1, UInt32(truncatingIfNeeded: random.next()))  // 0 makes libdbus abort the sender
+        message.replySerial = random.next(below: 2) == 0 ? UInt32(1 + random.next(below: 64)) : UInt32(truncatingIfNeeded: random.next())
         message.errorName = pick(["org.freedesktop.DBus.Error.NoReply", "org.example.Error.\(identifier())"])
         message.body = randomValues().map { .value($0) }
         return FuzzStep(message: message, label: "unsolicited reply")

@@ -22,7 +22,14 @@ public indirect enum RawArgument: Sendable {
 public struct RawMessage: Sendable {
     /// The four message types.
     public enum Kind: Sendable {
-        case methodCall, signal, methodReturn, error
+        /// A method call (it may ask for no reply).
+        case methodCall
+        /// A signal, broadcast or unicast.
+        case signal
+        /// A method return, answering `replySerial`.
+        case methodReturn
+        /// An error reply named `errorName`, answering `replySerial`.
+        case error
     }
 
     /// The message type.
@@ -38,7 +45,7 @@ public struct RawMessage: Sendable {
     /// The error name of an error message.
     public var errorName: String = "org.example.Error.Fuzz"
     /// The serial a reply claims to answer.
-    public var replySerial: UInt32 = 0
+    public var replySerial: UInt32 = 1
     /// Whether a call says it wants no reply.
     public var noReply = false
     /// The body.
@@ -177,7 +184,7 @@ public final class RawBusClient: @unchecked Sendable {
         case .methodReturn, .error:
             built = dbus_message_new(message.kind == .error ? DBUS_MESSAGE_TYPE_ERROR : DBUS_MESSAGE_TYPE_METHOD_RETURN)
             if let built {
-                dbus_message_set_reply_serial(built, message.replySerial)
+                dbus_message_set_reply_serial(built, max(1, message.replySerial))  // libdbus aborts on 0
                 dbus_message_set_no_reply(built, 1)
                 if let destination = message.destination { dbus_message_set_destination(built, destination) }
                 if message.kind == .error { dbus_message_set_error_name(built, message.errorName) }
