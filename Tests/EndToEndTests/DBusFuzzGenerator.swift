@@ -116,7 +116,11 @@ struct DBusFuzzGenerator {
         case 0: message = call(player, "Seek", [.value(.int64(awkwardInteger()))])
         case 1: message = call(player, "SetPosition", [.value(.objectPath(trackID())), .value(.int64(awkwardInteger()))])
         case 2: message = call(player, "OpenUri", [.value(.string(uri()))])
-        case 3: message = call(trackList, "AddTrack", [.value(.string(uri())), .value(.objectPath(trackID())), .value(.boolean(random.next() & 1 == 0))])
+        case 3:
+            let arguments: [RawArgument] = [
+                .value(.string(uri())), .value(.objectPath(trackID())), .value(.boolean(random.next() & 1 == 0)),
+            ]
+            message = call(trackList, "AddTrack", arguments)
         case 4: message = call(trackList, pick(["GoTo", "RemoveTrack"]), [.value(.objectPath(trackID()))])
         case 5:
             let count = pick([0, 1, 1000, 20_000])
@@ -208,8 +212,17 @@ struct DBusFuzzGenerator {
         var message = RawMessage(.signal, destination: random.next(below: 4) == 0 ? nil : daemon)
         let lookalikes: [(String, String, String, [RawArgument])] = [
             ("/org/freedesktop/login1", "org.freedesktop.login1.Manager", "PrepareForSleep", [.value(.boolean(true))]),
-            ("/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged", [.value(.string(busNameText())), .value(.string("")), .value(.string(daemon))]),
-            (Self.objectPath, Self.properties, "PropertiesChanged", [.value(.string(Self.player)), .value(.stringVariantDict([("Volume", .double(.infinity))])), .value(.stringArray([]))]),
+            (
+                "/org/freedesktop/DBus", "org.freedesktop.DBus", "NameOwnerChanged",
+                [.value(.string(busNameText())), .value(.string("")), .value(.string(daemon))]
+            ),
+            (
+                Self.objectPath, Self.properties, "PropertiesChanged",
+                [
+                    .value(.string(Self.player)), .value(.stringVariantDict([("Volume", .double(.infinity))])),
+                    .value(.stringArray([])),
+                ]
+            ),
             (Self.objectPath, Self.player, "Seeked", [.value(.int64(awkwardInteger()))]),
         ]
         if random.next(below: 2) == 0 {
@@ -243,13 +256,21 @@ struct DBusFuzzGenerator {
     private mutating func randomValues() -> [DBusValue] { random.values() }
 
     private mutating func objectPath() -> String {
-        pick(["/", "/org/mpris/MediaPlayer2/\(identifier())", "/\(identifier())/\(identifier())", "/org/spool/Track/\(random.next(below: 1_000_000))"])
+        pick([
+            "/", "/org/mpris/MediaPlayer2/\(identifier())", "/\(identifier())/\(identifier())",
+            "/org/spool/Track/\(random.next(below: 1_000_000))",
+        ])
     }
 
-    private mutating func busNameText() -> String { pick(["org.mpris.MediaPlayer2.spool", ":1.\(random.next(below: 100))", "org.freedesktop.login1"]) }
+    private mutating func busNameText() -> String {
+        pick(["org.mpris.MediaPlayer2.spool", ":1.\(random.next(below: 100))", "org.freedesktop.login1"])
+    }
 
     private mutating func trackID() -> String {
-        pick(["/org/spool/Track/\(random.next(below: 50))", "/org/spool/Track/999999999", "/org/mpris/MediaPlayer2/TrackList/NoTrack", "/", objectPath()])
+        pick([
+            "/org/spool/Track/\(random.next(below: 50))", "/org/spool/Track/999999999",
+            "/org/mpris/MediaPlayer2/TrackList/NoTrack", "/", objectPath(),
+        ])
     }
 
     private mutating func awkwardInteger() -> Int64 {
@@ -273,7 +294,11 @@ struct DBusFuzzGenerator {
     /// Values a property write may carry: right and wrong types, NaN, infinities, extremes.
     private mutating func propertyValue() -> DBusValue {
         switch random.next(below: 4) {
-        case 0: pick([.double(.nan), .double(.infinity), .double(-.infinity), .double(-1), .double(0), .double(1e308), .double(.leastNonzeroMagnitude), .double(0.5)])
+        case 0:
+            pick([
+                .double(.nan), .double(.infinity), .double(-.infinity), .double(-1), .double(0), .double(1e308),
+                .double(.leastNonzeroMagnitude), .double(0.5),
+            ])
         case 1: pick([.string("None"), .string("Track"), .string("Playlist"), .string(""), .string(identifier()), .string(hugeString())])
         case 2: pick([.boolean(true), .boolean(false), .int32(-1), .int64(.max), .uint64(.max)])
         default: random.value(depth: 0)
