@@ -68,12 +68,12 @@ struct DBusFuzzTests {
         let tracks = try await daemon.property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues?.count ?? -1
         print("D-Bus fuzz: the queue holds \(tracks) tracks (loopback URLs that never play)")
 
-        // Memory: a leak of every message would add at least the bytes they carried, hundreds of
+        // Memory: a leak of every message would add at least the bytes they carried, over 300
         // MiB. What the daemon legitimately keeps (the queue above, its last error) is small. The
-        // growth measured after the warm-up was 8-10 MiB, in one step and then flat (the
-        // allocator keeping a high-water mark), not a little per message.
+        // growth measured after the warm-up was 8-11 MiB, in steps with plateaus and drops (the
+        // allocator's high-water mark); four times as many messages grew it by 21 MiB, not 40.
         #expect(measuredBytes > 128 << 20)
-        #expect(after - warm < 16 << 10, "RSS grew from \(warm) KiB to \(after) KiB")
+        #expect(after - warm < 20 << 10, "RSS grew from \(warm) KiB to \(after) KiB")
         #expect(after - idle < 48 << 10, "RSS grew from \(idle) KiB to \(after) KiB")
         let log = daemon.process.standardError
         #expect(!log.contains("produced results of the wrong type"))
