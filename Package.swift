@@ -81,7 +81,7 @@ let package = Package(
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
-        .target(name: "TestSupport", dependencies: ["DBusKit"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DBusKit", "CDBus"], path: "Tests/TestSupport"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "RangeCacheTests", dependencies: ["RangeCache", "RangeCacheKillChild", "TestSupport"]),

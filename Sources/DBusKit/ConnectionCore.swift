@@ -39,6 +39,8 @@ final class ConnectionCore: Sendable {
     let finished = DispatchGroup()
     /// How many method returns and error replies this connection sent (for tests).
     let repliesSent = Atomic<Int>(0)
+    /// How many received signal bodies this connection unmarshalled (for tests).
+    let signalBodiesRead = Atomic<Int>(0)
 
     init(uniqueName: String, canPassFileDescriptors: Bool, logger: Logger) throws {
         var fds: [Int32] = [-1, -1]

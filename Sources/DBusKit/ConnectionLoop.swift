@@ -17,6 +17,11 @@ final class ConnectionLoop {
         let continuation: AsyncStream<DBusSignalMessage>.Continuation
     }
 
+    /// The most values the arguments of a received method call may hold (a queue of a
+    /// quarter of a million URIs): any caller can send a call, and each value costs tens
+    /// of bytes once read, so a bigger one is refused with `LimitsExceeded` unread.
+    static let maximumCallValues = 1 << 18
+
     let core: ConnectionCore
     private let connection: OpaquePointer
     private var pending: [UInt32: PendingCall] = [:]
@@ -221,10 +226,19 @@ final class ConnectionLoop {
             logger.notice("the D-Bus bus went away")
             return
         }
-        guard !subscriptions.isEmpty, let arguments = try? Marshal.read(message) else { return }
+        // The bus delivers unicast signals whatever the match rules say: any client can send
+        // this connection a body of megabytes. Only a subscriber that wants the signal pays for
+        // reading it.
+        let unicast = header.destination != nil
+        let candidates = subscriptions.values.filter {
+            $0.rule.matchesHeader(sender: header.sender, path: path, interface: interface, member: member, unicast: unicast)
+        }
+        guard !candidates.isEmpty else { return }
+        core.signalBodiesRead.add(1, ordering: .relaxed)
+        guard let arguments = try? Marshal.read(message) else { return }
         let signal = DBusSignalMessage(
             sender: header.sender, path: path, interface: interface, member: member, arguments: arguments)
-        for subscription in subscriptions.values where subscription.rule.matches(signal) {
+        for subscription in candidates where subscription.rule.matches(signal) {
             subscription.continuation.yield(signal)
         }
     }
@@ -235,7 +249,7 @@ final class ConnectionLoop {
             let path = header.path ?? "/"
             let node = core.node(at: path)
             let (interface, method) = try ObjectDispatch.resolve(header, path: path, node: node)
-            let arguments = try Marshal.read(message)
+            let arguments = try Marshal.read(message, limit: Self.maximumCallValues)
             if let interface {
                 reply(to: address, .success(try ObjectDispatch.standard(interface, method, arguments, path, node)))
             } else {

@@ -300,6 +300,9 @@ public final class DBusConnection: Sendable {
 
     /// How many method returns and error replies this connection has sent.
     var repliesSent: Int { core.repliesSent.load(ordering: .relaxed) }
+
+    /// How many received signal bodies this connection has unmarshalled.
+    var signalBodiesRead: Int { core.signalBodiesRead.load(ordering: .relaxed) }
 }
 
 /// The libdbus connection on its way to the thread that will own it.

@@ -45,4 +45,6 @@ public struct DBusError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func serviceUnknown(_ message: String) -> DBusError { standard("ServiceUnknown", message) }
     /// `org.freedesktop.DBus.Error.MatchRuleInvalid`: a match rule that does not parse.
     public static func matchRuleInvalid(_ message: String) -> DBusError { standard("MatchRuleInvalid", message) }
+    /// `org.freedesktop.DBus.Error.LimitsExceeded`.
+    public static func limitsExceeded(_ message: String) -> DBusError { standard("LimitsExceeded", message) }
 }

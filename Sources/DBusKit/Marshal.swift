@@ -85,17 +85,32 @@ enum Marshal {
         }
     }
 
-    /// Reads the whole body of `message`.
-    static func read(_ message: OpaquePointer) throws -> [DBusValue] {
+    /// Reads the whole body of `message`. With a `limit`, a body of more values than that
+    /// throws `LimitsExceeded`, and an array of fixed-size values (bytes, numbers) that
+    /// would exceed it throws before any of it is read: each value costs far more memory
+    /// than its bytes on the wire, so a megabyte array would cost tens of megabytes.
+    static func read(_ message: OpaquePointer, limit: Int = .max) throws -> [DBusValue] {
         var iter = DBusMessageIter()
         guard dbus_message_iter_init(message, &iter) != 0 else { return [] }
-        return try readAll(&iter)
+        var budget = Budget(remaining: limit, limit: limit)
+        return try readAll(&iter, &budget)
     }
 
-    private static func readAll(_ iter: inout DBusMessageIter) throws -> [DBusValue] {
+    /// How many more values a body may hold.
+    private struct Budget {
+        var remaining: Int
+        let limit: Int
+
+        mutating func spend(_ count: Int) throws {
+            remaining -= count
+            if remaining < 0 { throw DBusError.limitsExceeded("a message may carry at most \(limit) values") }
+        }
+    }
+
+    private static func readAll(_ iter: inout DBusMessageIter, _ budget: inout Budget) throws -> [DBusValue] {
         var values: [DBusValue] = []
         while dbus_message_iter_get_arg_type(&iter) != TypeCode.invalid {
-            values.append(try read(&iter))
+            values.append(try read(&iter, &budget))
             dbus_message_iter_next(&iter)
         }
         return values
@@ -107,12 +122,13 @@ enum Marshal {
         return String(cString: pointer)
     }
 
-    private static func read(_ iter: inout DBusMessageIter) throws -> DBusValue {
+    private static func read(_ iter: inout DBusMessageIter, _ budget: inout Budget) throws -> DBusValue {
         let type = dbus_message_iter_get_arg_type(&iter)
+        try budget.spend(1)
         var basic = DBusBasicValue()
         switch type {
         case TypeCode.array, TypeCode.structure, TypeCode.variant:
-            return try readContainer(type, &iter)
+            return try readContainer(type, &iter, &budget)
         case TypeCode.invalid:
             throw DBusError.invalidArgs("missing value")
         default:
@@ -140,20 +156,29 @@ enum Marshal {
         }
     }
 
-    private static func readContainer(_ type: Int32, _ iter: inout DBusMessageIter) throws -> DBusValue {
+    private static func readContainer(_ type: Int32, _ iter: inout DBusMessageIter, _ budget: inout Budget) throws
+        -> DBusValue
+    {
         var sub = DBusMessageIter()
         switch type {
         case TypeCode.variant:
             dbus_message_iter_recurse(&iter, &sub)
-            return .variant(try read(&sub))
+            return .variant(try read(&sub, &budget))
         case TypeCode.structure:
             dbus_message_iter_recurse(&iter, &sub)
-            return .structure(try readAll(&sub))
+            return .structure(try readAll(&sub, &budget))
         default:
             let element = String(currentSignature(&iter).dropFirst())  // drop the "a"
-            let isDictionary = dbus_message_iter_get_element_type(&iter) == TypeCode.dictEntry
+            let elementType = dbus_message_iter_get_element_type(&iter)
+            if budget.limit < .max, dbus_type_is_fixed(elementType) != 0 {
+                // libdbus counts fixed-size elements from the array's length, without walking it.
+                guard Int(dbus_message_iter_get_element_count(&iter)) <= budget.remaining else {
+                    throw DBusError.limitsExceeded("a message may carry at most \(budget.limit) values")
+                }
+            }
+            let isDictionary = elementType == TypeCode.dictEntry
             dbus_message_iter_recurse(&iter, &sub)
-            guard isDictionary else { return .array(elementSignature: element, try readAll(&sub)) }
+            guard isDictionary else { return .array(elementSignature: element, try readAll(&sub, &budget)) }
             let inner = element.dropFirst().dropLast()  // "{kv}" → "kv"
             let key = String(inner.prefix(1))
             let valueSignature = String(inner.dropFirst())
@@ -161,7 +186,7 @@ enum Marshal {
             while dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid {
                 var pair = DBusMessageIter()
                 dbus_message_iter_recurse(&sub, &pair)
-                let fields = try readAll(&pair)
+                let fields = try readAll(&pair, &budget)
                 guard fields.count == 2 else { throw DBusError.invalidArgs("malformed dictionary entry") }
                 entries.append(DBusDictEntry(fields[0], fields[1]))
                 dbus_message_iter_next(&sub)

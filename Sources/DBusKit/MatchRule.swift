@@ -43,22 +43,39 @@ struct MatchRule: Sendable {
         return true
     }
 
-    /// Whether `signal` matches. A well-known `sender` other than the bus
-    /// itself cannot be resolved locally and is accepted.
+    /// Whether `signal`, a broadcast, matches. A well-known `sender` other than
+    /// the bus itself cannot be resolved locally and is accepted: the bus checked
+    /// who owns it before delivering a broadcast for this rule.
     func matches(_ signal: DBusSignalMessage) -> Bool {
-        for (key, value) in fields where !matches(key: key, value: value, signal) { return false }
-        return true
+        matchesHeader(sender: signal.sender, path: signal.path, interface: signal.interface, member: signal.member)
+            && fields.allSatisfy { key, value in Self.isHeaderKey(key) || matches(argumentKey: key, value: value, signal) }
     }
 
-    private func matches(key: String, value: String, _ signal: DBusSignalMessage) -> Bool {
+    /// Whether a signal with these header fields can match, judged on every key
+    /// but the argument ones: what a receiver checks before it reads a body. A
+    /// `unicast` signal never matches a well-known `sender`: the bus delivers
+    /// those whatever the rules say, so nobody checked that the sender owns the name.
+    func matchesHeader(sender: String?, path: String, interface: String, member: String, unicast: Bool = false)
+        -> Bool
+    {
+        fields.allSatisfy { key, value in
+            switch key {
+            case "type": value == "signal"
+            case "sender" where value.hasPrefix(":") || value == "org.freedesktop.DBus": sender == value
+            case "sender": !unicast
+            case "interface": interface == value
+            case "member": member == value
+            case "path": path == value
+            case "path_namespace": value == "/" || path == value || path.hasPrefix(value + "/")
+            default: true
+            }
+        }
+    }
+
+    private static func isHeaderKey(_ key: String) -> Bool { !key.hasPrefix("arg") }
+
+    private func matches(argumentKey key: String, value: String, _ signal: DBusSignalMessage) -> Bool {
         switch key {
-        case "type": return value == "signal"
-        case "sender": return !(value.hasPrefix(":") || value == "org.freedesktop.DBus") || signal.sender == value
-        case "interface": return signal.interface == value
-        case "member": return signal.member == value
-        case "path": return signal.path == value
-        case "path_namespace": return value == "/" || signal.path == value || signal.path.hasPrefix(value + "/")
-        case "destination", "eavesdrop": return true
         case "arg0namespace":
             guard let first = signal.arguments.first?.stringValue else { return false }
             return first == value || first.hasPrefix(value + ".")

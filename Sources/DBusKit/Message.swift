@@ -113,6 +113,8 @@ struct OutgoingMessage: @unchecked Sendable {
 struct IncomingHeader {
     let type: Int32
     let sender: String?
+    /// Set for a unicast message (and every method call), nil for a broadcast signal.
+    let destination: String?
     let path: String?
     let interface: String?
     let member: String?
@@ -126,6 +128,7 @@ struct IncomingHeader {
         func text(_ pointer: UnsafePointer<CChar>?) -> String? { pointer.map { String(cString: $0) } }
         type = dbus_message_get_type(message)
         sender = text(dbus_message_get_sender(message))
+        destination = text(dbus_message_get_destination(message))
         path = text(dbus_message_get_path(message))
         interface = text(dbus_message_get_interface(message))
         member = text(dbus_message_get_member(message))

@@ -170,10 +170,14 @@ func takeGString(_ pointer: UnsafeMutablePointer<gchar>?) -> String? {
 /// Converts a GStreamer clock time (nanoseconds) to a Duration.
 func duration(nanoseconds: Int64) -> Duration { .nanoseconds(nanoseconds) }
 
-/// Converts a Duration to GStreamer nanoseconds, clamped at 0.
+/// Converts a Duration to GStreamer nanoseconds, clamped to 0...Int64.max (a seek over MPRIS
+/// can ask for any microsecond an Int64 holds, a thousand times more than nanoseconds can).
 func nanoseconds(_ duration: Duration) -> Int64 {
     let (seconds, attoseconds) = duration.components
-    return max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+    let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    let (total, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+    guard !overflow, !carry else { return seconds < 0 ? 0 : .max }
+    return max(0, total)
 }
 
 extension GStreamer {

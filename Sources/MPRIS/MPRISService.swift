@@ -168,7 +168,8 @@ public final class MPRISService: Sendable {
                     guard case .int64(let offset) = arguments.first else { throw DBusError.invalidArgs("Seek takes an offset in microseconds") }
                     let state = await player.state
                     guard let current = state.nowPlaying else { return [] }
-                    let target = player.position() + .microseconds(offset)
+                    // Any Int64 offset arrives here: keep the target within what MPRIS can report.
+                    let target = min(player.position() + .microseconds(offset), .microseconds(Int64.max))
                     if let length = current.duration, target > length {
                         await player.next()
                     } else if let refusal = await player.seek(to: max(.zero, target)) {
@@ -465,9 +466,13 @@ public final class MPRISService: Sendable {
 }
 
 extension Duration {
-    /// Whole microseconds, as MPRIS counts time.
+    /// Whole microseconds, as MPRIS counts time, saturating at the ends of `Int64`
+    /// (a client's Seek or SetPosition can ask for any position).
     var microseconds: Int64 {
         let (seconds, attoseconds) = components
-        return seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000)
+        let (total, carry) = whole.addingReportingOverflow(attoseconds / 1_000_000_000_000)
+        guard !overflow, !carry else { return seconds < 0 ? .min : .max }
+        return total
     }
 }

@@ -13,12 +13,20 @@ public enum TrackInput: Equatable, Sendable {
     /// The URL schemes Spool plays.
     public static let schemes = ["http", "https", "file"]
 
+    /// The longest input accepted, in UTF-8 bytes: far beyond any path Linux opens (4 KiB)
+    /// or URL a server takes (usually 8 KiB). Checking a longer one character by character,
+    /// and keeping it as a URL, would keep a D-Bus caller waiting for seconds.
+    public static let maximumLength = 32 * 1024
+
     /// Why `text` cannot be played, checking only its form (no disk, no network):
-    /// a scheme Spool plays, a host for http(s), no spaces or control characters in a URL,
-    /// no control characters in a path, a file URL's path UTF-8 without NUL once its escapes
-    /// are decoded.
+    /// at most `maximumLength` bytes, a scheme Spool plays, a host for http(s), no spaces or
+    /// control characters in a URL, no control characters in a path, a file URL's path UTF-8
+    /// without NUL once its escapes are decoded.
     public static func parse(_ text: String) -> Result<TrackInput, TrackInputError> {
         if text.isEmpty { return .failure(TrackInputError("an empty URL or path")) }
+        if text.utf8.count > maximumLength {
+            return .failure(TrackInputError("'\(shown(text))' is longer than \(maximumLength) bytes"))
+        }
         if text.unicodeScalars.contains(where: isControl) {
             return .failure(TrackInputError("'\(shown(text))' contains a control character"))
         }
@@ -126,7 +134,7 @@ public enum TrackInput: Equatable, Sendable {
                 result.unicodeScalars.append(scalar)
             }
         }
-        return text.unicodeScalars.count > 200 ? result + "…" : result
+        return text.unicodeScalars.dropFirst(200).isEmpty ? result : result + "…"
     }
 }
 

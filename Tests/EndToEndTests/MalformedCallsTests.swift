@@ -71,6 +71,7 @@ func everyCall(track: String, slow: (String) -> String) -> [ProbeCall] {
     // Methods with the right types and awkward values.
     let uris = [
         "", "http://", "http://exa mple.org/a.mp3", "gopher://x/y", String(repeating: "x", count: 100_000),
+        String(repeating: "\u{1F3B5}", count: 100_000), "http://127.0.0.1:1/" + String(repeating: "\u{00e9}", count: 200_000),
         "/nonexistent/a.mp3", "file:///nonexistent/", "http://127.0.0.1:1/list.m3u", slow("/list.m3u"), slow("/list.pls"),
         "http://256.256.256.256/a.mp3", "http://\u{00e9}xample.invalid/a.mp3",
     ]
@@ -173,6 +174,19 @@ struct MalformedCallsTests {
         let elapsed = ContinuousClock.now - started
         #expect(status?.stringValue == "Stopped")
         #expect(elapsed < .milliseconds(100), "a normal call took \(elapsed)")
+    }
+
+    @Test func seeksToTheEndOfTimeLeaveThePositionReadable() async throws {
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        // Queued and not loaded: a seek only records where Play will start, however far that is.
+        _ = try await daemon.mpris("org.spool.Spool1", "Add", [.stringArray(["http://127.0.0.1:1/never.mp3"])])
+        for offset in [Int64.max, .max, .min, .max] {
+            _ = try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Seek", [.int64(offset)])
+            let position = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value
+            #expect(position == (offset == .min ? 0 : .max))
+        }
+        #expect(daemon.process.isRunning, "daemon log:\n\(daemon.process.standardError.suffix(3000))")
     }
 
     /// How long a reply may take.

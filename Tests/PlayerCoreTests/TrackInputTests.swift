@@ -45,6 +45,8 @@ struct TrackInputTests {
         ("file://", "no file path"),
         ("file:///", "no file path"),
         ("file://server/share/a.mp3", "another machine"),
+        (String(repeating: "\u{1F3B5}", count: 250_000), "longer than"),
+        ("http://example.org/" + String(repeating: "a", count: TrackInput.maximumLength), "longer than"),
     ]
 
     @Test(arguments: accepted.indices)
