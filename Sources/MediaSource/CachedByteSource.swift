@@ -5,6 +5,9 @@ import RangeCache
 import SpoolLog
 import Synchronization
 
+// One file though past 500 lines: opening, revalidation and the fetcher's events all change
+// the one locked `State`, whose invariants are easier to keep when every change is in sight.
+
 /// Bytes of an http(s) resource, read from the range cache when they are there
 /// and fetched when they are not; everything fetched is written to the cache.
 ///

@@ -1,6 +1,9 @@
 import Fetcher
 import RangeCache
 
+// One file though past 500 lines: the rules below read and change the same few fields, which
+// stay private to them here; split across files, every one would need an internal setter.
+
 /// The download decisions of one cached http resource, as a pure value: given what is cached,
 /// the transfers in flight and the read being asked for, it says whether the read is served,
 /// waits, ends or fails, and which transfers to start, park, resume or cancel.
