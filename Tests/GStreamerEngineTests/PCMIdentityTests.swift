@@ -31,6 +31,16 @@ final class EventRecorder: Sendable {
 
     var all: [EngineEvent] { events.withLock { $0 } }
 
+    /// Waits until an event matching `predicate` has been recorded after the first `mark` events.
+    func waitFor(after mark: Int, timeout: Double = 30, _ predicate: (EngineEvent) -> Bool) -> EngineEvent? {
+        let deadline = DispatchTime.now() + timeout
+        while true {
+            if let hit = events.withLock({ $0.dropFirst(mark).first(where: predicate) }) { return hit }
+            if arrived.wait(timeout: deadline) == .timedOut {
+                return events.withLock { $0.dropFirst(mark).first(where: predicate) }
+            }
+        }
+    }
 }
 
 /// The raw PCM format both decode paths write, so the bytes can be compared.
