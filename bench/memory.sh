@@ -3,7 +3,7 @@
 # of that pause; the peak over the whole play; at the end (stopped) and after the release of
 # that stop; beside it the peak of gst-play-1.0 and mpv playing the same file.
 #   bench/memory.sh [seconds-of-audio] [formats...]   (default 20; mp3 flac vorbis opus m4a wav)
-# Each spool row is a fresh daemon on a private bus playing one local file into
+# Each spool row is a fresh daemon on a private bus playing one local stereo tone into
 # $SINK, read from /proc (VmHWM: peak, VmRSS: now).
 # SPOOL=path measures that binary (default: the release build as `make build` makes it).
 # RELEASE_AFTER (default 2s) is passed as --idle-release; RELEASE_AFTER= (empty) leaves it
@@ -36,7 +36,7 @@ encode() {  # format file
     m4a) tail="avenc_aac ! mp4mux faststart=true" ;;
     wav) tail="wavenc" ;;
   esac
-  gst-launch-1.0 -q audiotestsrc num-buffers=$buffers freq=440 ! audioconvert ! $tail ! filesink location="$2"
+  gst-launch-1.0 -q audiotestsrc num-buffers=$buffers freq=440 ! audio/x-raw,rate=44100,channels=2 ! audioconvert ! $tail ! filesink location="$2"
 }
 extension() { case $1 in vorbis|opus) echo ogg ;; *) echo "$1" ;; esac; }
 
