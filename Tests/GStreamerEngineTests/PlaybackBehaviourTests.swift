@@ -134,7 +134,7 @@ struct PlaybackBehaviourTests {
     func aTrackFollowedByItselfIsGapless(format: FixtureFormat) throws {
         let fixture = try Fixtures.shared().fixture(format)
         let gap = try gapBetween(fixture.url, fixture.url)
-        // M4A too: faad drops the encoder's priming (libav's decoder kept it: 23 ms).
+        // M4A too: faad drops the encoder's priming (23 ms of near silence at each junction otherwise).
         #expect(abs(gap) <= 5, "\(format) gap \(gap) ms")
     }
 
@@ -287,8 +287,8 @@ struct PlaybackBehaviourTests {
         let plain = try Data(contentsOf: dir.file("plain.raw"))
         let played = try Data(contentsOf: dir.file("out.raw"))
         #expect(plain.count > 100_000)
-        // AAC too: faad outputs S16 (libav's decoder output float, and the converter that
-        // outlived the rebuild carried its dither on: ±1).
+        // AAC too: faad outputs S16, so no float-to-S16 converter (whose dither state would
+        // outlive the rebuild) is in the chain.
         #expect(firstDifference(played, plain) == nil, "\(format): \(describeDifference(played, plain))")
         #expect(!recorder.all.contains { if case .seeked = $0 { true } else { false } }, "\(recorder.all)")
     }
