@@ -138,6 +138,9 @@ public enum EngineEvent: Sendable, Equatable {
     case seeked(TrackID, position: Duration)
     /// The track played to its end.
     case endOfTrack(TrackID)
+    /// After a long pause or stop the engine let go of its pipeline and decoders. A paused
+    /// track stays loaded: its position is still reported, and play() continues it there.
+    case pipelineReleased
     /// The track failed; the engine is idle and reports no position for it any more (the
     /// error carries where it was).
     case failed(TrackID?, EngineError)

@@ -7,6 +7,9 @@ public enum GStreamer {
     private static let initialized: Bool = {
         gst_init(nil, nil)
         preferDecoder("mpg123audiodec")
+        // Above avdec_aac (primary): the two tie on rank otherwise, and decodebin then takes
+        // the first by name.
+        preferDecoder("faad", rank: UInt32(GST_RANK_PRIMARY.rawValue) + 1)
         demoteTypeFinder("application/mxf")
         return true
     }()
@@ -31,23 +34,25 @@ public enum GStreamer {
         gst_object_unref(UnsafeMutableRawPointer(loaded))
     }
 
-    /// Gives the decoder `name` primary rank, unless the user ranks features
-    /// with GST_PLUGIN_FEATURE_RANK. Debian 12 ranks mpg123audiodec and libav's
-    /// avdec_mp3 both "marginal", and decodebin then takes avdec_mp3 (first by
-    /// name), which maps FFmpeg and everything it links (libavcodec, libavfilter,
-    /// x265, flite, rsvg...): about 30 MiB more resident memory to play an MP3
-    /// (issue #5; 76 against 44 MiB measured).
-    private static func preferDecoder(_ name: String) {
+    /// Gives the decoder `name` `rank` (primary by default), unless the user ranks features
+    /// with GST_PLUGIN_FEATURE_RANK. A decoder from libav maps FFmpeg and everything it
+    /// links (libavcodec, libavfilter, x265, flite, rsvg...): about 30 MiB more resident
+    /// memory than a plain decoder. Debian 12 ranks mpg123audiodec and libav's avdec_mp3
+    /// both "marginal", and decodebin then takes avdec_mp3 (first by name): 76 against
+    /// 44 MiB measured for an MP3. For AAC it ranks avdec_aac primary and faad (in
+    /// gst-plugins-bad) secondary: 69.5 against 36 MiB for an M4A (bench/memory.sh).
+    private static func preferDecoder(_ name: String, rank: UInt32 = UInt32(GST_RANK_PRIMARY.rawValue)) {
         guard getenv("GST_PLUGIN_FEATURE_RANK") == nil, let factory = gst_element_factory_find(name) else { return }
-        gst_plugin_feature_set_rank(factory, UInt32(GST_RANK_PRIMARY.rawValue))
+        gst_plugin_feature_set_rank(factory, rank)
         gst_object_unref(UnsafeMutableRawPointer(factory))
     }
 
     /// Loads, on a background queue, the plugin of the decoder decodebin will choose for `caps`
     /// (the highest-ranked audio decoder that accepts them), so that opening a track overlaps
     /// the plugin's loading with the network instead of adding it after the container is
-    /// parsed. libav's avdec_aac maps FFmpeg and everything it links: 110–125 ms measured
-    /// on this machine, on the path to the first sample of every AAC track until loaded.
+    /// parsed. Where faad is missing, libav's avdec_aac decodes AAC, and its plugin maps FFmpeg
+    /// and everything it links: 110–125 ms measured on this machine, on the path to the first
+    /// sample of every AAC track until loaded.
     static func preloadDecoder(for caps: String) {
         DispatchQueue.global(qos: .userInitiated).async {
             withDecoder(for: caps) { feature in

@@ -66,10 +66,11 @@ extension GStreamerEngine {
     /// On a streaming thread: keeps the newest parser (playbin builds one per stream), and
     /// starts loading a slow decoder the track needs once its demuxer or parser is there (the
     /// pipeline's own plugins are loaded by then, and the decoder is needed only after the
-    /// demuxer has read the stream's header).
+    /// demuxer has read the stream's header), and corrects faad's timing (see ``FaadTiming``).
     func elementAdded(_ element: UnsafeMutablePointer<GstElement>) {
         guard let metadata = gst_element_get_metadata(element, "klass") else { return }
         let klass = String(cString: metadata)
+        if klass.contains("Decoder") { FaadTiming.attach(to: element) }
         if klass.contains("Demuxer") || klass.contains("Parser"),
             let caps = shared.withLock({ state in defer { state.decoderToPreload = nil }; return state.decoderToPreload })
         {

@@ -66,14 +66,19 @@ extension GStreamerEngine {
         }
     }
 
-    func start(_ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration) {
+    /// Starts the opened `track` at `position`; `resumed`: it comes back after the idle release.
+    func start(_ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration, resumed: Bool = false) {
         let uri = TypeHint.uri(
             "appsrc://spool/\(track.id.rawValue)-\(generation)", url: track.url, contentType: feeder.info.contentType)
         let playing = shared.withLock { state -> Bool in
+            // A seek while the track was coming back moved its place; until now it was reported.
+            let position = resumed ? (state.released?.position ?? position) : position
+            state.released = nil
             state.feeders[uri] = feeder
             // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
             let start: Duration? = position > .zero || state.rate != 1 ? position : nil
-            state.current = Current(track: track, uri: uri, feeder: feeder, phase: .loading(start: start))
+            let phase: TrackPhase = resumed ? .resuming(at: start) : .loading(start: start)
+            state.current = Current(track: track, uri: uri, feeder: feeder, phase: phase)
             return state.wantPlaying && start == nil
         }
         // The pipeline is stopped (NULL): the filter can be set or dropped.

@@ -91,6 +91,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// Restart markers posted on the bus (by ``reconfigure(at:)``), and seen by the bus thread.
         var markersPosted: UInt64 = 0
         var markersSeen: UInt64 = 0
+        /// When a pause or stop has lasted long enough to let go of the pipeline.
+        var idleRelease: IdleRelease
+        /// The track let go of after a long pause, which play() loads again (see ``Released``).
+        var released: Released?
     }
 
     let playbin: UnsafeMutablePointer<GstElement>
@@ -101,7 +105,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     let volume: SmoothVolume
     let control = DispatchQueue(label: "spool.engine.control")
     let eventQueue = DispatchQueue(label: "spool.engine.events")
-    let shared = Mutex(Shared())
+    let shared: Mutex<Shared>
     let busStopped = DispatchSemaphore(value: 0)
     let log = Logger(label: "engine")
     /// Whether scaletempo is installed (without it a rate change also changes the pitch).
@@ -109,9 +113,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Creates the pipeline. `audioSink` is a gst-launch description (nil: the
     /// desktop's sound server, falling back to a real-time null sink);
-    /// `artDirectory` receives embedded cover art (nil: art is not extracted).
-    public init(audioSink: String?, artDirectory: URL? = nil, makeSource: @escaping SourceFactory) throws(EngineError) {
+    /// `artDirectory` receives embedded cover art (nil: art is not extracted);
+    /// after `idleRelease` paused or stopped the pipeline is let go of (nil or zero: never).
+    public init(
+        audioSink: String?, artDirectory: URL? = nil, idleRelease: Duration? = GStreamerEngine.defaultIdleRelease,
+        makeSource: @escaping SourceFactory
+    ) throws(EngineError) {
         GStreamer.initialize()
+        shared = Mutex(Shared(idleRelease: IdleRelease(delay: idleRelease)))
         guard let playbin = gst_element_factory_make("playbin", "spool-player") else {
             throw EngineError("GStreamer's playbin is missing (install gstreamer1.0-plugins-base)")
         }
@@ -165,6 +174,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         let ticket = shared.withLock { state -> UInt64 in
             state.latestLoad &+= 1
             state.pendingSeek = nil
+            state.released = nil
             // Until the queued load replaces it, the old track must not report its position as
             // the new one's (a session saved in between resumed the new track there).
             state.current?.phase.replaced(startingAt: position)
@@ -172,27 +182,35 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         }
         control.async { [self] in
             guard shared.withLock({ $0.latestLoad == ticket && $0.busRunning }) else { return }  // superseded, or shut down
-            teardown()
-            let generation = shared.withLock { state -> UInt64 in
-                state.generation &+= 1
-                state.wantPlaying = playing
-                return state.generation
+            transportChanged(to: playing ? .playing : .paused)
+            loadNow(track, at: position, playing: playing)
+        }
+    }
+
+    /// On the control queue: replaces whatever is loaded with `track` at `position`. `resumed`:
+    /// the track comes back after the idle release, where it was (no seek is reported).
+    func loadNow(_ track: EngineTrack, at position: Duration, playing: Bool, resumed: Bool = false) {
+        teardown()
+        let generation = shared.withLock { state -> UInt64 in
+            state.generation &+= 1
+            state.wantPlaying = playing
+            return state.generation
+        }
+        log.info("loading \(track.id): \(loggable(track.url))")
+        open(track) { [self] result in
+            guard shared.withLock({ $0.generation == generation && $0.busRunning }) else {
+                if case .success(let feeder) = result { feeder.detach() }
+                return
             }
-            log.info("loading \(track.id): \(loggable(track.url))")
-            open(track) { [self] result in
-                guard shared.withLock({ $0.generation == generation && $0.busRunning }) else {
-                    if case .success(let feeder) = result { feeder.detach() }
-                    return
-                }
-                switch result {
-                case .failure(let error):
-                    log.warning("\(track.id): \(error)")
-                    let kind = FailureKinds.kind(of: error)
-                    emit(.failed(track.id, EngineError(error.description, kind: kind, position: position)))
-                case .success(let feeder):
-                    emit(.seekable(track.id, feeder.seekable))
-                    start(track, feeder: feeder, generation: generation, at: position)
-                }
+            switch result {
+            case .failure(let error):
+                log.warning("\(track.id): \(error)")
+                shared.withLock { $0.released = nil }
+                let kind = FailureKinds.kind(of: error)
+                emit(.failed(track.id, EngineError(error.description, kind: kind, position: position)))
+            case .success(let feeder):
+                emit(.seekable(track.id, feeder.seekable))
+                start(track, feeder: feeder, generation: generation, at: position, resumed: resumed)
             }
         }
     }
@@ -200,6 +218,12 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Opens the following track's source ahead of time for a gapless hand-over.
     public func setNext(_ track: EngineTrack?) {
         control.async { [self] in
+            // Let go of with its track: prepared again when that track comes back.
+            if shared.withLock({ state -> Bool in
+                guard let released = state.released, !released.resuming else { return false }
+                state.released?.next = track
+                return true
+            }) { return }
             let (old, generation) = shared.withLock { state -> (Prepared?, UInt64) in
                 if state.next?.track == track { return (nil, state.generation) }
                 if state.handedOver { return (nil, state.generation) }  // playbin already has it
@@ -235,6 +259,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Starts or resumes playback of the loaded track.
     public func play() {
         control.async { [self] in
+            transportChanged(to: .playing)
+            if resumeReleased() { return }
             let loaded = shared.withLock { state -> Bool in
                 state.wantPlaying = true
                 return state.current?.phase.isPrerolled ?? false
@@ -246,6 +272,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Pauses playback, keeping the position.
     public func pause() {
         control.async { [self] in
+            transportChanged(to: .paused)
             let loaded = shared.withLock { state -> Bool in
                 state.wantPlaying = false
                 return state.current != nil
@@ -257,7 +284,11 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// Unloads the track (and the prepared next one).
     public func stop() {
         control.async { [self] in
-            shared.withLock { $0.generation &+= 1 }  // drops a load still opening
+            shared.withLock { state in
+                state.generation &+= 1  // drops a load still opening
+                state.released = nil
+            }
+            transportChanged(to: .stopped)
             teardown()
             emit(.stateChanged(.idle))
         }
@@ -271,8 +302,15 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 defer { state.pendingSeek = nil }
                 return state.pendingSeek
             }) else { return }  // a later seek in the burst took it
-            enum Plan { case seek(exact: Bool), later, reload(EngineTrack, EngineTrack?, playing: Bool), nothing }
+            enum Plan {
+                case seek(exact: Bool), later, reload(EngineTrack, EngineTrack?, playing: Bool), released(TrackID), nothing
+            }
             let plan = shared.withLock { state -> Plan in
+                if let released = state.released {
+                    // Let go of after a long pause: the track comes back at the new place.
+                    state.released?.position = position
+                    return .released(released.track.id)
+                }
                 guard let current = state.current else { return .nothing }
                 if state.handedOver {
                     // playbin cannot seek back once it holds the next URI: reload the
@@ -290,6 +328,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 log.debug("\(track.id): seek after the hand-over; reloading at \(position)")
                 load(track, at: position, playing: playing)
                 setNext(next)
+            case .released(let id):
+                emit(.seeked(id, position: position))
             case .later, .nothing:
                 break
             }
@@ -346,7 +386,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// The position of the loaded track, from the pipeline.
     public func position() -> Duration? {
-        let (phase, tailEnd) = shared.withLock { ($0.current?.phase, $0.unannounced?.previousEnd) }
+        let (phase, tailEnd, released) = shared.withLock {
+            ($0.current?.phase, $0.unannounced?.previousEnd, $0.released?.position)
+        }
+        if let released { return released }  // let go of after a long pause; it comes back there
         if let tailEnd { return tailEnd }  // the previous track's last samples are still playing
         guard let phase else { return nil }
         return phase.reportedPosition { [playbin] in

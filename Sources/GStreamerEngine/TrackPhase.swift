@@ -55,6 +55,10 @@ struct TrackPhase: Equatable, Sendable {
     /// A track being loaded, to start at `start` (nil: from 0 at rate 1.0).
     static func loading(start: Duration?) -> TrackPhase { TrackPhase(stage: .loading(start: start, quiet: false)) }
 
+    /// A track loaded again where the idle release let go of it: its start is sought exactly
+    /// and not reported as a seek.
+    static func resuming(at start: Duration?) -> TrackPhase { TrackPhase(stage: .loading(start: start, quiet: true)) }
+
     /// A track already playing (handed over without a gap).
     static let ready = TrackPhase(stage: .ready)
 
@@ -63,6 +67,9 @@ struct TrackPhase: Equatable, Sendable {
         if case .loading = stage { return false }
         return true
     }
+
+    /// Whether the track is prerolled with nothing in flight: its position is where it will stay.
+    var isSettled: Bool { stage == .ready && rebuildMarker == nil && held == nil }
 
     /// Whether a rebuild is in progress (its state changes and stream start are not the track's own).
     var isRebuilding: Bool { rebuildMarker != nil }

@@ -55,7 +55,8 @@ enum TypeHint {
     }
 
     /// The caps of the encoded audio in a track with extension `ext`, for formats whose decoder
-    /// is slow to load (see ``GStreamer/preloadDecoder(for:)``): AAC, decoded by libav.
+    /// may be slow to load (see ``GStreamer/preloadDecoder(for:)``): AAC, decoded by libav where faad
+    /// is missing.
     static func slowDecoderCaps(forExtension ext: String?) -> String? {
         switch ext {
         case "mp4", "aac": "audio/mpeg, mpegversion=(int)4"

@@ -120,6 +120,10 @@ public enum ConfigKeys {
     /// How far before the remembered position playback resumes.
     public static let resumeRewind = ConfigKey<Duration>(
         "resume.rewind", default: .seconds(2), "resuming starts this much before the remembered position")
+    /// How long playback stays paused or stopped before the engine lets go of its pipeline.
+    public static let idleRelease = ConfigKey<Duration>(
+        "idle.release", default: .seconds(300),
+        "after this long paused or stopped the pipeline and decoders are let go of (Play continues in place); 0 never")
     /// The GStreamer sink; empty picks the desktop's sound server.
     public static let audioSink = ConfigKey<String>(
         "audio.sink", default: "",
@@ -146,7 +150,8 @@ public enum ConfigKeys {
         AnyConfigKey(preloadConcurrency),
         AnyConfigKey(readAheadLargeFileThreshold), AnyConfigKey(readAheadWindow),
         AnyConfigKey(resumeMinimum), AnyConfigKey(resumeEndMargin), AnyConfigKey(resumeRewind),
-        AnyConfigKey(revalidateInterval), AnyConfigKey(revalidateWait), AnyConfigKey(audioSink), AnyConfigKey(logLevel),
+        AnyConfigKey(revalidateInterval), AnyConfigKey(revalidateWait), AnyConfigKey(idleRelease),
+        AnyConfigKey(audioSink), AnyConfigKey(logLevel),
     ]
 
     /// The setting called `name`, if there is one.

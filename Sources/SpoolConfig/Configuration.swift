@@ -95,6 +95,11 @@ public struct Configuration: Sendable {
     public var revalidateInterval: Duration { self[ConfigKeys.revalidateInterval] }
     /// How long opening a cached file waits for the answer of its check.
     public var revalidateWait: Duration { self[ConfigKeys.revalidateWait] }
+    /// How long paused or stopped before the engine lets go of its pipeline; nil: never.
+    public var idleRelease: Duration? {
+        let delay = self[ConfigKeys.idleRelease]
+        return delay > .zero ? delay : nil
+    }
     /// The gst-launch description of the audio output; nil picks the desktop's sound server.
     public var audioSink: String? {
         let description = self[ConfigKeys.audioSink]

@@ -75,7 +75,10 @@ final class Daemon: Sendable {
         let playback = PlaybackSources()
         let readAhead = CachedByteSource.ReadAheadPolicy(
             threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes)
-        let engine = try GStreamerEngine(audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art")) { url throws(MediaSourceError) in
+        let engine = try GStreamerEngine(
+            audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art"),
+            idleRelease: options.configuration.idleRelease
+        ) { url throws(MediaSourceError) in
             switch url.scheme?.lowercased() {
             case "file":
                 return FileByteSource(path: url.path)

@@ -30,6 +30,17 @@ final class EventRecorder: Sendable {
     }
 
     var all: [EngineEvent] { events.withLock { $0 } }
+
+    /// Waits until an event matching `predicate` has been recorded after the first `mark` events.
+    func waitFor(after mark: Int, timeout: Double = 30, _ predicate: (EngineEvent) -> Bool) -> EngineEvent? {
+        let deadline = DispatchTime.now() + timeout
+        while true {
+            if let hit = events.withLock({ $0.dropFirst(mark).first(where: predicate) }) { return hit }
+            if arrived.wait(timeout: deadline) == .timedOut {
+                return events.withLock { $0.dropFirst(mark).first(where: predicate) }
+            }
+        }
+    }
 }
 
 /// The raw PCM format both decode paths write, so the bytes can be compared.
@@ -60,11 +71,11 @@ func decodeThroughEngine(
 /// the engine (playbin, appsrc fed by Spool's reader, no rate filter) must write
 /// exactly these bytes for every format: a filter that made decoders output float,
 /// a lost or repeated read, or a wrong byte shows up as a difference. gst-launch is
-/// given the engine's one ranking change (mpg123audiodec primary), since two MP3
-/// decoders legitimately differ in their last bits.
-func decodeWithFilesrc(_ file: URL, into output: URL) throws {
+/// given the engine's ranking changes (mpg123audiodec primary, faad above avdec_aac),
+/// since two decoders of one format legitimately differ in their last bits.
+func decodeWithFilesrc(_ file: URL, into output: URL, ranks: String = "mpg123audiodec:primary,faad:257") throws {
     var environment = ProcessInfo.processInfo.environment
-    environment["GST_PLUGIN_FEATURE_RANK"] = "mpg123audiodec:primary"
+    environment["GST_PLUGIN_FEATURE_RANK"] = ranks
     let result = try runCommand(
         "gst-launch-1.0",
         ["-q", "filesrc", "location=\(file.path)", "!", "decodebin", "!", "audioconvert", "!", pcmCaps, "!",
