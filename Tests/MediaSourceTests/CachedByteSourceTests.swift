@@ -297,10 +297,12 @@ struct CachedByteSourceTests {
         _ = try readFully(source, at: 0, length: 16_384).get()
         let near = 40_000, far = 3_000_000
         #expect(firstDifference(try readFully(source, at: Int64(near), length: 100_000).get(), rig.body[near..<near + 100_000]) == nil)
+        // Counted now: later, the download may reconnect at where it got to (a slow window on a
+        // loaded machine), which the origin could not tell from a request for the near read.
+        #expect(rig.origin.requestsBegun == 1, "the near read got a request of its own")
         #expect(firstDifference(try readFully(source, at: Int64(far), length: 4096).get(), rig.body[far..<far + 4096]) == nil)
         source.close()
         let ranges = try rig.origin.settledRequests().compactMap(\.range)
-        #expect(!ranges.contains { $0.hasPrefix("bytes=\(near)-") }, "\(ranges)")
         #expect(ranges.contains { $0.hasPrefix("bytes=\(far)-") }, "\(ranges)")
     }
 

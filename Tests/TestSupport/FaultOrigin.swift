@@ -222,6 +222,9 @@ public final class FaultOrigin: Sendable {
         try requests(atLeast: core.log.begun, timeout: timeout)
     }
 
+    /// How many requests have begun (a response is logged only after its last byte).
+    public var requestsBegun: Int { core.log.begun }
+
     /// Empties the request log.
     public func clearRequests() { core.log.clear() }
 
