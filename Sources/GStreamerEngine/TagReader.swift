@@ -11,6 +11,7 @@ enum TagReader {
         tags.albumArtists = strings(list, "album-artist")
         tags.genres = strings(list, "genre")
         tags.comment = strings(list, "comment").first
+        tags.lyrics = strings(list, "lyrics").first ?? extendedLyrics(list)
         tags.trackNumber = unsigned(list, "track-number")
         tags.discNumber = unsigned(list, "album-disc-number")
         tags.bitrate = unsigned(list, "bitrate") ?? unsigned(list, "nominal-bitrate")
@@ -28,6 +29,18 @@ enum TagReader {
             guard gst_tag_list_get_string_index(list, tag, index, &value) != 0 else { return nil }
             return takeGString(value)
         }
+    }
+
+    /// Lyrics in a Vorbis comment (FLAC, Ogg): GStreamer 1.22 maps `LYRICS` and
+    /// `UNSYNCEDLYRICS` to no tag of its own, only to an extended comment `KEY=value` (the key
+    /// may carry a language, `LYRICS[eng]=`).
+    private static func extendedLyrics(_ list: UnsafeMutablePointer<GstTagList>) -> String? {
+        for comment in strings(list, "extended-comment") {
+            guard let equals = comment.firstIndex(of: "=") else { continue }
+            let key = comment[..<equals].prefix { $0 != "[" }.uppercased()
+            if key == "LYRICS" || key == "UNSYNCEDLYRICS" { return String(comment[comment.index(after: equals)...]) }
+        }
+        return nil
     }
 
     private static func unsigned(_ list: UnsafeMutablePointer<GstTagList>, _ tag: String) -> Int? {
