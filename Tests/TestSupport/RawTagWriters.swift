@@ -57,6 +57,8 @@ public enum RawTagField: String, Sendable, CaseIterable {
 public struct RawTags: Sendable {
     /// The values in file order; a field may repeat (several artists).
     public var values: [(field: RawTagField, bytes: [UInt8])] = []
+    /// Vorbis comments of other names (`LYRICS`), written after ``values`` (FLAC and Ogg Vorbis only).
+    public var otherVorbisComments: [(name: String, bytes: [UInt8])] = []
 
     /// No values.
     public init() {}
@@ -166,9 +168,10 @@ public enum RawTagWriter {
     /// A Vorbis comment structure (without the packet type and "vorbis" of the Ogg header).
     private static func vorbisComment(_ tags: RawTags, framingBit: Bool) -> [UInt8] {
         let vendor = Array("spool hostile tags".utf8)
-        var result = littleEndian(vendor.count) + vendor + littleEndian(tags.values.count)
-        for (field, value) in tags.values {
-            let entry = Array(field.vorbisName.utf8) + [UInt8(ascii: "=")] + value
+        let named = tags.values.map { ($0.field.vorbisName, $0.bytes) } + tags.otherVorbisComments.map { ($0.name, $0.bytes) }
+        var result = littleEndian(vendor.count) + vendor + littleEndian(named.count)
+        for (name, value) in named {
+            let entry = Array(name.utf8) + [UInt8(ascii: "=")] + value
             result += littleEndian(entry.count) + entry
         }
         return framingBit ? result + [1] : result
