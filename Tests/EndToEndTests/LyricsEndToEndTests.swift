@@ -107,4 +107,41 @@ struct LyricsEndToEndTests {
         #expect(lyricsLines(try await daemon.property(spoolInterface, "Lyrics")).isEmpty, "unsynced: no timed lines")
         #expect(try await daemon.property(spoolInterface, "LyricsLine")?.int32Value == -1)
     }
+
+    @Test func spoolLyricsMarksTheCurrentLineAndFollowPrintsEachNewLine() async throws {
+        let media = try TemporaryDirectory()
+        let track = try longTone(seconds: 20, in: media)
+        let lrc = "[00:00.50]First\n[00:05.00]Second\n[00:10.00]Third\n[00:15.00]Fourth\n"
+        try Data(lrc.utf8).write(to: track.deletingPathExtension().appendingPathExtension("lrc"))
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        let nothing = try daemon.spool("lyrics")
+        #expect(nothing.status == 0 && nothing.stdout == "nothing queued\n", "\(nothing)")
+
+        try await daemon.mpris(playerInterface, "OpenUri", [.string(track.absoluteString)])
+        try await daemon.mpris(playerInterface, "Pause")
+        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        #expect(try await daemon.waitForProperty(spoolInterface, "Lyrics") { $0?.arrayValues?.count == 4 })
+        let trackID = try #require(
+            try await daemon.property(playerInterface, "Metadata")?.stringVariantDictValue?["mpris:trackid"])
+        try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(6_000_000)])
+        #expect(try await daemon.waitForProperty(spoolInterface, "LyricsLine") { $0?.int32Value == 1 })
+        let printed = try daemon.spool("lyrics")
+        #expect(printed.status == 0)
+        #expect(printed.stdout == "  0:00  First\n> 0:05  Second\n  0:10  Third\n  0:15  Fourth\n", "\(printed)")
+
+        // Piped, --follow writes the current line, then each new one once, as a plain line.
+        let logs = try TemporaryDirectory(prefix: "spool-lyrics-follow")
+        let follow = try ChildProcess(
+            try spoolExecutable(), ["lyrics", "--follow"], environment: daemon.bus.environment, logDirectory: logs.url,
+            selfStopAfter: 60)
+        defer { follow.stop(grace: 1) }
+        #expect(eventually(timeout: 10) { follow.standardOutput == "Second\n" }, "\(follow.standardOutput)\(follow.standardError)")
+        try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(11_000_000)])
+        #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Third\n") }, "\(follow.standardOutput)")
+        try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(14_600_000)])
+        try await daemon.mpris(playerInterface, "Play")
+        #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Fourth\n") }, "\(follow.standardOutput)")
+        #expect(follow.standardOutput == "Second\nThird\nFourth\n")
+    }
 }
