@@ -89,8 +89,19 @@ struct LyricsEndToEndTests {
         let both = media.file("both.flac")
         try RawTagWriter.flac(plain, tags).write(to: both)
         try Data("Words from the file\nwithout any time".utf8).write(to: media.file("both.lrc"))
+        // ID3v2.4 USLT in an MP3: UTF-8, a language, an empty description, the text.
+        var id3 = RawTags()
+        id3.otherID3Frames.append(("USLT", [3] + Array("eng".utf8) + [0] + Array("[00:00.50]From ID3\n".utf8)))
+        let mp3 = media.file("tagged.mp3")
+        try RawTagWriter.mp3(try Data(contentsOf: try Fixtures.shared().fixture(.mp3CBR).url), id3).write(to: mp3)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
+
+        try await daemon.mpris(playerInterface, "OpenUri", [.string(mp3.absoluteString)])
+        #expect(
+            try await daemon.waitForProperty(playerInterface, "Metadata") {
+                $0?.stringVariantDictValue?["xesam:asText"]?.stringValue == "From ID3"
+            }, "lyrics from an ID3 USLT frame")
 
         try await daemon.mpris(playerInterface, "OpenUri", [.string(tagged.absoluteString)])
         #expect(

@@ -59,6 +59,8 @@ public struct RawTags: Sendable {
     public var values: [(field: RawTagField, bytes: [UInt8])] = []
     /// Vorbis comments of other names (`LYRICS`), written after ``values`` (FLAC and Ogg Vorbis only).
     public var otherVorbisComments: [(name: String, bytes: [UInt8])] = []
+    /// Other ID3v2 frames (`USLT`), their content as it goes after the frame header (MP3 only).
+    public var otherID3Frames: [(id: String, content: [UInt8])] = []
 
     /// No values.
     public init() {}
@@ -98,6 +100,9 @@ public enum RawTagWriter {
             // COMM: encoding, language, empty description (NUL-terminated), text.
             let content = field == .comment ? [3] + Array("eng".utf8) + [0] + joined : [3] + joined
             body += Array(field.id3Frame.utf8) + syncsafe(content.count) + [0, 0] + content
+        }
+        for (id, content) in tags.otherID3Frames {
+            body += Array(id.utf8) + syncsafe(content.count) + [0, 0] + content
         }
         return Data(Array("ID3".utf8) + [4, 0, 0] + syncsafe(body.count) + body) + audio
     }
