@@ -130,11 +130,9 @@ final class Daemon: Sendable {
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(
             cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback, preloader: preloader)
-        let remoteLyrics = RemoteLyrics(fetcher: fetcher, missInterval: settings.revalidateInterval)
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
-            remoteLyrics: { await remoteLyrics.lyrics(for: $0) },
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }

@@ -155,47 +155,4 @@ struct LyricsEndToEndTests {
         #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Fourth\n") }, "\(follow.standardOutput)")
         #expect(follow.standardOutput == "Second\nThird\nFourth\n")
     }
-
-    @Test func anHTTPTrackGetsItsSiblingLRCFetchedOnceAndA404Remembered() async throws {
-        let media = try TemporaryDirectory()
-        let tone = try longTone(seconds: 20, in: media)
-        for name in ["song", "plain", "other"] {
-            try FileManager.default.copyItem(at: tone, to: media.file("\(name).flac"))
-        }
-        try Data("[00:00.50]Over http\n[00:01.00]second".utf8).write(to: media.file("song.lrc"))
-        try Data("Other words".utf8).write(to: media.file("other.lrc"))
-        let server = try NginxServer(serving: media.url)
-        let daemon = try RunningDaemon()
-        try await daemon.waitUntilReady()
-        func open(_ name: String) async throws {
-            try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "\(name).flac").absoluteString)])
-        }
-        func waitForText(_ text: String?) async throws -> Bool {
-            try await daemon.waitForProperty(playerInterface, "Metadata") {
-                $0?.stringVariantDictValue?["xesam:asText"]?.stringValue == text
-                    && $0?.stringVariantDictValue?["xesam:url"]?.stringValue?.hasSuffix(".flac") == true
-            }
-        }
-        func lrcRequests(_ name: String) -> Int { server.accessLog().filter { $0.path == "/\(name).lrc" }.count }
-
-        try await open("song")
-        #expect(try await waitForText("Over http\nsecond"), "the sibling .lrc of an http track")
-        #expect(lyricsLines(try await daemon.property(spoolInterface, "Lyrics")).map(\.0) == [500_000, 1_000_000])
-
-        try await open("plain")
-        #expect(eventually(timeout: 10) { lrcRequests("plain") == 1 }, "the missing sibling is asked for")
-        #expect(server.accessLog().first { $0.path == "/plain.lrc" }?.status == 404)
-        #expect(try await waitForText(nil), "no lyrics for a track without a sibling")
-
-        // Played again: neither the 404 nor the file found is fetched a second time.
-        try await open("plain")
-        _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0.hasSuffix("plain.flac") }
-        try await open("song")
-        #expect(try await waitForText("Over http\nsecond"))
-        // A third track's sibling, asked for after them, shows that the daemon got that far.
-        try await open("other")
-        #expect(try await waitForText("Other words"))
-        #expect(lrcRequests("plain") == 1, "a 404 is remembered")
-        #expect(lrcRequests("song") == 1, "a sibling found is kept")
-    }
 }
