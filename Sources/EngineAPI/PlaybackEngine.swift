@@ -60,6 +60,13 @@ public struct TrackTags: Sendable, Equatable, Codable {
     public var bitrate: Int?
     /// Embedded cover art, written once to disk (named by content hash).
     public var artURL: URL?
+    /// Lyrics (ID3 USLT, Vorbis LYRICS, MP4 ©lyr): plain text or LRC, line breaks kept. Not
+    /// saved with the session: they are read again when the track plays.
+    public var lyrics: String?
+
+    private enum CodingKeys: String, CodingKey {
+        case title, artists, album, albumArtists, genres, trackNumber, discNumber, date, comment, bitrate, artURL
+    }
 
     /// Creates an empty tag set.
     public init() {}
@@ -81,6 +88,7 @@ public struct TrackTags: Sendable, Equatable, Codable {
         result.comment = other.comment ?? comment
         result.bitrate = other.bitrate ?? bitrate
         result.artURL = other.artURL ?? artURL
+        result.lyrics = other.lyrics ?? lyrics
         return result
     }
 }

@@ -11,6 +11,9 @@ public enum TagText {
     /// The most values a list (artists, genres) keeps.
     public static let maximumCount = 32
 
+    /// The most UTF-8 bytes of lyrics kept from a tag (a song's lyrics are a few KiB).
+    public static let maximumLyricsSize = 1 << 20
+
     /// `text` without control characters: each run of white space (line breaks and tabs
     /// included) becomes one space, other controls (C0 with NUL, DEL, C1) go, and so does white
     /// space at either end; cut on a character boundary with "…" to ``maximumLength`` scalars.
@@ -75,7 +78,8 @@ extension TrackTags {
 
     /// These tags fit to show and to send over D-Bus: every text cleaned by
     /// ``TagText/clean(_:maximumLength:)``, lists by ``TagText/clean(_:)``, numbers outside
-    /// ``numberRange`` and a negative bitrate dropped.
+    /// ``numberRange`` and a negative bitrate dropped. Lyrics keep their line breaks (whoever
+    /// shows them parses and cleans them line by line) and are cut at ``TagText/maximumLyricsSize``.
     public func sanitized() -> TrackTags {
         var tags = self
         tags.title = title.flatMap { TagText.clean($0) }
@@ -88,6 +92,11 @@ extension TrackTags {
         tags.trackNumber = trackNumber.flatMap { Self.numberRange.contains($0) ? $0 : nil }
         tags.discNumber = discNumber.flatMap { Self.numberRange.contains($0) ? $0 : nil }
         tags.bitrate = bitrate.flatMap { $0 > 0 ? $0 : nil }
+        tags.lyrics = lyrics.flatMap { text in
+            guard !text.allSatisfy(\.isWhitespace) else { return nil }
+            guard text.utf8.count > TagText.maximumLyricsSize else { return text }
+            return String(decoding: text.utf8.prefix(TagText.maximumLyricsSize), as: UTF8.self)
+        }
         return tags
     }
 }

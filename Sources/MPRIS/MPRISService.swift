@@ -45,9 +45,11 @@ public final class MPRISService: Sendable {
         /// A length estimated from a local MP3's bitrate, and the track waiting for one.
         var estimatedLength: (id: TrackID, length: Duration?)?
         var estimatePending: TrackID?
+        /// The current track's lyrics and the line last signalled.
+        var lyrics = LyricsState()
     }
 
-    private let connection: DBusConnection
+    let connection: DBusConnection
     let player: Player
     let resolver: TrackResolver
     private let status: SpoolStatusProvider?
@@ -57,6 +59,8 @@ public final class MPRISService: Sendable {
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
     /// Reads folders for cover art files, off the D-Bus and player threads.
     let artQueue = DispatchQueue(label: "spool.mpris.art", qos: .utility)
+    /// Follows the current lyrics line: checks it and arms the timer for the next one.
+    let lyricsQueue = DispatchQueue(label: "spool.mpris.lyrics")
     /// Property sets waiting to reach the player, applied one after the other in the order they
     /// arrived (a task per set could reach the player in any order).
     private let propertySets: AsyncStream<@Sendable () async -> Void>.Continuation
@@ -95,6 +99,9 @@ public final class MPRISService: Sendable {
         connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + spool)
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }
     }
+
+    /// Whether `org.spool.Spool1` is exported (and its signals may go out).
+    var hasSpoolInterface: Bool { status != nil }
 
     /// The track id object path for a queue entry.
     public static func trackPath(_ id: TrackID) -> String { "/org/spool/Track/\(id.rawValue)" }
@@ -391,6 +398,7 @@ public final class MPRISService: Sendable {
         if let date = tags.date { entries.append(("xesam:contentCreated", .string(date))) }
         if let length = track.duration { entries.append(("mpris:length", .int64(Int64(length.microseconds)))) }
         if let art = tags.artURL { entries.append(("mpris:artUrl", .string(art.absoluteString))) }
+        if let text = track.lyrics?.plainText, !text.isEmpty { entries.append(("xesam:asText", .string(text))) }
         return .stringVariantDict(entries)
     }
 
@@ -402,7 +410,7 @@ public final class MPRISService: Sendable {
             let schedule = published.withLock { state -> Bool in
                 // A playback error of the player's own is newer than an input's.
                 if snapshot.lastError != nil, snapshot.lastError != state.snapshot.lastError { state.inputError = nil }
-                let snapshot = withSidecarArt(withEstimatedLength(snapshot, &state), &state)
+                let snapshot = withLyrics(withSidecarArt(withEstimatedLength(snapshot, &state), &state), &state)
                 state.snapshot = snapshot
                 // The first snapshot is what GetAll answers from the start: nothing changed yet.
                 if state.signalled == nil {
@@ -415,10 +423,12 @@ public final class MPRISService: Sendable {
                 return !state.flushScheduled
             }
             if schedule { scheduleFlush() }
+            followLyrics()
         case .seeked(let position):
             connection.emitSignal(
                 path: Self.objectPath, interface: Self.playerInterface, name: "Seeked",
                 arguments: [.int64(Int64(position.microseconds))])
+            followLyrics()
         }
     }
 
@@ -431,7 +441,7 @@ public final class MPRISService: Sendable {
 
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
-        var spoolChanges: [(String, DBusValue)] = []  // LastError and Buffering of org.spool.Spool1
+        var spoolChanges: [(String, DBusValue)] = []  // LastError, Buffering and Lyrics of org.spool.Spool1
         let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
             state.flushScheduled = false
             let current = Self.playerProperties(state.snapshot)
@@ -448,6 +458,10 @@ public final class MPRISService: Sendable {
                 }
                 if before.buffering != state.snapshot.buffering {
                     spoolChanges.append(("Buffering", .boolean(state.snapshot.buffering)))
+                }
+                // Once per track (never per line): clients following LyricsLine need the lines it counts.
+                if before.nowPlaying?.lyrics?.lines != state.snapshot.nowPlaying?.lyrics?.lines {
+                    spoolChanges.append(("Lyrics", Self.lyricsValue(state.snapshot.nowPlaying?.lyrics)))
                 }
             }
             state.signalledSnapshot = state.snapshot

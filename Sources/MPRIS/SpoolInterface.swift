@@ -196,6 +196,8 @@ extension MPRISService {
                 DBusProperty("Preloads", signature: "aa{sv}") {
                     .array(elementSignature: "a{sv}", status.preparedTracks().map { .stringVariantDict(Self.preloadFields($0)) })
                 },
+                DBusProperty("Lyrics", signature: "a(xs)") { Self.lyricsValue(snapshot().nowPlaying?.lyrics) },
+                DBusProperty("LyricsLine", signature: "i") { [weak self] in .int32(self?.currentLyricsLine() ?? -1) },
             ])
     }
 

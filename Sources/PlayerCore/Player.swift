@@ -23,6 +23,9 @@ public struct NowPlaying: Sendable, Equatable {
     public var duration: Duration?
     /// Whether the track can seek (known length and an origin that honours ranges).
     public var seekable = false
+    /// The track's lyrics, parsed: set by whoever reads them (the MPRIS layer, off the player's
+    /// executor, from a `.lrc` file or the tags); the player itself leaves them nil.
+    public var lyrics: Lyrics?
 
     /// Creates what is known of a playing entry.
     public init(entry: QueueEntry, tags: TrackTags, duration: Duration?, seekable: Bool = false) {

@@ -36,6 +36,7 @@ struct ControlCommand: Sendable {
         ControlCommand(name: "shuffle", usage: "shuffle on|off", summary: "Turn shuffle on or off", run: shuffle),
         ControlCommand(name: "queue", usage: "queue", summary: "List the queue, the current track marked with '>', with cache state", run: queue),
         ControlCommand(name: "status", usage: "status [--follow]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
+        ControlCommand(name: "lyrics", usage: "lyrics [--follow]", summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time", run: runLyrics),
         simple("quit", "Quit", "Stop the daemon (it saves the session first)", interface: MPRISService.rootInterface),
         ControlCommand(name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch URL...", summary: "Show, list, clear or fill the download cache", run: cache),
     ]
@@ -59,6 +60,7 @@ struct ControlCommand: Sendable {
         "seek": "TIME is seconds (90), m:ss (1:30), h:mm:ss or 1h2m3s; a leading + or - seeks relative to the\ncurrent position; PERCENT (50%) is a fraction of the track.\n",
         "volume": "PERCENT is 0 to 100 (100 is full volume); MPRIS's 0.0-1.0 is shown as a percentage.\n",
         "status": "On a terminal the status is redrawn in place; when piped, plain lines are written.\nThe bar shows # played, = cached, - not yet downloaded.\n",
+        "lyrics": "Lyrics come from a .lrc file beside a local track (same name), else from its tags (LRC or\nplain text). Timed lines are printed with their start time; unsynced lyrics as they are.\nWith --follow the current line is redrawn in place on a terminal as the track plays (seeks\nand rate changes included); when piped, each new line is written as a plain line.\n",
         "cache": "  stats                      counters of the cache\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n",
     ]
 }

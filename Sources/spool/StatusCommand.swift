@@ -110,7 +110,14 @@ func preloadNote(_ row: [String: DBusValue]) -> String {
     }
     try await redraw()
     guard follow else { return }
-    // Redraw on every change, and once a second for the position.
+    try await followDaemon(client, everySecond: true, redraw)
+}
+
+/// Calls `redraw` on every signal the daemon sends at its MPRIS object (and once a second when
+/// `everySecond`, for what changes without a signal, such as the position), until interrupted.
+func followDaemon(
+    _ client: SpoolClient, everySecond: Bool, _ redraw: () async throws(CommandFailure) -> Void
+) async throws(CommandFailure) {
     let (ticks, tick) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     let rule = "type='signal',path='\(MPRISService.objectPath)',sender='\(client.name)'"
     let signals: AsyncStream<DBusSignalMessage>
@@ -123,7 +130,7 @@ func preloadNote(_ row: [String: DBusValue]) -> String {
         for await _ in signals { tick.yield() }
     }
     let clock = Task {
-        while !Task.isCancelled {
+        while everySecond && !Task.isCancelled {
             try? await Task.sleep(for: .seconds(1))
             tick.yield()
         }

@@ -57,6 +57,10 @@ public enum RawTagField: String, Sendable, CaseIterable {
 public struct RawTags: Sendable {
     /// The values in file order; a field may repeat (several artists).
     public var values: [(field: RawTagField, bytes: [UInt8])] = []
+    /// Vorbis comments of other names (`LYRICS`), written after ``values`` (FLAC and Ogg Vorbis only).
+    public var otherVorbisComments: [(name: String, bytes: [UInt8])] = []
+    /// Other ID3v2 frames (`USLT`), their content as it goes after the frame header (MP3 only).
+    public var otherID3Frames: [(id: String, content: [UInt8])] = []
 
     /// No values.
     public init() {}
@@ -96,6 +100,9 @@ public enum RawTagWriter {
             // COMM: encoding, language, empty description (NUL-terminated), text.
             let content = field == .comment ? [3] + Array("eng".utf8) + [0] + joined : [3] + joined
             body += Array(field.id3Frame.utf8) + syncsafe(content.count) + [0, 0] + content
+        }
+        for (id, content) in tags.otherID3Frames {
+            body += Array(id.utf8) + syncsafe(content.count) + [0, 0] + content
         }
         return Data(Array("ID3".utf8) + [4, 0, 0] + syncsafe(body.count) + body) + audio
     }
@@ -166,9 +173,10 @@ public enum RawTagWriter {
     /// A Vorbis comment structure (without the packet type and "vorbis" of the Ogg header).
     private static func vorbisComment(_ tags: RawTags, framingBit: Bool) -> [UInt8] {
         let vendor = Array("spool hostile tags".utf8)
-        var result = littleEndian(vendor.count) + vendor + littleEndian(tags.values.count)
-        for (field, value) in tags.values {
-            let entry = Array(field.vorbisName.utf8) + [UInt8(ascii: "=")] + value
+        let named = tags.values.map { ($0.field.vorbisName, $0.bytes) } + tags.otherVorbisComments.map { ($0.name, $0.bytes) }
+        var result = littleEndian(vendor.count) + vendor + littleEndian(named.count)
+        for (name, value) in named {
+            let entry = Array(name.utf8) + [UInt8(ascii: "=")] + value
             result += littleEndian(entry.count) + entry
         }
         return framingBit ? result + [1] : result
