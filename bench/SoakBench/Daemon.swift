@@ -51,7 +51,7 @@ final class DaemonKeeper: Sendable {
     ) async throws -> (PlayerProcess, Int32) {
         let player = try rig.startSpool(
             executable: executable, home: home, audioSink: "pulsesink", logLevel: logLevel,
-            extraEnvironment: ["PULSE_SERVER": pulseServer], lifetime: lifetime)
+            extraEnvironment: ["PULSE_SERVER": pulseServer, "GST_REGISTRY": registry], lifetime: lifetime)
         let connection = try DBusConnection(address: rig.bus.address)
         defer { connection.close() }
         for _ in 0..<1000 {
@@ -62,6 +62,20 @@ final class DaemonKeeper: Sendable {
             try await Task.sleep(for: .milliseconds(10))
         }
         throw RigError("spool daemon did not take its bus name; its log:\n\(player.logTail(30))")
+    }
+
+    /// GStreamer's registry as the user's own daemon finds it (GST_REGISTRY, else under the
+    /// user's cache folder), not under the daemon's fresh XDG_CACHE_HOME: a fresh registry
+    /// makes the daemon scan every plugin, which maps all of them and inflates its RSS.
+    static var registry: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let set = environment["GST_REGISTRY"], !set.isEmpty { return set }
+        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? NSHomeDirectory() + "/.cache"
+        var name = utsname()
+        uname(&name)
+        let machine = withUnsafeBytes(of: &name.machine) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        return "\(cache)/gstreamer-1.0/registry.\(machine).bin"
     }
 
     /// The daemon's own process id (not the `timeout` wrapping it).
@@ -90,6 +104,12 @@ final class DaemonKeeper: Sendable {
             print("could not start the daemon again: \(error)")
         }
         return crash
+    }
+
+    /// The allocator's account of the heap (see `HeapFigures`); blocks while gdb holds the daemon.
+    func heap(trim: Bool) -> HeapFigures? {
+        let (pid, log) = state.withLock { ($0.pid, $0.player.process.stderrURL) }
+        return HeapFigures.probe(pid: pid, log: log, trim: trim)
     }
 
     /// Writes the stacks of every thread of the daemon (gdb) to `file`; blocks while gdb holds

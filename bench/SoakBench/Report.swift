@@ -14,6 +14,8 @@ struct Report {
     let origin: FaultOrigin
     let daemonLog: String
     let inventories: (warmUp: Inventory, end: Inventory)
+    /// The allocator's account at the end of the warm-up and at the end (trimmed then).
+    let heaps: (warmUp: HeapFigures?, end: HeapFigures?)
     let quit: (outcome: CallOutcome, status: Int32?, seconds: Double)
     let capturedStacks: [String]
 
@@ -173,6 +175,8 @@ struct Report {
         say("  descriptors at the end: \(ProcessInventory.line(inventories.end.fds))")
         say("  threads at warm-up: \(ProcessInventory.line(inventories.warmUp.threads))")
         say("  threads at the end: \(ProcessInventory.line(inventories.end.threads))")
+        say("  heap at warm-up (glibc malloc_stats): \(heaps.warmUp?.line ?? "not read (gdb failed)")")
+        say("  heap at the end: \(heaps.end?.line ?? "not read (gdb failed)")")
     }
 
     private func printLog() {

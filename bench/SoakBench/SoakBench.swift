@@ -64,7 +64,8 @@ struct SoakBench {
         let daemon = try await DaemonKeeper(
             rig: rig, executable: spool, pulseServer: pulse.server, logLevel: environment["SOAK_LOG"], lifetime: lifetime)
         Cleanup.register { daemon.process.stop(grace: 2) }
-        say("daemon: pid \(daemon.pid), playing into a private PulseAudio null sink; 4 MPRIS clients; warm-up \(formatted(warmUp(duration))) s")
+        say("daemon: pid \(daemon.pid), playing into a private PulseAudio null sink; GStreamer registry \(DaemonKeeper.registry); "
+            + "4 MPRIS clients; warm-up \(formatted(warmUp(duration))) s")
 
         let control = try SoakClient(address: rig.bus.address, ledger: ledger)
         var random = SeededGenerator(seed: seed)
@@ -89,6 +90,7 @@ struct SoakBench {
         }
         let endInventory = Inventory()
         endInventory.take(daemon.pid)
+        let endHeap = daemon.heap(trim: true)
 
         // The daemon must still quit cleanly after all that.
         let quitStarted = ContinuousClock.now
@@ -106,7 +108,7 @@ struct SoakBench {
         let report = Report(
             duration: duration, warmUp: warmUp(duration), seed: seed, ledger: ledger, samples: samples.all,
             crashes: daemon.crashes, pollers: pollers, faults: faults, origin: rig.origin, daemonLog: daemon.log,
-            inventories: (warmUpInventory, endInventory),
+            inventories: (warmUpInventory, endInventory), heaps: (sampler.warmUpHeap.withLock { $0 }, endHeap),
             quit: (outcome: quit, status: quitStatus, seconds: quitSeconds), capturedStacks: sampler.capturedStacks.withLock { $0 })
         let passed = report.print()
         Cleanup.run()

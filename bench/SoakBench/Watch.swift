@@ -9,6 +9,8 @@ import TestSupport
 final class Sampler: Sendable {
     /// Files holding stacks taken during the run.
     let capturedStacks = Mutex<[String]>([])
+    /// The heap as the allocator saw it at the end of the warm-up.
+    let warmUpHeap = Mutex<HeapFigures?>(nil)
     private let daemon: DaemonKeeper
     private let ledger: Ledger
     private let samples: SampleLog
@@ -50,7 +52,11 @@ final class Sampler: Sendable {
                 at: at, pid: pid, figures: figures, status: status, position: position, track: track, advancing: advancing)
             samples.append(sample)
             previous = sample
-            if !inventory.isTaken, at >= warmUp { inventory.take(pid) }
+            if !inventory.isTaken, at >= warmUp {
+                inventory.take(pid)
+                let heap = await holdingDaemon { $0.heap(trim: false) }
+                warmUpHeap.withLock { $0 = heap }
+            }
             if at - lastProgress >= 60 {
                 lastProgress = at
                 progress(sample)
@@ -86,17 +92,20 @@ final class Sampler: Sendable {
         let file = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("spool-soak-stacks-\(Int(first.at))s-\(getpid()).txt")
         say("[\(Int(ledger.elapsed)) s] unanswered: \(first.what) at \(Int(first.at)) s (\(first.why)); taking the daemon's stacks")
-        ledger.beginCapture()
-        let daemon = self.daemon
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            Thread.detachNewThread {
-                daemon.captureStacks(to: file)
-                continuation.resume()
-            }
-        }
-        ledger.endCapture()
+        await holdingDaemon { $0.captureStacks(to: file) }
         capturedStacks.withLock { $0.append(file.path) }
         say("  stacks: \(file.path)")
+    }
+
+    /// Runs `body` (which stops the daemon under gdb) off the cooperative threads; calls that
+    /// go unanswered meanwhile are the bench's doing and left out of the count.
+    private func holdingDaemon<T: Sendable>(_ body: @escaping @Sendable (DaemonKeeper) -> T) async -> T {
+        ledger.beginCapture()
+        defer { ledger.endCapture() }
+        let daemon = self.daemon
+        return await withCheckedContinuation { continuation in
+            Thread.detachNewThread { continuation.resume(returning: body(daemon)) }
+        }
     }
 }
 
