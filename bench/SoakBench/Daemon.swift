@@ -107,7 +107,7 @@ final class DaemonKeeper: Sendable {
     }
 
     /// The allocator's account of the heap (see `HeapFigures`); blocks while gdb holds the daemon.
-    func heap(trim: Bool) -> HeapFigures? {
+    func heap(trim: Bool) -> Result<HeapFigures, RigError> {
         let (pid, log) = state.withLock { ($0.pid, $0.player.process.stderrURL) }
         return HeapFigures.probe(pid: pid, log: log, trim: trim)
     }

@@ -16,19 +16,26 @@ struct HeapFigures: Sendable {
 
     /// Probes `pid`, whose stderr goes to `log`: gdb calls `malloc_stats()` (which writes to the
     /// daemon's stderr), and `malloc_trim(0)` too when `trim`. Blocks while gdb holds the
-    /// process stopped (a few seconds); nil when gdb or the parse fails.
-    static func probe(pid: Int32, log: URL, trim: Bool) -> HeapFigures? {
+    /// process stopped (a few seconds).
+    static func probe(pid: Int32, log: URL, trim: Bool) -> Result<HeapFigures, RigError> {
         let offset = (try? FileManager.default.attributesOfItem(atPath: log.path)[.size] as? Int) ?? 0
         let before = ProcessFigures.read(pid)?.anonKiB
         var commands = ["-ex", "call ((void (*)(void))malloc_stats)()"]
         if trim { commands += ["-ex", "call ((int (*)(unsigned long))malloc_trim)(0)"] }
-        guard let result = try? runCommand("gdb", ["-p", String(pid), "-batch", "-nx"] + commands, timeout: 120),
-            result.status == 0, let handle = try? FileHandle(forReadingFrom: log)
-        else { return nil }
+        let result: CommandResult
+        do {
+            result = try runCommand("gdb", ["-p", String(pid), "-batch", "-nx"] + commands, timeout: 120)
+        } catch {
+            return .failure(RigError("gdb: \(error)"))
+        }
+        guard let handle = try? FileHandle(forReadingFrom: log) else { return .failure(RigError("no daemon log")) }
         defer { try? handle.close() }
         try? handle.seek(toOffset: UInt64(offset))
         let text = String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
-        guard let total = text.range(of: "Total (incl. mmap):", options: .backwards) else { return nil }
+        guard let total = text.range(of: "Total (incl. mmap):", options: .backwards) else {
+            let why = (result.stderr + result.stdout).split(separator: "\n").suffix(3).joined(separator: " / ")
+            return .failure(RigError("gdb exited \(result.status) and malloc_stats wrote nothing: \(why)"))
+        }
         func number(after label: String, in part: Substring) -> Int? {
             guard let range = part.range(of: label) else { return nil }
             return part[range.upperBound...].split(separator: "\n").first
@@ -36,11 +43,11 @@ struct HeapFigures: Sendable {
         }
         let totals = text[total.upperBound...]
         guard let held = number(after: "system bytes", in: totals), let inUse = number(after: "in use bytes", in: totals)
-        else { return nil }
+        else { return .failure(RigError("malloc_stats' totals did not parse")) }
         let arenas = text.components(separatedBy: "Arena ").count - 1
         let after = trim ? ProcessFigures.read(pid)?.anonKiB : nil
-        return HeapFigures(
-            held: held, inUse: inUse, arenas: arenas, trimmed: before.flatMap { before in after.map { (before, $0) } })
+        return .success(
+            HeapFigures(held: held, inUse: inUse, arenas: arenas, trimmed: before.flatMap { before in after.map { (before, $0) } }))
     }
 
     /// One line for the summary.

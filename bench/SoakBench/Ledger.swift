@@ -66,20 +66,22 @@ final class Ledger: Sendable {
     func record(_ kind: String, _ outcome: CallOutcome, what: String, at: Double, latency: Double) {
         state.withLock { state in
             var tally = state.tallies[kind] ?? Tally()
+            // A call made while gdb held the daemon stopped says nothing about the daemon:
+            // its latency is left out, and so is its not being answered.
+            let overlaps = { (window: (start: Double, end: Double?)) in
+                at + latency >= window.start && at <= (window.end ?? .infinity)
+            }
+            let held = state.captureWindows.contains(where: overlaps)
             switch outcome {
             case .answered:
                 tally.answered += 1
-                tally.latencies.append(latency)
+                if !held { tally.latencies.append(latency) }
             case .refused(let why):
                 tally.refused += 1
                 tally.refusals[Self.shortened(why), default: 0] += 1
-                tally.latencies.append(latency)
+                if !held { tally.latencies.append(latency) }
             case .unanswered(let why):
-                // A call made while gdb held the daemon stopped says nothing about the daemon.
-                let overlaps = { (window: (start: Double, end: Double?)) in
-                    at + latency >= window.start && at <= (window.end ?? .infinity)
-                }
-                if state.captureWindows.contains(where: overlaps) {
+                if held {
                     state.duringCapture += 1
                 } else {
                     tally.unanswered += 1

@@ -15,7 +15,7 @@ struct Report {
     let daemonLog: String
     let inventories: (warmUp: Inventory, end: Inventory)
     /// The allocator's account at the end of the warm-up and at the end (trimmed then).
-    let heaps: (warmUp: HeapFigures?, end: HeapFigures?)
+    let heaps: (warmUp: Result<HeapFigures, RigError>?, end: Result<HeapFigures, RigError>?)
     let quit: (outcome: CallOutcome, status: Int32?, seconds: Double)
     let capturedStacks: [String]
 
@@ -77,7 +77,8 @@ struct Report {
 
     private func printPolls() {
         let polls = ledger.tallies.filter { !$0.key.hasPrefix("action:") }.sorted { $0.key < $1.key }
-        say("\nreads by the 4 MPRIS clients, the sampler and the driver (count, p50 / p99 / max latency):")
+        say("\nreads by the 4 MPRIS clients, the sampler and the driver (count, p50 / p99 / max latency; "
+            + "calls while gdb held the daemon are left out of the latencies):")
         for (kind, tally) in polls {
             let sorted = tally.latencies.sorted()
             let refused = tally.refused > 0 ? ", \(tally.refused) refused" : ""
@@ -142,6 +143,9 @@ struct Report {
         let head = steady.filter { $0.at < first.at + 60 }
         let tail = steady.filter { $0.at > last.at - 60 }
         say("\ngrowth after the warm-up (\(Int(first.at))–\(Int(last.at)) s; values are medians of the first and last minute):")
+        if window < 480 {
+            say("  (a window under 8 minutes mostly measures noise and the allocator settling: run 10 minutes or more)")
+        }
         say("  \(pad("", 9)) \(pad("after warm-up", 14)) \(pad("end", 10)) \(pad("min–max", 16)) \(pad("least-squares growth per hour (±2 SE)", 40)) target")
         let rows: [(String, (Sample) -> Double, String, Double, Bool)] = [
             ("RSS", { Double($0.figures.rssKiB) / 1024 }, "MiB", 1, false),
@@ -175,8 +179,15 @@ struct Report {
         say("  descriptors at the end: \(ProcessInventory.line(inventories.end.fds))")
         say("  threads at warm-up: \(ProcessInventory.line(inventories.warmUp.threads))")
         say("  threads at the end: \(ProcessInventory.line(inventories.end.threads))")
-        say("  heap at warm-up (glibc malloc_stats): \(heaps.warmUp?.line ?? "not read (gdb failed)")")
-        say("  heap at the end: \(heaps.end?.line ?? "not read (gdb failed)")")
+        func line(_ heap: Result<HeapFigures, RigError>?) -> String {
+            switch heap {
+            case .success(let figures)?: figures.line
+            case .failure(let error)?: "not read (\(error))"
+            case nil: "not read"
+            }
+        }
+        say("  heap at warm-up (glibc malloc_stats): \(line(heaps.warmUp))")
+        say("  heap at the end: \(line(heaps.end))")
     }
 
     private func printLog() {

@@ -10,7 +10,7 @@ final class Sampler: Sendable {
     /// Files holding stacks taken during the run.
     let capturedStacks = Mutex<[String]>([])
     /// The heap as the allocator saw it at the end of the warm-up.
-    let warmUpHeap = Mutex<HeapFigures?>(nil)
+    let warmUpHeap = Mutex<Result<HeapFigures, RigError>?>(nil)
     private let daemon: DaemonKeeper
     private let ledger: Ledger
     private let samples: SampleLog
