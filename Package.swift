@@ -78,6 +78,9 @@ let package = Package(
         .executableTarget(name: "MPRISBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/MPRISBench"),
         // Issue #12: a real `spool daemon` (and mpv, when installed) under network conditions (bench/network.sh).
         .executableTarget(name: "NetworkBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/NetworkBench"),
+        // A real `spool daemon` under random actions, faults and polling clients for MINUTES: crashes,
+        // unanswered calls and growth per hour of memory, descriptors and threads (bench/soak.sh).
+        .executableTarget(name: "SoakBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/SoakBench"),
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
