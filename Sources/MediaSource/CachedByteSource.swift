@@ -50,7 +50,8 @@ public final class CachedByteSource: ByteSource {
         /// Bytes the cache could not store (disk full): kept so playback goes on, within
         /// the memory window around the play head.
         var overflow = ByteRuns()
-        var writeFailureLogged = false
+        /// The disk has refused bytes: the refusal is logged and the download kept to the window.
+        var streamingFromMemory = false
         /// What the download is doing, for clients ("retrying in 2 s: HTTP status 503").
         var transferStatus: String?
         /// The background check of a complete entry, and whether it found a new version.
@@ -634,9 +635,9 @@ public final class CachedByteSource: ByteSource {
     /// on the download stays half a window ahead of the play head and bytes the window drops
     /// (furthest behind it first) are fetched again if a seek goes back to them.
     private func keepInMemory(_ bytes: Data, at offset: Int64, because error: CacheError, _ state: inout State) {
-        if !state.writeFailureLogged {
+        if !state.streamingFromMemory {
             log.warning("cannot cache \(loggable(url)) (\(error)); streaming from memory")
-            state.writeFailureLogged = true
+            state.streamingFromMemory = true
             state.planner.limitToWindow(memoryWindow.capacity / 2)
         }
         state.overflow.write(bytes, at: offset)
