@@ -27,10 +27,11 @@ extension MPRISService {
     /// How long after a line's start its timer fires: the position then surely reached it.
     static let lyricsMargin: Duration = .milliseconds(3)
 
-    /// `snapshot` with its track's lyrics: those of a `.lrc` file beside a local track, else its
-    /// lyrics tag, which is often LRC itself. Both are read and parsed on the art queue, never in
-    /// a D-Bus call or on the player's executor; a track shows its lyrics when they answer.
-    /// Called with the published state locked.
+    /// `snapshot` with its track's lyrics: those of a `.lrc` file beside the track (on disk, or
+    /// for an http(s) track fetched once in the background), else its lyrics tag, which is often
+    /// LRC itself. They are read and parsed on the art queue, never in a D-Bus call or on the
+    /// player's executor; a track shows its lyrics when they answer. Called with the published
+    /// state locked.
     func withLyrics(_ snapshot: PlayerSnapshot, _ state: inout Published) -> PlayerSnapshot {
         guard let track = snapshot.nowPlaying else {
             state.lyrics.id = nil
@@ -46,34 +47,47 @@ extension MPRISService {
             state.lyrics.fromSidecar = false
             if !known { state.lyrics.lyrics = nil }
             readLyrics(of: track.entry.url, id: id, tagText: tagText)
+            if !known, let remoteLyrics, !track.entry.url.isFileURL {
+                let url = track.entry.url
+                Task { [weak self] in
+                    guard let text = await remoteLyrics(url), let queue = self?.artQueue else { return }
+                    queue.async { [weak self] in self?.publishLyrics(text, id: id, tagText: tagText, fromSidecar: true) }
+                }
+            }
         }
         var patched = snapshot
         patched.nowPlaying?.lyrics = state.lyrics.lyrics
         return patched
     }
 
-    /// Reads the lyrics of track `id` on the art queue and publishes them.
+    /// Reads the lyrics of track `id` (its local `.lrc`, else `tagText`) on the art queue and publishes them.
     private func readLyrics(of url: URL, id: TrackID, tagText: String?) {
         artQueue.async { [weak self] in
             let sidecar = LyricsFile.sidecarPath(for: url).flatMap(LyricsFile.read(atPath:))
-            let lyrics = (sidecar ?? tagText).map(Lyrics.parse).flatMap { $0.isEmpty ? nil : $0 }
-            guard let self else { return }
-            let changed = self.published.withLock { state -> Bool in
-                // Another track, or other tags read meanwhile: their own read publishes.
-                guard state.lyrics.id == id, state.lyrics.tagText == tagText else { return false }
-                state.lyrics.lyrics = lyrics
-                state.lyrics.fromSidecar = sidecar != nil
-                guard state.snapshot.nowPlaying?.entry.id == id, state.snapshot.nowPlaying?.lyrics != lyrics else { return false }
-                state.snapshot.nowPlaying?.lyrics = lyrics
-                defer { state.flushScheduled = true }
-                return !state.flushScheduled
-            }
-            if let lyrics {
-                self.log.debug("lyrics of \(id): \(lyrics.lines.count) timed lines\(sidecar != nil ? " from the .lrc file" : " from the tags")")
-            }
-            if changed { self.scheduleFlush() }
-            self.followLyrics()
+            self?.publishLyrics(sidecar ?? tagText, id: id, tagText: tagText, fromSidecar: sidecar != nil)
         }
+    }
+
+    /// Parses `text` as track `id`'s lyrics and publishes them, unless the track changed
+    /// meanwhile, or other tags were read (their own read publishes), or these come from the
+    /// tags and a `.lrc` file already answered. Runs on the art queue.
+    private func publishLyrics(_ text: String?, id: TrackID, tagText: String?, fromSidecar: Bool) {
+        let lyrics = text.map(Lyrics.parse).flatMap { $0.isEmpty ? nil : $0 }
+        let changed = published.withLock { state -> Bool in
+            guard state.lyrics.id == id, fromSidecar || (state.lyrics.tagText == tagText && !state.lyrics.fromSidecar)
+            else { return false }
+            state.lyrics.lyrics = lyrics
+            state.lyrics.fromSidecar = fromSidecar
+            guard state.snapshot.nowPlaying?.entry.id == id, state.snapshot.nowPlaying?.lyrics != lyrics else { return false }
+            state.snapshot.nowPlaying?.lyrics = lyrics
+            defer { state.flushScheduled = true }
+            return !state.flushScheduled
+        }
+        if let lyrics {
+            log.debug("lyrics of \(id): \(lyrics.lines.count) timed lines\(fromSidecar ? " from a .lrc file" : " from the tags")")
+        }
+        if changed { scheduleFlush() }
+        followLyrics()
     }
 
     /// Checks the current line now and re-arms the timer for the next one. Called on every

@@ -55,6 +55,8 @@ public final class MPRISService: Sendable {
     private let status: SpoolStatusProvider?
     private let supportedMimeTypes: [String]
     private let onQuit: @Sendable () -> Void
+    /// Fetches the `.lrc` beside an http(s) track (nil: none); given by the executable, which owns the fetcher.
+    let remoteLyrics: (@Sendable (URL) async -> String?)?
     let published = Mutex(Published())
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
     /// Reads folders for cover art files, off the D-Bus and player threads.
@@ -71,12 +73,15 @@ public final class MPRISService: Sendable {
 
     /// Creates the service; call ``start()`` to export it. `resolver` turns
     /// OpenUri and AddTrack URIs (playlists, directories) into tracks; `status`,
-    /// when given, adds `org.spool.Spool1` (cache and downloads) to the object.
+    /// when given, adds `org.spool.Spool1` (cache and downloads) to the object; `remoteLyrics`,
+    /// when given, fetches the `.lrc` file beside an http(s) track.
     public init(
         connection: DBusConnection, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
-        status: SpoolStatusProvider? = nil, onQuit: @escaping @Sendable () -> Void
+        status: SpoolStatusProvider? = nil, remoteLyrics: (@Sendable (URL) async -> String?)? = nil,
+        onQuit: @escaping @Sendable () -> Void
     ) {
         self.status = status
+        self.remoteLyrics = remoteLyrics
         self.connection = connection
         self.player = player
         self.resolver = resolver

@@ -37,6 +37,19 @@ public enum LyricsFile {
         return decode(Array(bytes.prefix(filled)))
     }
 
+    /// Whether `bytes` can be a lyrics file: text in UTF-16 with its byte order mark, or bytes
+    /// without NUL that do not open as HTML. A web server may answer a missing file with a page
+    /// of its own, or with the audio itself when it ignores the path: neither is lyrics.
+    public static func isText(_ bytes: [UInt8]) -> Bool {
+        guard !bytes.isEmpty else { return false }
+        if bytes.count >= 2, bytes[0] == 0xFF && bytes[1] == 0xFE || bytes[0] == 0xFE && bytes[1] == 0xFF { return true }
+        let head = bytes.prefix(4096)
+        guard !head.contains(0) else { return false }
+        let opening = String(decoding: head.prefix(64), as: UTF8.self)
+            .drop { $0.isWhitespace || $0 == "\u{FEFF}" }.lowercased()
+        return !(opening.hasPrefix("<!doctype") || opening.hasPrefix("<html") || opening.hasPrefix("<?xml"))
+    }
+
     /// `bytes` as text: UTF-16 when they start with its byte order mark, else UTF-8 with every
     /// invalid sequence (a Latin-1 file, a cut character) shown as U+FFFD.
     public static func decode(_ bytes: [UInt8]) -> String {

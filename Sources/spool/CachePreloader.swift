@@ -30,16 +30,20 @@ final class CachePreloader: Preloader {
     private let playback: PlaybackSources
     private let revalidator: Revalidator
     private let concurrency: Int
+    private let companions: @Sendable (URL) -> Void
     private let state = Mutex(State())
     private let log = Logger(label: "preload")
 
     /// Creates a preloader writing into `cache` (in `namespace`) through `fetcher`, running at
     /// most `concurrency` jobs at once; `playback` tells whether a playing track downloads; an
-    /// origin's answer counts as a check of the entry for `revalidator`.
+    /// origin's answer counts as a check of the entry for `revalidator`. `companions` is told of
+    /// every track the plan prepares (its head fetched or already here), so what goes with a track (its lyrics) is fetched
+    /// with it and a change to it sends no request; it must return at once.
     init(
         cache: RangeCache, fetcher: Fetcher, namespace: String, playback: PlaybackSources, revalidator: Revalidator,
-        concurrency: Int
+        concurrency: Int, companions: @escaping @Sendable (URL) -> Void = { _ in }
     ) {
+        self.companions = companions
         self.revalidator = revalidator
         self.cache = cache
         self.fetcher = fetcher
@@ -107,6 +111,9 @@ final class CachePreloader: Preloader {
             let stale = state.handles.filter { !window.contains($0.key) && now - $0.value.used > .seconds(5) }
             for key in stale.keys { state.handles[key] = nil }
             return (Array(cancelled.values), started, stale.values.map(\.entry))
+        }
+        if plan.triggered && !plan.paused {
+            for item in plan.items where item.stage != .waiting { companions(item.url) }
         }
         for job in cancelled {
             log.debug("preload of \(loggable(job.url)) cancelled: it left the window or preloading paused")

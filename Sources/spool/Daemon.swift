@@ -112,11 +112,14 @@ final class Daemon: Sendable {
         let keyForURL: @Sendable (URL) -> String = { url in
             CacheKey(url: url, ignoring: settings.cacheIgnoredQueryParameters).value
         }
+        let remoteLyrics = RemoteLyrics(
+            fetcher: fetcher, cache: try? cache.get(), namespace: namespace, missInterval: settings.revalidateInterval)
         let preloader: CachePreloader?
         if case .success(let cache) = cache {
             preloader = CachePreloader(
                 cache: cache, fetcher: fetcher, namespace: namespace, playback: playback,
-                revalidator: revalidator, concurrency: settings.preloadConcurrency)
+                revalidator: revalidator, concurrency: settings.preloadConcurrency,
+                companions: { remoteLyrics.prefetch(for: $0) })
         } else {
             preloader = nil
         }
@@ -136,6 +139,7 @@ final class Daemon: Sendable {
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
+            remoteLyrics: { await remoteLyrics.lyrics(for: $0) },
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }

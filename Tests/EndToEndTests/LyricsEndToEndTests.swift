@@ -155,4 +155,66 @@ struct LyricsEndToEndTests {
         #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Fourth\n") }, "\(follow.standardOutput)")
         #expect(follow.standardOutput == "Second\nThird\nFourth\n")
     }
+
+    /// An http track's sibling `.lrc` costs one request ever: the next track's comes with its
+    /// preload (Next sends nothing), a 404 is remembered, and a file found is kept in the cache
+    /// (a restarted daemon sends nothing for it).
+    @Test func anHTTPTrackGetsItsSiblingLRCFetchedOnceAndA404Remembered() async throws {
+        let media = try TemporaryDirectory()
+        let tone = try longTone(seconds: 20, in: media)
+        for name in ["song", "plain", "other"] {
+            try FileManager.default.copyItem(at: tone, to: media.file("\(name).flac"))
+        }
+        try Data("[00:00.50]Over http\n[00:01.00]second".utf8).write(to: media.file("song.lrc"))
+        try Data("Other words".utf8).write(to: media.file("other.lrc"))
+        try Data("song.flac\nother.flac\n".utf8).write(to: media.file("list.m3u"))
+        let server = try NginxServer(serving: media.url)
+        let home = try TemporaryDirectory(prefix: "spool-home")
+        let bus = try PrivateBus()
+        func lrcRequests(_ name: String) -> Int { server.accessLog().filter { $0.path == "/\(name).lrc" }.count }
+        func audioRequests(_ name: String) -> Int { server.accessLog().filter { $0.path == "/\(name).flac" }.count }
+
+        do {
+            let daemon = try RunningDaemon(bus: bus, home: home.url)
+            try await daemon.waitUntilReady()
+            try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "list.m3u").absoluteString)])
+            #expect(try await daemon.waitForText("Over http\nsecond"), "the sibling .lrc of an http track")
+            #expect(lyricsLines(try await daemon.property(spoolInterface, "Lyrics")).map(\.0) == [500_000, 1_000_000])
+            // nginx sends the first track at once, which fires the preload of the next one.
+            #expect(eventually(timeout: 10) { lrcRequests("other") == 1 && audioRequests("other") > 0 }, "\(server.accessLog())")
+            let before = server.accessLog().count
+            try await daemon.mpris(playerInterface, "Next")
+            #expect(try await daemon.waitForText("Other words"))
+            #expect(server.accessLog().count == before, "Next to a preloaded track: \(server.accessLog().dropFirst(before))")
+
+            try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
+            #expect(eventually(timeout: 10) { lrcRequests("plain") == 1 }, "the missing sibling is asked for")
+            #expect(server.accessLog().first { $0.path == "/plain.lrc" }?.status == 404)
+            #expect(try await daemon.waitForText(nil), "no lyrics for a track without a sibling")
+            try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "song.flac").absoluteString)])
+            #expect(try await daemon.waitForText("Over http\nsecond"))
+            try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
+            #expect(try await daemon.waitForText(nil))
+            daemon.process.send(SIGTERM)
+            #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        }
+        #expect(lrcRequests("plain") == 1, "a 404 is remembered")
+        #expect(lrcRequests("song") == 1, "a sibling found is kept")
+
+        let daemon = try RunningDaemon(bus: bus, home: home.url)
+        try await daemon.waitUntilReady()
+        try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "song.flac").absoluteString)])
+        #expect(try await daemon.waitForText("Over http\nsecond"), "after a restart, from the cache")
+        #expect(lrcRequests("song") == 1, "a restarted daemon reads the kept file")
+    }
+}
+
+extension RunningDaemon {
+    /// Waits until the playing flac track's `xesam:asText` is `text` (nil: absent).
+    fileprivate func waitForText(_ text: String?) async throws -> Bool {
+        try await waitForProperty(playerInterface, "Metadata") {
+            $0?.stringVariantDictValue?["xesam:asText"]?.stringValue == text
+                && $0?.stringVariantDictValue?["xesam:url"]?.stringValue?.hasSuffix(".flac") == true
+        }
+    }
 }
