@@ -101,4 +101,23 @@ struct LyricsTests {
         try Data(repeating: 0x61, count: LyricsFile.maximumSize + 100).write(to: URL(fileURLWithPath: folder.url.path + "/big.lrc"))
         #expect(LyricsFile.read(atPath: folder.url.path + "/big.lrc")?.utf8.count == LyricsFile.maximumSize)
     }
+
+    @Test(arguments: [
+        ("[00:01.00]Hello\n", true),
+        ("Plain words, no stamps", true),
+        ("\u{FEFF}[ti:Song]\r\n[00:01]a", true),
+        ("  <!DOCTYPE html><html><body>Not Found</body></html>", false),
+        ("<html><head><title>404</title></head></html>", false),
+        ("<?xml version=\"1.0\"?><Error/>", false),
+        ("", false),
+    ])
+    func onlyTextIsTakenAsALyricsFile(text: String, isLyrics: Bool) {
+        #expect(LyricsFile.isText(Array(text.utf8)) == isLyrics)
+    }
+
+    @Test func audioAndUTF16AreToldApart() {
+        let wave = Array("RIFF".utf8) + [0x24, 0x08, 0, 0] + Array("WAVEfmt ".utf8)
+        #expect(!LyricsFile.isText(wave), "audio from a server that ignores the path")
+        #expect(LyricsFile.isText([0xFF, 0xFE] + Array("[00:01]a".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })))
+    }
 }
