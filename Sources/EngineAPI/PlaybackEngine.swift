@@ -183,6 +183,29 @@ public protocol PlaybackEngine: AnyObject, Sendable {
     func setVolume(_ volume: Double)
     /// The current position of the loaded track, when known. Cheap; any thread.
     func position() -> Duration?
+    /// The current position with the track it is heard in: across a gapless hand-over the
+    /// previous track's last samples still sound after the switch, and the player learns of
+    /// the new track one event later. Cheap; any thread.
+    func heardPosition() -> HeardPosition?
     /// Stops everything and frees the pipeline; the engine is unusable afterwards.
     func shutdown()
+}
+
+/// A position and the track whose audio it is.
+public struct HeardPosition: Sendable, Equatable {
+    /// The track heard; nil when the engine does not say.
+    public var track: TrackID?
+    /// The position in it.
+    public var position: Duration
+
+    /// Creates a heard position.
+    public init(track: TrackID?, position: Duration) {
+        self.track = track
+        self.position = position
+    }
+}
+
+extension PlaybackEngine {
+    /// The position without its track, for engines that do not tell.
+    public func heardPosition() -> HeardPosition? { position().map { HeardPosition(track: nil, position: $0) } }
 }

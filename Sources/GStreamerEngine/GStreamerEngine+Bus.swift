@@ -136,7 +136,8 @@ extension GStreamerEngine {
                     rate: state.rate)
                 // Announced when it is heard: until then the previous track's end still sounds,
                 // and that end is the position reported.
-                state.unannounced = (next.track.id, next.feeder?.seekable ?? false, audibleIn > .zero ? old?.duration : nil)
+                state.unannounced = (
+                    next.track.id, next.feeder?.seekable ?? false, old?.track.id, audibleIn > .zero ? old?.duration : nil)
                 return .handedOver(next.track.id, old?.feeder, needsRate: state.rate != 1, audibleIn: audibleIn)
             }
             if let current = state.current, current.uri == playing {

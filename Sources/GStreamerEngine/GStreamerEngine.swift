@@ -74,7 +74,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// The next group's stream that broke and was dropped: its further errors are its own.
         var brokenNext: String?
         /// A track handed over without a gap whose start is announced once it is heard.
-        var unannounced: (id: TrackID, seekable: Bool, previousEnd: Duration?)?
+        var unannounced: (id: TrackID, seekable: Bool, previous: TrackID?, previousEnd: Duration?)?
         var generation: UInt64 = 0
         var wantPlaying = false
         var busRunning = true
@@ -385,20 +385,29 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     static let restartMarkerName = "spool-restart"
 
     /// The position of the loaded track, from the pipeline.
-    public func position() -> Duration? {
-        let (phase, tailEnd, released) = shared.withLock {
-            ($0.current?.phase, $0.unannounced?.previousEnd, $0.released?.position)
+    public func position() -> Duration? { heardPosition()?.position }
+
+    /// The position and the track it is heard in: the previous one while its last samples
+    /// still sound after a hand-over.
+    public func heardPosition() -> HeardPosition? {
+        let (phase, current, unannounced, released) = shared.withLock {
+            ($0.current?.phase, $0.current?.track.id, $0.unannounced, $0.released?.position)
         }
-        if let released { return released }  // let go of after a long pause; it comes back there
-        if let tailEnd { return tailEnd }  // the previous track's last samples are still playing
+        // Let go of after a long pause; it comes back there.
+        if let released { return HeardPosition(track: current, position: released) }
+        if let unannounced, let previousEnd = unannounced.previousEnd {
+            // The previous track's last samples are still playing.
+            return HeardPosition(track: unannounced.previous, position: previousEnd)
+        }
         guard let phase else { return nil }
-        return phase.reportedPosition { [playbin] in
+        let position = phase.reportedPosition { [playbin] in
             var position: gint64 = 0
             guard gst_element_query_position(playbin, GST_FORMAT_TIME, &position) != 0, position >= 0 else {
                 return nil
             }
             return .nanoseconds(Int64(position))
         }
+        return position.map { HeardPosition(track: current, position: $0) }
     }
 
     /// Stops playback, ends the bus thread and frees the pipeline.

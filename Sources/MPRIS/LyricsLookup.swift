@@ -100,7 +100,7 @@ extension MPRISService {
     func currentLyricsLine() -> Int32 {
         let lyrics = published.withLock { $0.snapshot.nowPlaying?.lyrics }
         guard let lyrics, lyrics.isTimed else { return -1 }
-        return Int32(clamping: lyrics.lineIndex(at: player.position()))
+        return Int32(clamping: lyrics.lineIndex(at: shownPosition()))
     }
 
     /// Signals `LyricsLine` when it changed and arms a timer for the next line's start at the
@@ -115,7 +115,7 @@ extension MPRISService {
             )
         }
         if let fired, fired != generation { return }
-        let position = player.position()
+        let position = shownPosition()
         let timed = lyrics?.isTimed == true
         let index = timed ? lyrics!.lineIndex(at: position) : -1
         // Tracks without timed lyrics send nothing, but a line left showing is taken back once.

@@ -239,7 +239,7 @@ public final class MPRISService: Sendable {
                         guard let volume = value.doubleValue else { throw DBusError.invalidArgs("Volume is a double") }
                         apply { await player.setVolume(volume) }
                     }),
-                DBusProperty("Position", signature: "x") { .int64(Int64(player.position().microseconds)) },
+                DBusProperty("Position", signature: "x") { [weak self] in .int64(Int64((self?.shownPosition() ?? .zero).microseconds)) },
                 DBusProperty("MinimumRate", signature: "d") { read("MinimumRate") },
                 DBusProperty("MaximumRate", signature: "d") { read("MaximumRate") },
                 DBusProperty("CanGoNext", signature: "b") { read("CanGoNext") },

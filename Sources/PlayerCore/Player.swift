@@ -211,7 +211,15 @@ public actor Player {
     /// The position in the current track: the restored one before the first Play,
     /// else the engine's (zero when nothing is loaded). Cheap; any thread.
     public nonisolated func position() -> Duration {
-        positionOverride.withLock { $0 } ?? engine.position() ?? .zero
+        heardPosition().position
+    }
+
+    /// ``position()`` with the track it is heard in (nil when not known): a reader that shows
+    /// it beside a track's metadata checks they agree, as the engine moves to a handed-over
+    /// track one event before the player does. Cheap; any thread.
+    public nonisolated func heardPosition() -> HeardPosition {
+        if let restored = positionOverride.withLock({ $0 }) { return HeardPosition(track: nil, position: restored) }
+        return engine.heardPosition() ?? HeardPosition(track: nil, position: .zero)
     }
 
     // MARK: Session
