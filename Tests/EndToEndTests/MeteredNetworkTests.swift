@@ -104,6 +104,9 @@ struct MeteredNetworkTests {
         #expect(rows.map(\.stage) == ["waiting", "waiting"] && rows.allSatisfy { $0.cachedBytes <= 0 }, "\(rows)")
         let early = origin.requests()
         #expect(!early.contains { $0.path != paths[0] }, "requested more than 30 s before the end: \(early)")
+        // The window is full within a second at 600 kB/s; the whole file would take 13 s.
+        let idle = try await eventuallyAsync(timeout: 5) { origin.requestsBegun == origin.requests().count }
+        #expect(idle, "the playing track's download stops at the window: \(origin.requestsBegun) requests begun, \(origin.requests())")
         let playedAt = Double(try daemon.query("position")) ?? 0
         let firstWindow = origin.bytesSent(paths[0])
         #expect(firstWindow < Int((playedAt + 12 + 6) * Double(Self.rate)), "a 12 s window: \(firstWindow) bytes at \(playedAt) s")
