@@ -38,7 +38,7 @@ struct ControlCommand: Sendable {
         ControlCommand(name: "status", usage: "status [--follow]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
         ControlCommand(name: "lyrics", usage: "lyrics [--follow]", summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time", run: runLyrics),
         simple("quit", "Quit", "Stop the daemon (it saves the session first)", interface: MPRISService.rootInterface),
-        ControlCommand(name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch [--metered-ok] URL...", summary: "Show, list, clear or fill the download cache", run: cache),
+        ControlCommand(name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch URL...", summary: "Show, list, clear or fill the download cache", run: cache),
     ]
 
     /// A command that calls one argument-less method (of the Player interface unless told).

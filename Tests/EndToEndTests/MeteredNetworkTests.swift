@@ -15,9 +15,10 @@ final class FakeNetworkManager: Sendable {
     let connection: DBusConnection
     private let metered: Mutex<UInt32>
 
-    init(metered initial: UInt32) throws {
-        bus = try PrivateBus()
-        connection = try DBusConnection(address: bus.address)
+    /// Starts on `bus` (a new private bus by default), owning NetworkManager's name.
+    init(metered initial: UInt32, on bus: PrivateBus? = nil) throws {
+        self.bus = try bus ?? PrivateBus()
+        connection = try DBusConnection(address: self.bus.address)
         metered = Mutex(initial)
         connection.export(
             path: Self.path,
@@ -32,6 +33,9 @@ final class FakeNetworkManager: Sendable {
         connection.close()
         bus.stop()
     }
+
+    /// Leaves the bus, as NetworkManager does when it stops (its name loses its owner).
+    func quit() { connection.close() }
 
     /// `Metered` now.
     var value: UInt32 { metered.withLock { $0 } }
@@ -157,6 +161,20 @@ struct MeteredNetworkTests {
         let allowed = try daemon.spool("cache", "prefetch", "--metered-ok", origin.url(for: "/d.wav").absoluteString)
         #expect(allowed.status == 0, "\(allowed)")
         #expect(origin.bytesSent("/d.wav") == small.count)
+    }
+
+    /// auto: NetworkManager stopping means not metered; one starting is asked at once.
+    @Test func networkManagerStoppingAndStartingIsFollowed() async throws {
+        let first = try FakeNetworkManager(metered: 3)
+        let daemon = try RunningDaemon(extraEnvironment: ["DBUS_SYSTEM_BUS_ADDRESS": first.bus.address])
+        try await daemon.waitUntilReady()
+        #expect(try await daemon.waitForMetered(true), "guess-yes counts as metered")
+        first.quit()
+        #expect(try await daemon.waitForMetered(false), "no NetworkManager: not metered")
+        let second = try FakeNetworkManager(metered: 1, on: first.bus)
+        #expect(try await daemon.waitForMetered(true), "read again when it starts")
+        second.setMetered(4)
+        #expect(try await daemon.waitForMetered(false), "guess-no")
     }
 
     /// `network.metered = yes` needs no NetworkManager; `no` overrides one that says metered.
