@@ -10,8 +10,9 @@ import Synchronization
 /// with `yes` or `no`, that alone. No system bus or no NetworkManager means not metered.
 /// The decision itself is ``MeteredNetwork``'s.
 final class MeteredWatcher: Sendable {
-    /// NetworkManager's bus name, object path and manager interface.
+    /// NetworkManager's bus name, also the name of its manager interface.
     static let networkManager = "org.freedesktop.NetworkManager"
+    /// The manager object, which has the global `Metered` property.
     static let path = "/org/freedesktop/NetworkManager"
     private static let properties = "org.freedesktop.DBus.Properties"
 

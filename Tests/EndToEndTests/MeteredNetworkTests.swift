@@ -8,7 +8,9 @@ import TestSupport
 /// `org.freedesktop.NetworkManager` and has the one property Spool reads, `Metered` (NMMetered:
 /// 0 unknown, 1 yes, 2 no, 3 guess-yes, 4 guess-no), announced with PropertiesChanged.
 final class FakeNetworkManager: Sendable {
+    /// NetworkManager's bus name and interface.
     static let name = "org.freedesktop.NetworkManager"
+    /// Its manager object.
     static let path = "/org/freedesktop/NetworkManager"
 
     let bus: PrivateBus
