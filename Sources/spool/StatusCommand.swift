@@ -37,7 +37,7 @@ func statusLines(
     let metadata = player["Metadata"]?.stringVariantDictValue ?? [:]
     // Said whenever the rules are in force: they change what the daemon fetches, playing or not.
     let network = spool["Metered"]?.boolValue == true
-        ? ["network: metered (preload: the next track's head in its last 30 s; read-ahead: a window)"] : []
+        ? ["network: metered (no preload but the next track's head near the end; read-ahead limited to a window)"] : []
     guard let track = metadata["mpris:trackid"]?.objectPathValue, track != MPRISService.noTrack else {
         return ["\(status): nothing queued"] + network
     }
