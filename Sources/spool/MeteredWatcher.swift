@@ -101,9 +101,10 @@ final class MeteredWatcher: Sendable {
         connection?.close()
     }
 
-    /// NetworkManager's `Metered` now; nil when it does not answer (not running).
+    /// NetworkManager's `Metered` now; nil when it is not running. Asked only when its name has
+    /// an owner: a call to an unowned name would have the bus start NetworkManager.
     private static func read(on connection: DBusConnection) async -> NetworkManagerMetered? {
-        guard
+        guard (try? await connection.nameHasOwner(networkManager)) == true,
             let reply = try? await connection.call(
                 destination: networkManager, path: path, interface: properties, method: "Get",
                 arguments: [.string(networkManager), .string("Metered")], timeout: .seconds(2)),
