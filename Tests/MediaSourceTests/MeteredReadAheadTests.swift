@@ -2,6 +2,7 @@ import Foundation
 import MediaSource
 import RangeCache
 import Testing
+import TestSupport
 
 private let now = ContinuousClock.now
 private let mb: Int64 = 1_000_000
@@ -62,5 +63,26 @@ struct MeteredReadAheadTests {
         #expect(planner.readAhead?.window == mb / 2)
         _ = planner.setReadAhead((threshold: 256 * mb, window: 32 * mb), cached: RangeSet())
         #expect(planner.readAhead?.threshold == 0 && planner.readAhead?.window == mb / 2, "the disk still refuses bytes")
+    }
+
+    /// Through a real fetcher and origin: metered before it opens, a source fetches a second of
+    /// audio (at the rate it was told) and stops; unmetered, the rest comes at once, each byte once.
+    @Test func aMeteredSourceStopsAtItsWindowAndGoesOnWhenTheNetworkIsNotMetered() throws {
+        let rig = try CacheRig(size: 4_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
+        let source = try rig.source(readAhead: Policy(threshold: 256 * mb, window: 32 * mb, meteredWindow: .seconds(1)))
+        source.setByteRate(200_000)
+        source.setMetered(true)
+        _ = try open(source).get()
+        _ = try readFully(source, at: 0, length: 16_384).get()
+        let stopped = try eventually(timeout: 3) { rig.origin.requestsBegun == rig.origin.requests().count }
+        let sent = rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent }
+        #expect(stopped, "the download stops at the window; the whole body would take 2 s")
+        #expect(sent < 600_000, "a 200 kB window (and what was in flight when it was cut): \(sent)")
+
+        source.setMetered(false)
+        let complete = try eventually(timeout: 10) { rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent } >= rig.body.count }
+        #expect(complete, "\(rig.origin.requests())")
+        #expect(rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent } <= rig.body.count + 256 * 1024)
+        source.close()
     }
 }
