@@ -181,6 +181,7 @@ extension MPRISService {
             properties: [
                 DBusProperty("LastError", signature: "s") { .string(lastError() ?? "") },
                 DBusProperty("Buffering", signature: "b") { .boolean(snapshot().buffering) },
+                DBusProperty("Metered", signature: "b") { .boolean(snapshot().metered) },
                 DBusProperty("CachedRanges", signature: "a(xx)") {
                     .array(
                         elementSignature: "(xx)",

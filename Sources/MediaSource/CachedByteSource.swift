@@ -21,20 +21,6 @@ import Synchronization
 /// - A resource that changed on the server is never spliced with the old copy:
 ///   the entry is emptied, and a track already playing fails so it is reopened.
 public final class CachedByteSource: ByteSource {
-    /// How much to fetch ahead of the play head in large resources (long podcasts,
-    /// audiobooks), instead of downloading them to the end.
-    public struct ReadAheadPolicy: Sendable {
-        /// Resources larger than this keep a window instead of downloading whole.
-        public var threshold: Int64
-        /// How far ahead of the play head to fetch.
-        public var window: Int64
-        /// Creates a policy.
-        public init(threshold: Int64, window: Int64) {
-            self.threshold = threshold
-            self.window = window
-        }
-    }
-
     private struct State {
         var info: ResourceInfo?
         var validator: HTTPValidator?
@@ -70,6 +56,8 @@ public final class CachedByteSource: ByteSource {
         /// The check whose answer was a new version in time: its response streams the new body,
         /// so it became the planner's download under this key.
         var adopted: (id: TransferID, key: Int)?
+        /// Metered rules are in force: the read-ahead keeps its metered window.
+        var metered = false
     }
 
     /// An open waiting for the answer of the check of its complete entry.
@@ -86,6 +74,7 @@ public final class CachedByteSource: ByteSource {
     private let resource: String
     private let revalidator: Revalidator?
     private let memoryWindow: MemoryWindow
+    private let readAhead: ReadAheadPolicy?
     private let state: Mutex<State>
     private let transfers: FetcherTransfers
     private let log = Logger(label: "cached-source")
@@ -101,6 +90,7 @@ public final class CachedByteSource: ByteSource {
     ) {
         self.url = url
         self.memoryWindow = memoryWindow
+        self.readAhead = readAhead
         self.entry = entry
         self.fetcher = fetcher
         self.revalidator = revalidator
@@ -233,7 +223,27 @@ public final class CachedByteSource: ByteSource {
     /// length): a seek a few seconds of audio ahead of a running download may wait for it.
     /// Zero or less forgets it.
     public func setByteRate(_ bytesPerSecond: Double) {
-        state.withLock { $0.planner.setByteRate(bytesPerSecond) }
+        execute(state.withLock { state in
+            state.planner.setByteRate(bytesPerSecond)
+            return state.metered ? applyReadAhead(&state) : []
+        })
+    }
+
+    /// Turns metered rules on or off: the read-ahead keeps the policy's metered window of audio
+    /// from now on (a download past it stops at its next bytes) or goes back to the large-file
+    /// rule (an idle download goes on at once). Without a read-ahead policy nothing changes.
+    public func setMetered(_ metered: Bool) {
+        execute(state.withLock { state in
+            guard state.metered != metered, !state.closed else { return [] }
+            state.metered = metered
+            return applyReadAhead(&state)
+        })
+    }
+
+    private func applyReadAhead(_ state: inout State) -> [DownloadPlanner.Action] {
+        guard let readAhead else { return [] }
+        let limits = readAhead.limits(metered: state.metered, byteRate: state.planner.byteRate)
+        return state.planner.setReadAhead(limits, cached: held(state))
     }
 
     /// Cancels the transfers, starts making written bytes durable and closes the entry.

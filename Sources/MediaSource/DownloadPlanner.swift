@@ -72,8 +72,11 @@ public struct DownloadPlanner: Sendable {
     public private(set) var background = false
     /// The stream's bytes per second, when the player knows it.
     public private(set) var byteRate: Double?
-    /// Large resources keep only a window ahead of the play head: (threshold, window).
+    /// Large resources keep only a window ahead of the play head: (threshold, window). What the
+    /// source asks for (``setReadAhead(_:cached:)``) within the bound of ``limitToWindow(_:)``.
     public private(set) var readAhead: (threshold: Int64, window: Int64)?
+    /// The bound set when the disk refused bytes, which no later read-ahead lifts.
+    private var memoryBound: Int64?
     /// Where playback reads: the last read that continued it, or a large one (not a probe).
     public private(set) var playHead: Int64 = 0
 
@@ -96,7 +99,17 @@ public struct DownloadPlanner: Sendable {
     /// The bytes have nowhere to go but memory (the disk refused them): every resource, whatever
     /// its size, is fetched at most `window` ahead of the play head from now on.
     public mutating func limitToWindow(_ window: Int64) {
+        memoryBound = min(window, memoryBound ?? window)
         readAhead = (threshold: 0, window: min(window, readAhead?.window ?? window))
+    }
+
+    /// Sets the read-ahead (a metered network narrows it, its end widens it again), within the
+    /// memory bound. A transfer beyond a narrower window stops at its next bytes (``received``);
+    /// with a wider one or none, an idle download goes on at once.
+    public mutating func setReadAhead(_ wanted: (threshold: Int64, window: Int64)?, cached: RangeSet) -> [Action] {
+        readAhead = memoryBound.map { (threshold: 0, window: min($0, wanted?.window ?? $0)) } ?? wanted
+        guard main == nil, resource != nil else { return [] }
+        return continueDownload(cached: cached)
     }
 
     /// The resource is known (from the cache or the first response).

@@ -77,6 +77,8 @@ public struct PlayerSnapshot: Sendable, Equatable {
     public var lastError: String?
     /// Playback waits for bytes from the network.
     public var buffering = false
+    /// Metered rules are in force (``MeteredNetwork``): preload and read-ahead are limited.
+    public var metered = false
 
     /// Creates the idle snapshot.
     public init() {}
@@ -571,7 +573,7 @@ public actor Player {
         let situation = PreloadSituation(
             current: preloader.download(of: current.url), position: position(),
             duration: snapshot.nowPlaying?.duration, rate: snapshot.rate,
-            window: windowIDs.compactMap(upcoming), following: followingID.flatMap(upcoming))
+            window: windowIDs.compactMap(upcoming), following: followingID.flatMap(upcoming), metered: snapshot.metered)
         let plan = preloadPolicy.plan(situation)
         if plan != lastPlan {
             log.debug("preload: \(plan.items.map { "\($0.id) \($0.stage.rawValue)" })\(plan.paused ? " (paused)" : "")")
@@ -588,6 +590,15 @@ public actor Player {
 
     /// The last preload plan, for clients that show what is prepared.
     public var preloadPlan: PreloadPlan { lastPlan }
+
+    /// Turns metered rules on or off: the preload is planned again at once under them (jobs
+    /// they no longer allow are cancelled) and the snapshot says which rules are in force.
+    public func setMetered(_ metered: Bool) {
+        guard snapshot.metered != metered else { return }
+        log.info("\(metered ? "metered network: preload limited to the next track's head" : "network not metered")")
+        update { $0.metered = metered }
+        refreshPreload()
+    }
 
     private func startPreloadTicker() {
         guard preloadTicker == nil else { return }

@@ -28,6 +28,9 @@ public struct PreloadSettings: Sendable, Equatable {
     public var prefixMaximum: Int64 = 2 << 20
     /// The end of an upcoming track that is fetched with its prefix (trailing tags, an MP4 `moov`).
     public var tail: Int64 = 64 << 10
+    /// On a metered network the following track's head is fetched only once less than this
+    /// remains of the current one (or `trigger`, when shorter), and nothing else ahead.
+    public var meteredLead: Duration = .seconds(30)
 
     /// The defaults.
     public init() {}
@@ -111,11 +114,13 @@ public struct PreloadSituation: Sendable, Equatable {
     /// The entry the engine plays after the current one without a gap (the current one again
     /// under loop Track), if any.
     public var following: Upcoming?
+    /// The network is metered (``MeteredNetwork``): only what the gapless hand-over needs.
+    public var metered: Bool
 
     /// Creates a situation.
     public init(
         current: TrackDownload, position: Duration?, duration: Duration?, rate: Double = 1, window: [Upcoming],
-        following: Upcoming?
+        following: Upcoming?, metered: Bool = false
     ) {
         self.current = current
         self.position = position
@@ -123,6 +128,7 @@ public struct PreloadSituation: Sendable, Equatable {
         self.rate = rate
         self.window = window
         self.following = following
+        self.metered = metered
     }
 }
 
@@ -194,6 +200,10 @@ public struct PreloadPlan: Sendable, Equatable {
 ///   it) once the current one is complete with no transfer running and the head is in;
 ///   or, whatever holds, `handOverLead` before the end, so the gapless hand-over is never late.
 /// - While the current track has less than `lowWater` cached ahead of the play head, heads wait.
+/// - On a metered network only what the gapless hand-over needs: nothing until less than
+///   `meteredLead` (or `trigger`, when shorter) remains, whether or not the current track is
+///   downloaded; then the following track's head alone; the hand-over itself (which lets the
+///   engine's source read ahead into that track) only `handOverLead` before the end.
 public struct PreloadPolicy: Sendable, Equatable {
     /// The settings.
     public var settings: PreloadSettings
@@ -207,14 +217,16 @@ public struct PreloadPolicy: Sendable, Equatable {
     public func plan(_ situation: PreloadSituation) -> PreloadPlan {
         var plan = PreloadPlan()
         let remaining = remainingTime(situation)
-        plan.triggered = situation.current.complete || remaining.map { $0 < settings.trigger } == true
+        let metered = situation.metered
+        let trigger = metered ? min(settings.trigger, settings.meteredLead) : settings.trigger
+        plan.triggered = (!metered && situation.current.complete) || remaining.map { $0 < trigger } == true
         plan.paused = plan.triggered && !situation.current.complete
             && bufferedAhead(situation).map { $0 < settings.lowWater } == true
         let urgent = remaining.map { $0 < settings.handOverLead } == true
         if let following = situation.following, plan.triggered {
             let ready = following.download.complete || isHeadReady(following)
             plan.handOverNext =
-                urgent || (situation.current.complete && !situation.current.downloading && ready)
+                urgent || (!metered && situation.current.complete && !situation.current.downloading && ready)
         }
         var spent: Int64 = 0
         for upcoming in situation.window {
@@ -233,6 +245,8 @@ public struct PreloadPolicy: Sendable, Equatable {
             } else if isHeadReady(upcoming) {
                 item.stage = .headReady
                 spent += cost
+            } else if metered, upcoming.id != situation.following?.id {
+                item.stage = .waiting  // the hand-over needs the following track's head alone
             } else if spent + cost > settings.budget {
                 item.stage = .waiting
             } else {

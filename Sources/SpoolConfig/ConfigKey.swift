@@ -111,6 +111,14 @@ public enum ConfigKeys {
     /// How far ahead of the playhead a large file is fetched.
     public static let readAheadWindow = ConfigKey<ByteCount>(
         "read-ahead.window", default: .mebibytes(32), "how far ahead of the playhead a large file is fetched")
+    /// How much audio ahead of the playhead any file is fetched on a metered network.
+    public static let readAheadMeteredWindow = ConfigKey<Duration>(
+        "read-ahead.metered-window", default: .seconds(120),
+        "on a metered network every file is fetched only this much audio ahead of the playhead")
+    /// Whether the network counts as metered (less preload and read-ahead).
+    public static let networkMetered = ConfigKey<MeteredSetting>(
+        "network.metered", default: .auto,
+        "auto follows NetworkManager (none: not metered); metered: no preload but the next track's head, a read-ahead window")
     /// Positions earlier than this are not remembered.
     public static let resumeMinimum = ConfigKey<Duration>(
         "resume.minimum", default: .seconds(5), "a track stopped earlier than this starts from the beginning next time")
@@ -148,7 +156,8 @@ public enum ConfigKeys {
         AnyConfigKey(account),
         AnyConfigKey(preloadCount), AnyConfigKey(preloadBudget), AnyConfigKey(preloadTrigger),
         AnyConfigKey(preloadConcurrency),
-        AnyConfigKey(readAheadLargeFileThreshold), AnyConfigKey(readAheadWindow),
+        AnyConfigKey(readAheadLargeFileThreshold), AnyConfigKey(readAheadWindow), AnyConfigKey(readAheadMeteredWindow),
+        AnyConfigKey(networkMetered),
         AnyConfigKey(resumeMinimum), AnyConfigKey(resumeEndMargin), AnyConfigKey(resumeRewind),
         AnyConfigKey(revalidateInterval), AnyConfigKey(revalidateWait), AnyConfigKey(idleRelease),
         AnyConfigKey(audioSink), AnyConfigKey(logLevel),

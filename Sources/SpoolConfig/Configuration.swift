@@ -85,6 +85,10 @@ public struct Configuration: Sendable {
     public var readAheadLargeFileThreshold: ByteCount { self[ConfigKeys.readAheadLargeFileThreshold] }
     /// How far ahead of the playhead a large file is fetched.
     public var readAheadWindow: ByteCount { self[ConfigKeys.readAheadWindow] }
+    /// How much audio ahead of the playhead any file is fetched on a metered network.
+    public var readAheadMeteredWindow: Duration { self[ConfigKeys.readAheadMeteredWindow] }
+    /// Whether the network counts as metered: auto (NetworkManager decides), yes or no.
+    public var networkMetered: MeteredSetting { self[ConfigKeys.networkMetered] }
     /// A track stopped earlier than this starts from the beginning next time.
     public var resumeMinimum: Duration { self[ConfigKeys.resumeMinimum] }
     /// A track stopped this close to its end counts as finished.

@@ -61,7 +61,7 @@ struct ControlCommand: Sendable {
         "volume": "PERCENT is 0 to 100 (100 is full volume); MPRIS's 0.0-1.0 is shown as a percentage.\n",
         "status": "On a terminal the status is redrawn in place; when piped, plain lines are written.\nThe bar shows # played, = cached, - not yet downloaded.\n",
         "lyrics": "Lyrics come from a .lrc file beside a local track (same name), else from its tags (LRC or\nplain text). Timed lines are printed with their start time; unsynced lyrics as they are.\nWith --follow the current line is redrawn in place on a terminal as the track plays (seeks\nand rate changes included); when piped, each new line is written as a plain line.\n",
-        "cache": "  stats                      counters of the cache\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n",
+        "cache": "  stats                      counters of the cache\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
     ]
 }
 
@@ -252,7 +252,9 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
 let prefetchStallLimit: Duration = .seconds(60)
 
 /// `spool cache prefetch URL...`: starts the downloads, then draws their progress until all are complete.
-private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(CommandFailure) {
+private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws(CommandFailure) {
+    let meteredOK = arguments.contains("--metered-ok")
+    let urls = arguments.filter { $0 != "--metered-ok" }
     guard !urls.isEmpty else { throw .usage("'spool cache prefetch' needs at least one http(s) URL") }
     for url in urls {
         switch TrackInput.parse(url) {
@@ -260,6 +262,10 @@ private func prefetch(_ urls: [String], _ client: SpoolClient) async throws(Comm
         case .failure(let problem): throw .usage(problem.description)
         case .success(.local): throw .usage("only http(s) URLs can be prefetched, not '\(url)'")
         }
+    }
+    // A prefetch downloads whole files: on a metered network only when the user says so.
+    if !meteredOK, try await client.properties(MPRISService.spoolInterface)["Metered"]?.boolValue == true {
+        throw .usage("the network is metered and a prefetch downloads whole files; add --metered-ok to go ahead")
     }
     try await client.spool("Prefetch", [.stringArray(urls)])
     let screen = Screen()

@@ -41,6 +41,9 @@ final class Daemon: Sendable {
     /// The bus name this daemon owns.
     private let busName = Mutex(MPRISService.busName)
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
+    private let meteredWatcher = Mutex<MeteredWatcher?>(nil)
+    /// The playing sources, switched when the network becomes metered or stops being so.
+    private let meteredSources = MeteredSources()
     private let preloader: CachePreloader?
     /// The byte cache, or why it could not be opened (reported once the bus name is ours).
     private let cache: Result<RangeCache, CacheError>
@@ -74,7 +77,9 @@ final class Daemon: Sendable {
         let revalidator = Revalidator(interval: settings.revalidateInterval, wait: settings.revalidateWait)
         let playback = PlaybackSources()
         let readAhead = CachedByteSource.ReadAheadPolicy(
-            threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes)
+            threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes,
+            meteredWindow: settings.readAheadMeteredWindow)
+        let meteredSources = self.meteredSources
         let engine = try GStreamerEngine(
             audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art"),
             idleRelease: options.configuration.idleRelease
@@ -93,6 +98,7 @@ final class Daemon: Sendable {
                 let source = CachedByteSource(
                     url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
                 playback.register(source, for: url)
+                meteredSources.follow(source)
                 return source
             default:
                 throw .gone("unsupported URL scheme '\(url.scheme ?? "")'")
@@ -182,6 +188,11 @@ final class Daemon: Sendable {
         log.notice("Spool \(SpoolVersion.string) ready as \(name)")
         let watcher = await SleepWatcher(player: player)
         sleepWatcher.withLock { $0 = watcher }
+        let metered = await MeteredWatcher(forced: configuration.networkMetered.forced) { [player, meteredSources] metered in
+            meteredSources.setMetered(metered)
+            await player.setMetered(metered)
+        }
+        meteredWatcher.withLock { $0 = metered }
     }
 
     /// Stops playback, releases the bus name and exits the process. Runs once.

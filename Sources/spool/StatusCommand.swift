@@ -35,8 +35,11 @@ func statusLines(
 ) -> [String] {
     let status = player["PlaybackStatus"]?.stringValue ?? "Stopped"
     let metadata = player["Metadata"]?.stringVariantDictValue ?? [:]
+    // Said whenever the rules are in force: they change what the daemon fetches, playing or not.
+    let network = spool["Metered"]?.boolValue == true
+        ? ["network: metered (no preload but the next track's head near the end; read-ahead limited to a window)"] : []
     guard let track = metadata["mpris:trackid"]?.objectPathValue, track != MPRISService.noTrack else {
-        return ["\(status): nothing queued"]
+        return ["\(status): nothing queued"] + network
     }
     let title = metadata["xesam:title"]?.stringValue ?? metadata["xesam:url"]?.stringValue ?? "?"
     let artist = metadata["xesam:artist"]?.stringArrayValue?.joined(separator: ", ")
@@ -72,6 +75,7 @@ func statusLines(
     if !preloads.isEmpty {
         lines.append("preload: " + preloads.map(preloadNote).joined(separator: ", "))
     }
+    lines += network
     if let download = spool["DownloadState"]?.stringValue, !download.isEmpty, download != "complete" {
         lines.append("download: \(download)")
     }

@@ -27,6 +27,8 @@ struct ConfigurationTests {
         #expect(configuration.preloadTrigger == .seconds(60))
         #expect(configuration.readAheadLargeFileThreshold == .mebibytes(256))
         #expect(configuration.readAheadWindow == .mebibytes(32))
+        #expect(configuration.readAheadMeteredWindow == .seconds(120))
+        #expect(configuration.networkMetered == .auto)
         #expect(configuration.resumeMinimum == .seconds(5))
         #expect(configuration.resumeEndMargin == .seconds(10))
         #expect(configuration.resumeRewind == .seconds(2))

@@ -105,6 +105,15 @@ struct ValueTests {
             == "'loud' is not a log level; use trace, debug, info, notice, warning, error")
     }
 
+    @Test func aMeteredSettingIsAutoYesOrNoAndNamesTheChoicesWhenWrong() throws {
+        #expect(try MeteredSetting(configText: "auto") == .auto)
+        #expect(try MeteredSetting(configText: "Yes").forced == true)
+        #expect(try MeteredSetting(configText: "no").forced == false)
+        #expect(MeteredSetting.auto.forced == nil)
+        #expect(valueProblem { _ = try MeteredSetting(configText: "sometimes") }
+            == "'sometimes' is not a metered setting; use auto, yes or no")
+    }
+
     @Test func anAccountNameIsAPlainWord() throws {
         let key = AnyConfigKey(ConfigKeys.account)
         #expect(try key.parse("work-2.old_x") as? String == "work-2.old_x")
