@@ -95,6 +95,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var idleRelease: IdleRelease
         /// The track let go of after a long pause, which play() loads again (see ``Released``).
         var released: Released?
+        /// The sound server asked the stream to pause and has not let it play again yet: the
+        /// pipeline is kept however long that lasts (see ``soundServerRequested(_:)``).
+        var heldBySoundServer = false
     }
 
     let playbin: UnsafeMutablePointer<GstElement>
