@@ -181,6 +181,7 @@ extension MPRISService {
             properties: [
                 DBusProperty("LastError", signature: "s") { .string(lastError() ?? "") },
                 DBusProperty("Buffering", signature: "b") { .boolean(snapshot().buffering) },
+                DBusProperty("Interrupted", signature: "b") { .boolean(snapshot().interrupted) },
                 DBusProperty("CachedRanges", signature: "a(xx)") {
                     .array(
                         elementSignature: "(xx)",
