@@ -242,7 +242,7 @@ public enum InterruptionHandling: String, ConfigValue, CaseIterable {
     /// Parses `pause` or `ignore`, in any case.
     public init(configText text: String) throws(ConfigValueError) {
         guard let value = Self(rawValue: text.lowercased()) else {
-            throw ConfigValueError("'\(text)' is not an interruption handling; use pause or ignore")
+            throw ConfigValueError("'\(text)' is neither pause nor ignore")
         }
         self = value
     }
