@@ -133,6 +133,11 @@ public enum SoundServerRequest: Sendable, Equatable {
     case play
 }
 
+extension PlaybackEngine {
+    /// An engine that never lets go of its output while paused has nothing to keep.
+    public func keepOutput(_ keep: Bool) {}
+}
+
 /// What the engine reports back to the player core. Events are delivered in
 /// order on an engine thread; the handler must return quickly.
 public enum EngineEvent: Sendable, Equatable {
@@ -188,6 +193,10 @@ public protocol PlaybackEngine: AnyObject, Sendable {
     func play()
     /// Pauses audio, keeping the position.
     func pause()
+    /// Keeps the output stream open while paused however long that lasts (true), or lets the
+    /// engine release it when idle again (false): a sound server tells the end of an
+    /// interruption only to the stream it interrupted.
+    func keepOutput(_ keep: Bool)
     /// Unloads the track; the engine becomes idle.
     func stop()
     /// Moves the playback position of the loaded track.

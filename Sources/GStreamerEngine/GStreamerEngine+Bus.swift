@@ -118,9 +118,7 @@ extension GStreamerEngine {
     }
 
     /// The sink asks for a state on the sound server's behalf: pulsesink turns the server's cork
-    /// request into PAUSED and its uncork into PLAYING. The player decides what to do; the engine
-    /// only remembers that the server holds the stream, so that a long interruption does not
-    /// release the pipeline: the server tells the end of it to that stream alone.
+    /// request into PAUSED and its uncork into PLAYING. The player decides what to do.
     func soundServerRequested(_ message: UnsafeMutablePointer<GstMessage>) {
         var requested = GST_STATE_VOID_PENDING
         gst_message_parse_request_state(message, &requested)
@@ -130,7 +128,6 @@ extension GStreamerEngine {
         case GST_STATE_PLAYING: request = .play
         default: return
         }
-        shared.withLock { $0.heldBySoundServer = request == .pause }
         log.info("the sound server asks to \(request == .pause ? "pause" : "play again")")
         emit(.soundServerRequest(request))
     }

@@ -198,7 +198,6 @@ extension GStreamerEngine {
                 state.decoderToPreload = nil
                 state.feeders.removeAll()
                 state.parser = nil
-                state.heldBySoundServer = false  // the server's stream goes with the pipeline
             }
             return (state.current, state.next, state.parser)
         }

@@ -95,9 +95,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var idleRelease: IdleRelease
         /// The track let go of after a long pause, which play() loads again (see ``Released``).
         var released: Released?
-        /// The sound server asked the stream to pause and has not let it play again yet: the
-        /// pipeline is kept however long that lasts (see ``soundServerRequested(_:)``).
-        var heldBySoundServer = false
+        /// The player wants the output stream kept (see ``keepOutput(_:)``): no idle release.
+        var outputKept = false
     }
 
     let playbin: UnsafeMutablePointer<GstElement>
@@ -282,6 +281,12 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             }
             if loaded { gst_element_set_state(playbin, GST_STATE_PAUSED) }
         }
+    }
+
+    /// Keeps the paused pipeline, and with it the sound server's stream, past `idleRelease`
+    /// while `keep` holds: the server tells the end of a call to the stream it corked.
+    public func keepOutput(_ keep: Bool) {
+        shared.withLock { $0.outputKept = keep }
     }
 
     /// Unloads the track (and the prepared next one).

@@ -26,10 +26,12 @@ extension Player {
         showInterruption()
     }
 
-    /// Makes the snapshot say whether playback is interrupted.
+    /// Makes the snapshot say whether playback is interrupted, and has the engine keep its
+    /// output stream meanwhile: the server tells the end of the call to that stream only.
     private func showInterruption() {
         let interrupted = interruptions.interrupted
         guard state.interrupted != interrupted else { return }
+        engine.keepOutput(interrupted)
         update { $0.interrupted = interrupted }
     }
 }

@@ -101,7 +101,7 @@ public actor Player {
     /// Previous restarts the current track instead of going back when played longer than this.
     public static let previousRestartThreshold: Duration = .seconds(3)
 
-    private let engine: PlaybackEngine
+    let engine: PlaybackEngine
     private let memory: PlaybackMemory
     private let policy: ResumePolicy
     private let keyForURL: @Sendable (URL) -> String
