@@ -196,4 +196,19 @@ struct InterruptionEndToEndTests {
         #expect(await rig.signalled("Playing", after: pausedAt) != nil, "never played on; log:\n\(rig.log)")
         #expect(!rig.log.contains("released the pipeline"), "\(rig.log)")
     }
+
+    @Test func afterACallTheListenerPlayedThroughAPauseReleasesThePipelineAgain() async throws {
+        // Played by hand during the call, the stream is no longer corked: the server only unmutes
+        // it at the end and sends no request. The hold must end with the interruption.
+        let rig = try await CallRig(extraArguments: ["--idle-release", "500ms"], callSeconds: 1)
+        try await rig.playMusic()
+        let callStarted = Date()
+        let call = try rig.pulse.playCall(rig.callFile)
+        let pausedAt = try #require(await rig.signalled("Paused", after: callStarted), "no pause; log:\n\(rig.log)")
+        try await rig.daemon.mpris(playerInterface, "Play")
+        #expect(await rig.signalled("Playing", after: pausedAt) != nil)
+        #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
+        try await rig.daemon.mpris(playerInterface, "Pause")
+        #expect(rig.logContains("released the pipeline", timeout: 5), "the pause after the call kept the pipeline; log:\n\(rig.log)")
+    }
 }
