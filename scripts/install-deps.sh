@@ -15,7 +15,7 @@ runtime=(
   gstreamer1.0-plugins-bad gstreamer1.0-plugins-ugly gstreamer1.0-libav
   gstreamer1.0-pulseaudio
 )
-# pulseaudio + pulseaudio-utils: a private sound server (and pactl, parec) for the output tests.
+# pulseaudio + pulseaudio-utils: a private sound server (and pactl, parec, paplay) for the output tests.
 testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light desktop-file-utils lame curl
   pulseaudio pulseaudio-utils)
 

@@ -124,6 +124,20 @@ public struct EngineError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String { message }
 }
 
+/// What the sound server asks of the output stream (PulseAudio's cork and uncork requests,
+/// as `module-role-cork` or PipeWire's session manager send them).
+public enum SoundServerRequest: Sendable, Equatable {
+    /// Another stream takes precedence (a call): the server asks the music to pause.
+    case pause
+    /// The stream that took precedence ended: the server lets the music play again.
+    case play
+}
+
+extension PlaybackEngine {
+    /// An engine that never lets go of its output while paused has nothing to keep.
+    public func keepOutput(_ keep: Bool) {}
+}
+
 /// What the engine reports back to the player core. Events are delivered in
 /// order on an engine thread; the handler must return quickly.
 public enum EngineEvent: Sendable, Equatable {
@@ -146,6 +160,10 @@ public enum EngineEvent: Sendable, Equatable {
     case seeked(TrackID, position: Duration)
     /// The track played to its end.
     case endOfTrack(TrackID)
+    /// The sound server asked the output to pause or to play again: its policy gives another
+    /// stream precedence (a call corks the music) and later lets the music go on. Only a
+    /// request: the engine changes nothing by itself; the player decides.
+    case soundServerRequest(SoundServerRequest)
     /// After a long pause or stop the engine let go of its pipeline and decoders. A paused
     /// track stays loaded: its position is still reported, and play() continues it there.
     case pipelineReleased
@@ -175,6 +193,10 @@ public protocol PlaybackEngine: AnyObject, Sendable {
     func play()
     /// Pauses audio, keeping the position.
     func pause()
+    /// Keeps the output stream open while paused however long that lasts (true), or lets the
+    /// engine release it when idle again (false): a sound server tells the end of an
+    /// interruption only to the stream it interrupted.
+    func keepOutput(_ keep: Bool)
     /// Unloads the track; the engine becomes idle.
     func stop()
     /// Moves the playback position of the loaded track.

@@ -13,7 +13,7 @@ extension GStreamerEngine {
         let wanted = [
             GST_MESSAGE_EOS, GST_MESSAGE_ERROR, GST_MESSAGE_WARNING, GST_MESSAGE_STATE_CHANGED,
             GST_MESSAGE_TAG, GST_MESSAGE_STREAM_START, GST_MESSAGE_DURATION_CHANGED, GST_MESSAGE_ASYNC_DONE,
-            GST_MESSAGE_APPLICATION,
+            GST_MESSAGE_APPLICATION, GST_MESSAGE_REQUEST_STATE,
         ].reduce(0) { $0 | $1.rawValue }
         while shared.withLock({ $0.busRunning }) {
             guard let message = gst_bus_timed_pop_filtered(bus, 100_000_000, GstMessageType(rawValue: wanted))
@@ -36,6 +36,10 @@ extension GStreamerEngine {
             {
                 shared.withLock { $0.markersSeen &+= 1 }
             }
+            return
+        }
+        if message.pointee.type == GST_MESSAGE_REQUEST_STATE {
+            soundServerRequested(message)
             return
         }
         guard let current = shared.withLock({ $0.current }) else { return }
@@ -111,6 +115,21 @@ extension GStreamerEngine {
         default:
             break
         }
+    }
+
+    /// The sink asks for a state on the sound server's behalf: pulsesink turns the server's cork
+    /// request into PAUSED and its uncork into PLAYING. The player decides what to do.
+    func soundServerRequested(_ message: UnsafeMutablePointer<GstMessage>) {
+        var requested = GST_STATE_VOID_PENDING
+        gst_message_parse_request_state(message, &requested)
+        let request: SoundServerRequest
+        switch requested {
+        case GST_STATE_PAUSED: request = .pause
+        case GST_STATE_PLAYING: request = .play
+        default: return
+        }
+        log.info("the sound server asks to \(request == .pause ? "pause" : "play again")")
+        emit(.soundServerRequest(request))
     }
 
     /// A new stream's audio started: the first track, or the next one after a gapless hand-over.

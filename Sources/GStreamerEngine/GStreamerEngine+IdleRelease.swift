@@ -36,7 +36,7 @@ extension GStreamerEngine {
         let decision = shared.withLock { state -> IdleRelease.Decision in
             guard state.busRunning else { return .stale }
             let settled = (state.current?.phase.isSettled ?? true) && state.unannounced == nil
-                && state.released?.resuming != true
+                && state.released?.resuming != true && !state.outputKept
             return state.idleRelease.waitEnded(token, settled: settled)
         }
         switch decision {

@@ -95,6 +95,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var idleRelease: IdleRelease
         /// The track let go of after a long pause, which play() loads again (see ``Released``).
         var released: Released?
+        /// The player wants the output stream kept (see ``keepOutput(_:)``): no idle release.
+        var outputKept = false
     }
 
     let playbin: UnsafeMutablePointer<GstElement>
@@ -279,6 +281,12 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             }
             if loaded { gst_element_set_state(playbin, GST_STATE_PAUSED) }
         }
+    }
+
+    /// Keeps the paused pipeline, and with it the sound server's stream, past `idleRelease`
+    /// while `keep` holds: the server tells the end of a call to the stream it corked.
+    public func keepOutput(_ keep: Bool) {
+        shared.withLock { $0.outputKept = keep }
     }
 
     /// Unloads the track (and the prepared next one).

@@ -7,7 +7,8 @@
 /// play() reloads it where it was) and hands the heap back to the system. Every change of the
 /// transport starts the wait again; a track that is between states when the wait ends
 /// (loading, seeking, a rebuild, a hand-over not yet heard) waits another `delay`, so what
-/// the engine keeps is always a settled position.
+/// the engine keeps is always a settled position. So does a pipeline the player asked to keep
+/// (paused by a call: the sound server tells the end of the call to that stream only).
 struct IdleRelease: Equatable, Sendable {
     /// What the transport does, as last asked.
     enum Transport: Equatable, Sendable {

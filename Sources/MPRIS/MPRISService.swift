@@ -446,7 +446,7 @@ public final class MPRISService: Sendable {
 
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
-        var spoolChanges: [(String, DBusValue)] = []  // LastError, Buffering, Metered and Lyrics of org.spool.Spool1
+        var spoolChanges: [(String, DBusValue)] = []  // LastError, Buffering, Metered, Interrupted and Lyrics of org.spool.Spool1
         let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
             state.flushScheduled = false
             let current = Self.playerProperties(state.snapshot)
@@ -466,6 +466,9 @@ public final class MPRISService: Sendable {
                 }
                 if before.metered != state.snapshot.metered {
                     spoolChanges.append(("Metered", .boolean(state.snapshot.metered)))
+                }
+                if before.interrupted != state.snapshot.interrupted {
+                    spoolChanges.append(("Interrupted", .boolean(state.snapshot.interrupted)))
                 }
                 // Once per track (never per line): clients following LyricsLine need the lines it counts.
                 if before.nowPlaying?.lyrics?.lines != state.snapshot.nowPlaying?.lyrics?.lines {

@@ -182,6 +182,7 @@ extension MPRISService {
                 DBusProperty("LastError", signature: "s") { .string(lastError() ?? "") },
                 DBusProperty("Buffering", signature: "b") { .boolean(snapshot().buffering) },
                 DBusProperty("Metered", signature: "b") { .boolean(snapshot().metered) },
+                DBusProperty("Interrupted", signature: "b") { .boolean(snapshot().interrupted) },
                 DBusProperty("CachedRanges", signature: "a(xx)") {
                     .array(
                         elementSignature: "(xx)",

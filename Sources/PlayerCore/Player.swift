@@ -79,6 +79,9 @@ public struct PlayerSnapshot: Sendable, Equatable {
     public var buffering = false
     /// Metered rules are in force (``MeteredNetwork``): preload and read-ahead are limited.
     public var metered = false
+    /// Paused because the sound server gave another stream precedence (a call); playback goes on
+    /// when the server allows it, unless the listener acts first (see ``InterruptionPolicy``).
+    public var interrupted = false
 
     /// Creates the idle snapshot.
     public init() {}
@@ -100,7 +103,7 @@ public actor Player {
     /// Previous restarts the current track instead of going back when played longer than this.
     public static let previousRestartThreshold: Duration = .seconds(3)
 
-    private let engine: PlaybackEngine
+    let engine: PlaybackEngine
     private let memory: PlaybackMemory
     private let policy: ResumePolicy
     private let keyForURL: @Sendable (URL) -> String
@@ -109,7 +112,7 @@ public actor Player {
     private let networkCheckInterval: Duration
     private let preloader: Preloader?
     private let preloadPolicy: PreloadPolicy
-    private let log = Logger(label: "player")
+    let log = Logger(label: "player")
     private var queue = PlayQueue()
     private var snapshot = PlayerSnapshot()
     private var observers: [@Sendable (PlayerUpdate) -> Void] = []
@@ -152,6 +155,8 @@ public actor Player {
     /// Durations of upcoming entries remembered from earlier plays, looked up once per entry
     /// (the preload check runs twice a second).
     private var savedDurations: [TrackID: Duration?] = [:]
+    /// Whether the sound server's pause paused playback, and whether its end resumes it.
+    var interruptions: InterruptionPolicy
 
     /// Creates a player driving `engine`, remembering positions and the session in
     /// `memory`; `keyForURL` gives the stable key positions are saved under;
@@ -160,14 +165,17 @@ public actor Player {
     /// closure is `keyForURL`.
     /// With a `preloader`, upcoming tracks are prepared as `preload` says (``PreloadPolicy``);
     /// without one, the engine is given the following track as soon as it is known.
+    /// The sound server's requests to make way for another stream are followed as
+    /// `interruptions` says (``InterruptionPolicy``).
     public init(
         engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
         retryDelay: Duration = .milliseconds(500), preloader: Preloader? = nil,
         preload: PreloadSettings = PreloadSettings(),
         keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString },
         networkUp: @escaping @Sendable (URL) -> Bool = { NetworkState.isUp(forHost: $0.host) },
-        networkCheckInterval: Duration = .seconds(1)
+        networkCheckInterval: Duration = .seconds(1), interruptions: InterruptionMode = .pause
     ) {
+        self.interruptions = InterruptionPolicy(mode: interruptions)
         self.networkCheckInterval = networkCheckInterval
         self.engine = engine
         self.failures = FailurePolicy(retryDelay: retryDelay)
@@ -255,6 +263,7 @@ public actor Player {
     /// Replaces the queue with `items` and plays the first.
     public func open(_ items: [(url: URL, title: String?)]) {
         guard !items.isEmpty else { return }
+        listenerActed()
         rememberCurrent()
         failures.reset()
         queue.clear()
@@ -289,6 +298,7 @@ public actor Player {
         let wasCurrent = id == queue.currentID
         queue.remove(id)
         if wasCurrent {
+            listenerActed()
             if queue.current != nil, snapshot.status != .stopped {
                 startCurrent(playing: snapshot.status == .playing)
             } else {
@@ -307,6 +317,7 @@ public actor Player {
 
     /// Empties the queue and stops.
     public func clear() {
+        listenerActed()
         rememberCurrent()
         queue.clear()
         unload(status: .stopped)
@@ -317,6 +328,7 @@ public actor Player {
     /// Makes `id` current and plays it.
     public func jump(to id: TrackID) {
         guard queue.entry(id) != nil else { return }
+        listenerActed()
         rememberCurrent()
         queue.jump(to: id)
         startCurrent(playing: true)
@@ -340,6 +352,12 @@ public actor Player {
 
     /// Starts or resumes playback; from the beginning of the current track when stopped.
     public func play() {
+        listenerActed()
+        startPlayback()
+    }
+
+    /// play() on anyone's behalf: the listener's, or the end of an interruption.
+    func startPlayback() {
         guard let current = queue.current ?? queue.entries.first else { return }
         if queue.current == nil { queue.jump(to: current.id) }
         switch snapshot.status {
@@ -360,6 +378,12 @@ public actor Player {
 
     /// Pauses playback; does nothing when stopped.
     public func pause() {
+        listenerActed()
+        pausePlayback()
+    }
+
+    /// pause() on anyone's behalf: the listener's, or the sound server's.
+    func pausePlayback() {
         guard snapshot.status == .playing else { return }
         engine.pause()
         networkWait?.cancel()  // a listener who paused is not overruled when the network returns
@@ -379,6 +403,7 @@ public actor Player {
 
     /// Stops playback; the current track stays current and plays from 0 on Play.
     public func stop() {
+        listenerActed()
         guard snapshot.status != .stopped else { return }
         rememberCurrent()
         unload(status: .stopped)
@@ -388,6 +413,7 @@ public actor Player {
     /// as MPRIS asks when `CanGoNext` is false. Paused or stopped playback stays that way.
     public func next() {
         guard queue.canGoNext else { return }
+        listenerActed()
         rememberCurrent()
         guard queue.advance(automatic: false) != nil else { return }
         changedTrack()
@@ -395,6 +421,7 @@ public actor Player {
 
     /// Restarts the current track when past the first 3 s, else moves to the previous one.
     public func previous() {
+        listenerActed()
         if loadedID != nil, (engine.position() ?? .zero) > Self.previousRestartThreshold,
             snapshot.nowPlaying?.seekable == true
         {
@@ -687,6 +714,8 @@ public actor Player {
             trackEnded(id)
         case .failed(let id, let error) where id == nil || id == current:
             trackFailed(id ?? current, error)
+        case .soundServerRequest(let request):
+            soundServerAsked(request)
         default:
             break
         }
@@ -851,7 +880,7 @@ public actor Player {
 
     // MARK: Observers
 
-    private func update(_ change: (inout PlayerSnapshot) -> Void) {
+    func update(_ change: (inout PlayerSnapshot) -> Void) {
         var next = snapshot
         change(&next)
         next.queue = queue.entries

@@ -137,6 +137,10 @@ public enum ConfigKeys {
         "audio.sink", default: "",
         "gst-launch description of the audio output, e.g. pulsesink; empty picks PulseAudio/PipeWire, then ALSA",
         placeholder: "DESC")
+    /// What a request of the sound server to make way for another stream (a call) does.
+    public static let audioInterruptions = ConfigKey<InterruptionHandling>(
+        "audio.interruptions", default: .pause,
+        "pause: a call (the sound server corks music) pauses, its end plays on unless you acted; ignore: play through it")
     /// How long a cached file is trusted before it is revalidated with the origin.
     public static let revalidateInterval = ConfigKey<Duration>(
         "revalidate.interval", default: .seconds(3600),
@@ -160,7 +164,7 @@ public enum ConfigKeys {
         AnyConfigKey(networkMetered),
         AnyConfigKey(resumeMinimum), AnyConfigKey(resumeEndMargin), AnyConfigKey(resumeRewind),
         AnyConfigKey(revalidateInterval), AnyConfigKey(revalidateWait), AnyConfigKey(idleRelease),
-        AnyConfigKey(audioSink), AnyConfigKey(logLevel),
+        AnyConfigKey(audioSink), AnyConfigKey(audioInterruptions), AnyConfigKey(logLevel),
     ]
 
     /// The setting called `name`, if there is one.

@@ -231,6 +231,28 @@ extension LogLevel: ConfigValue {
     public static var placeholder: String { "LEVEL" }
 }
 
+/// What the sound server's requests to make way for another stream (a call) do: `pause`
+/// follows them, `ignore` does not.
+public enum InterruptionHandling: String, ConfigValue, CaseIterable {
+    /// Pause for the other stream and play on after it, unless the listener acted meanwhile.
+    case pause
+    /// Keep playing (the server may still mute the stream meanwhile).
+    case ignore
+
+    /// Parses `pause` or `ignore`, in any case.
+    public init(configText text: String) throws(ConfigValueError) {
+        guard let value = Self(rawValue: text.lowercased()) else {
+            throw ConfigValueError("'\(text)' is neither pause nor ignore")
+        }
+        self = value
+    }
+
+    /// The name.
+    public var configText: String { rawValue }
+    /// The placeholder in `--help`.
+    public static var placeholder: String { "MODE" }
+}
+
 // MARK: Helpers
 
 /// Splits `"1.5 GiB"` into `("1.5", "GiB")`; whitespace between them is allowed.

@@ -109,6 +109,8 @@ public struct Configuration: Sendable {
         let description = self[ConfigKeys.audioSink]
         return description.isEmpty ? nil : description
     }
+    /// What the sound server's requests to make way for another stream do.
+    public var audioInterruptions: InterruptionHandling { self[ConfigKeys.audioInterruptions] }
     /// The lowest level of log lines written.
     public var logLevel: LogLevel { self[ConfigKeys.logLevel] }
 }

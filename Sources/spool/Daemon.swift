@@ -25,6 +25,13 @@ struct DaemonOptions {
     var instance = false
     /// A gst-launch description of the audio sink; nil picks the desktop's sound server.
     var audioSink: String? { configuration.audioSink }
+    /// What the sound server's requests to make way for a call do to playback.
+    var interruptions: InterruptionMode {
+        switch configuration.audioInterruptions {
+        case .pause: .pause
+        case .ignore: .ignore
+        }
+    }
 }
 
 /// Wires the layers together and runs until SIGTERM, SIGINT or MPRIS Quit.
@@ -137,7 +144,7 @@ final class Daemon: Sendable {
         preload.concurrency = settings.preloadConcurrency
         player = Player(
             engine: engine, memory: memory, policy: resume, preloader: preloader, preload: preload,
-            keyForURL: keyForURL)
+            keyForURL: keyForURL, interruptions: options.interruptions)
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(

@@ -57,8 +57,9 @@ func statusLines(
     let played = length.map { $0 > 0 ? min(1, position / $0) : 0 }
     let time = "\(formatTime(position)) / \(length.map(formatTime) ?? "?")"
     let buffering = spool["Buffering"]?.boolValue == true ? " (buffering)" : ""
+    let interrupted = spool["Interrupted"]?.boolValue == true ? " (interrupted by the sound server)" : ""
     var lines = [
-        "\(status)\(buffering): \(title)\(artist.map { " - \($0)" } ?? "")",
+        "\(status)\(interrupted)\(buffering): \(title)\(artist.map { " - \($0)" } ?? "")",
         "\(time) \(progressBar(played: played, cached: cached))"
             + (isLocal || contentLength <= 0 ? "" : " cached \(ranges.reduce(0) { $0 + $1.1 - $1.0 } * 100 / contentLength)%"),
     ]

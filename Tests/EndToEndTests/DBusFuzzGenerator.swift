@@ -59,7 +59,7 @@ struct DBusFuzzGenerator {
             "MaximumRate", "CanGoNext", "CanGoPrevious", "CanPlay", "CanPause", "CanSeek", "CanControl",
         ]),
         (trackList, ["Tracks", "CanEditTracks"]),
-        (spool, ["LastError", "Buffering", "Metered", "CachedRanges", "ContentLength", "DownloadState", "Prefetches", "Preloads"]),
+        (spool, ["LastError", "Buffering", "Metered", "Interrupted", "Lyrics", "LyricsLine", "CachedRanges", "ContentLength", "DownloadState", "Prefetches", "Preloads"]),
     ]
 
     /// The next message.

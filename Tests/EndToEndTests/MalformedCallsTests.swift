@@ -115,7 +115,7 @@ func everyCall(track: String, slow: (String) -> String) -> [ProbeCall] {
             "CanGoNext", "CanGoPrevious", "CanPlay", "CanPause", "CanSeek", "CanControl",
         ]),
         (trackList, ["Tracks", "CanEditTracks"]),
-        (spool, ["LastError", "Buffering", "Metered", "CachedRanges", "ContentLength", "DownloadState", "Prefetches", "Preloads"]),
+        (spool, ["LastError", "Buffering", "Metered", "Interrupted", "Lyrics", "LyricsLine", "CachedRanges", "ContentLength", "DownloadState", "Prefetches", "Preloads"]),
         ("", ["Volume"]), ("org.example.Nothing", ["Volume"]),
     ]
     for (interface, names) in everyProperty {

@@ -11,6 +11,7 @@ final class FakeEngine: PlaybackEngine {
         case volume(Double)
         case next(TrackID?)
         case rate(Double)
+        case keepOutput(Bool)
     }
 
     private let state = Mutex<(handler: (@Sendable (EngineEvent) -> Void)?, commands: [Command], position: Duration?)>(
@@ -47,6 +48,7 @@ final class FakeEngine: PlaybackEngine {
     var supportedRates: ClosedRange<Double> { 0.5...2.0 }
     func play() { record(.play) }
     func pause() { record(.pause) }
+    func keepOutput(_ keep: Bool) { record(.keepOutput(keep)) }
     func stop() { record(.stop) }
     func seek(to position: Duration) { record(.seek(position)) }
     func setVolume(_ volume: Double) { record(.volume(volume)) }

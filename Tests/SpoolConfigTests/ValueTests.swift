@@ -114,6 +114,14 @@ struct ValueTests {
             == "'sometimes' is not a metered setting; use auto, yes or no")
     }
 
+    @Test func interruptionHandlingIsPauseOrIgnore() throws {
+        #expect(try InterruptionHandling(configText: "pause") == .pause)
+        #expect(try InterruptionHandling(configText: "Ignore") == .ignore)
+        #expect(InterruptionHandling.ignore.configText == "ignore")
+        #expect(ConfigKeys.audioInterruptions.defaultValue == .pause)
+        #expect(valueProblem { _ = try InterruptionHandling(configText: "duck") } == "'duck' is neither pause nor ignore")
+    }
+
     @Test func anAccountNameIsAPlainWord() throws {
         let key = AnyConfigKey(ConfigKeys.account)
         #expect(try key.parse("work-2.old_x") as? String == "work-2.old_x")

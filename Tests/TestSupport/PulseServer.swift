@@ -100,6 +100,21 @@ public final class PulseServer: Sendable {
         }
     }
 
+    /// Loads `module-role-cork`, as a desktop's sound server has a policy for calls: while a
+    /// stream with `media.role=phone` plays, the server mutes the `music` and `video` streams and
+    /// asks their clients to cork (pause) them; when it ends, it unmutes them and asks to uncork.
+    public func loadRoleCork() throws {
+        _ = try pactl("load-module", "module-role-cork")
+    }
+
+    /// Plays `file` (a WAV) as a phone call: `paplay` with `media.role=phone`, which exits
+    /// once the file has played. The caller awaits its exit.
+    public func playCall(_ file: URL) throws -> ChildProcess {
+        try ChildProcess(
+            "paplay", ["--server=\(server)", "--property=media.role=phone", file.path],
+            logDirectory: directory.url, selfStopAfter: 60)
+    }
+
     /// Starts recording the null sink's monitor: from now on, everything the
     /// server plays is written as raw S16LE stereo PCM at 44.1 kHz.
     /// Returns once the server lists the capture stream, so nothing played after it is missed.
