@@ -98,6 +98,7 @@ let package = Package(
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
+        .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
         // `make install-files` into a temporary DESTDIR, and D-Bus activation of the built daemon.

@@ -253,6 +253,23 @@ public enum InterruptionHandling: String, ConfigValue, CaseIterable {
     public static var placeholder: String { "MODE" }
 }
 
+/// A switch: `true`/`false`, also `yes`/`no`, `on`/`off` and `1`/`0`, in any case.
+extension Bool: ConfigValue {
+    /// Parses one of the words for on or off.
+    public init(configText text: String) throws(ConfigValueError) {
+        switch text.lowercased() {
+        case "true", "yes", "on", "1": self = true
+        case "false", "no", "off", "0": self = false
+        default: throw ConfigValueError("'\(text)' is neither true nor false (also: yes/no, on/off, 1/0)")
+        }
+    }
+
+    /// `true` or `false`.
+    public var configText: String { self ? "true" : "false" }
+    /// The placeholder in `--help`.
+    public static var placeholder: String { "BOOL" }
+}
+
 // MARK: Helpers
 
 /// Splits `"1.5 GiB"` into `("1.5", "GiB")`; whitespace between them is allowed.

@@ -152,7 +152,7 @@ final class Daemon: Sendable {
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
-            remoteLyrics: { await remoteLyrics.lyrics(for: $0) },
+            remoteLyrics: { await remoteLyrics.lyrics(for: $0) }, notifications: options.configuration.notify,
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }
