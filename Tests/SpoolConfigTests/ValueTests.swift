@@ -122,6 +122,13 @@ struct ValueTests {
         #expect(valueProblem { _ = try InterruptionHandling(configText: "duck") } == "'duck' is neither pause nor ignore")
     }
 
+    @Test func aSwitchTakesTheUsualWordsForOnAndOff() throws {
+        for word in ["true", "Yes", "ON", "1"] { #expect(try Bool(configText: word) == true) }
+        for word in ["false", "no", "Off", "0"] { #expect(try Bool(configText: word) == false) }
+        #expect(valueProblem { _ = try Bool(configText: "maybe") } == "'maybe' is neither true nor false (also: yes/no, on/off, 1/0)")
+        #expect(ConfigKeys.notify.defaultValue == false, "notifications are off unless asked for")
+    }
+
     @Test func anAccountNameIsAPlainWord() throws {
         let key = AnyConfigKey(ConfigKeys.account)
         #expect(try key.parse("work-2.old_x") as? String == "work-2.old_x")
