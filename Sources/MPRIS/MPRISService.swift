@@ -47,6 +47,8 @@ public final class MPRISService: Sendable {
         var estimatePending: TrackID?
         /// The current track's lyrics and the line last signalled.
         var lyrics = LyricsState()
+        /// The playlist last activated, and the queue replacement it made (it stays active until the next).
+        var activePlaylist: (name: String, replacement: UInt64)?
     }
 
     let connection: DBusConnection
@@ -59,6 +61,8 @@ public final class MPRISService: Sendable {
     let remoteLyrics: (@Sendable (URL) async -> String?)?
     let published = Mutex(Published())
     private let notifier: TrackNotifier?
+    /// Saved playlists (the Playlists interface), when the daemon has a place for them.
+    let playlists: PlaylistLibrary?
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
     /// Reads folders for cover art files, off the D-Bus and player threads.
     let artQueue = DispatchQueue(label: "spool.mpris.art", qos: .utility)
@@ -76,13 +80,14 @@ public final class MPRISService: Sendable {
     /// OpenUri and AddTrack URIs (playlists, directories) into tracks; `status`,
     /// when given, adds `org.spool.Spool1` (cache and downloads) to the object; `remoteLyrics`,
     /// when given, fetches the `.lrc` file beside an http(s) track; with `notifications`, a track
-    /// that starts playing shows a desktop notification.
+    /// that starts playing shows a desktop notification; `playlists` adds the Playlists interface.
     public init(
         connection: DBusConnection, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
         status: SpoolStatusProvider? = nil, remoteLyrics: (@Sendable (URL) async -> String?)? = nil,
-        notifications: Bool = false, onQuit: @escaping @Sendable () -> Void
+        notifications: Bool = false, playlists: PlaylistLibrary? = nil, onQuit: @escaping @Sendable () -> Void
     ) {
         notifier = notifications ? TrackNotifier(connection: connection) : nil
+        self.playlists = playlists
         self.status = status
         self.remoteLyrics = remoteLyrics
         self.connection = connection
@@ -104,7 +109,9 @@ public final class MPRISService: Sendable {
     /// Exports the MPRIS object and starts following the player.
     public func start() async {
         let spool = status.map { [spoolInterface($0)] } ?? []
-        connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + spool)
+        let lists = playlists.map { [playlistsInterface($0)] } ?? []
+        connection.export(
+            path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + lists + spool)
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }
     }
 

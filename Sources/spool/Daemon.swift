@@ -149,10 +149,14 @@ final class Daemon: Sendable {
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(
             cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback, preloader: preloader)
+        let environment = ProcessInfo.processInfo.environment
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
             remoteLyrics: { await remoteLyrics.lyrics(for: $0) }, notifications: options.configuration.notify,
+            playlists: PlaylistLibrary(
+                folder: UserDirectories.dataHome(environment).appendingPathComponent("spool/playlists"),
+                musicFolder: UserDirectories.music(environment)?.appendingPathComponent("Playlists")),
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }
