@@ -119,7 +119,7 @@ struct ValueTests {
         #expect(try InterruptionHandling(configText: "Ignore") == .ignore)
         #expect(InterruptionHandling.ignore.configText == "ignore")
         #expect(ConfigKeys.audioInterruptions.defaultValue == .pause)
-        #expect(valueProblem { _ = try InterruptionHandling(configText: "duck") } == "'duck' is neither pause nor ignore")
+        #expect(valueProblem { _ = try InterruptionHandling(configText: "duck") } == "'duck' is not a way to take interruptions; use pause or ignore")
     }
 
     @Test func aSwitchTakesTheUsualWordsForOnAndOff() throws {
