@@ -16,9 +16,8 @@ import Synchronization
 
 /// Settings of `spool daemon`: the effective configuration (defaults, file, environment, flags).
 struct DaemonOptions {
-    /// Every effective setting. The daemon uses `audioSink` (main.swift applies `logLevel`);
-    /// the cache, preload, read-ahead, resume and revalidation layers take theirs from here
-    /// as they land (`configuration.cacheBudget`, `.preloadCount`, `.resumeMinimum`, …).
+    /// Every effective setting; ``Daemon`` hands each layer its own (main.swift applies
+    /// `logLevel` before the daemon starts).
     var configuration: Configuration
     /// `--instance`: when another daemon owns the MPRIS name, take
     /// `org.mpris.MediaPlayer2.spool.instance<pid>` instead of exiting.
@@ -54,7 +53,8 @@ final class Daemon: Sendable {
     private let preloader: CachePreloader?
     /// The byte cache, or why it could not be opened (reported once the bus name is ours).
     private let cache: Result<RangeCache, CacheError>
-    /// Hook for the layers still to come: hand them their settings from here.
+    /// The settings the daemon was started with, for the layers that start after the bus name
+    /// is taken (the network watcher).
     private let configuration: Configuration
 
     /// Connects to the bus and builds the layers; throws a message fit for the user.
