@@ -32,8 +32,8 @@ struct ControlCommand: Sendable {
         ControlCommand(name: "seek", usage: "seek [+|-]TIME|PERCENT", summary: "Seek to TIME (90, 1:30, 1h2m3s), by +/-TIME, or to PERCENT (50%)", run: seek),
         ControlCommand(name: "volume", usage: "volume [PERCENT]", summary: "Print the volume, or set it (0-100)", run: volume),
         ControlCommand(name: "rate", usage: "rate [RATE]", summary: "Print the playback rate, or set it (e.g. 1.25)", run: rate),
-        ControlCommand(name: "loop", usage: "loop none|track|playlist", summary: "Set what repeats", run: loop),
-        ControlCommand(name: "shuffle", usage: "shuffle on|off", summary: "Turn shuffle on or off", run: shuffle),
+        ControlCommand(name: "loop", usage: "loop [none|track|playlist]", summary: "Print what repeats, or set it", run: loop),
+        ControlCommand(name: "shuffle", usage: "shuffle [on|off]", summary: "Print whether shuffle is on, or turn it on or off", run: shuffle),
         ControlCommand(name: "queue", usage: "queue", summary: "List the queue, the current track marked with '>', with cache state", run: queue),
         ControlCommand(name: "status", usage: "status [--follow]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
         ControlCommand(name: "lyrics", usage: "lyrics [--follow]", summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time", run: runLyrics),
@@ -156,19 +156,27 @@ private func rate(_ arguments: [String]) async throws(CommandFailure) {
 }
 
 private func loop(_ arguments: [String]) async throws(CommandFailure) {
-    let modes = ["none": "None", "track": "Track", "playlist": "Playlist"]
-    guard arguments.count == 1, let text = arguments.first else { throw .usage("'spool loop' takes one of none, track, playlist") }
-    guard let mode = modes[text.lowercased()] else {
-        throw .usage("unknown loop mode '\(text)'\(hint(text, among: modes.keys.sorted())); use none, track or playlist")
+    guard let text = try optionalArgument(arguments, "loop") else {
+        let status = try await SpoolClient.connect().properties(MPRISService.playerInterface)["LoopStatus"]?.stringValue
+        print(SettingWords.loopWord(status ?? "None"))
+        return
+    }
+    guard let mode = SettingWords.loopStatus(text) else {
+        let words = SettingWords.loopModes.map(\.word)
+        throw .usage(mistake("unknown loop mode '\(text)'", word: text, among: words, otherwise: "use none, track or playlist"))
     }
     try await SpoolClient.connect().setPlayerProperty("LoopStatus", .string(mode))
 }
 
 private func shuffle(_ arguments: [String]) async throws(CommandFailure) {
-    let values = ["on": true, "off": false]
-    guard arguments.count == 1, let text = arguments.first else { throw .usage("'spool shuffle' takes on or off") }
-    guard let on = values[text.lowercased()] else {
-        throw .usage("shuffle is on or off, not '\(text)'\(hint(text, among: ["on", "off"]))")
+    guard let text = try optionalArgument(arguments, "shuffle") else {
+        let on = try await SpoolClient.connect().properties(MPRISService.playerInterface)["Shuffle"]?.boolValue
+        print(SettingWords.switchWord(on ?? false))
+        return
+    }
+    guard let on = SettingWords.switchValue(text) else {
+        let words = SettingWords.switchWords.keys.sorted()
+        throw .usage(mistake("shuffle is on or off, not '\(text)'", word: text, among: words, otherwise: "use on or off"))
     }
     try await SpoolClient.connect().setPlayerProperty("Shuffle", .boolean(on))
 }
@@ -204,7 +212,7 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
     let actions = ["stats", "ls", "clear", "prefetch"]
     guard let action = arguments.first else { throw .usage("'spool cache' needs one of stats, ls, clear, prefetch") }
     guard actions.contains(action) else {
-        throw .usage("unknown cache command '\(action)'\(hint(action, among: actions)); use stats, ls, clear or prefetch")
+        throw .usage(mistake("unknown cache command '\(action)'", word: action, among: actions, otherwise: "use stats, ls, clear or prefetch"))
     }
     var rest = Array(arguments.dropFirst())
     var account = ""
