@@ -427,6 +427,9 @@ public final class CachedByteSource: ByteSource {
                     state.meters[key] = (.now, from)
                     return request(from, end: to, priority: priority, state)
                 }) else { continue }
+                // Bytes the cache does not hold go to the network: a miss, which the cache cannot
+                // see itself, as this source reads it only where the bytes are.
+                entry.countMiss()
                 transfers.start(key, request) { [weak self] event in self?.handle(event, of: key) }
             case .cancel(let key):
                 state.withLock { _ = $0.meters.removeValue(forKey: key) }

@@ -61,7 +61,7 @@ struct ControlCommand: Sendable {
         "volume": "PERCENT is 0 to 100 (100 is full volume); MPRIS's 0.0-1.0 is shown as a percentage.\n",
         "status": "On a terminal the status is redrawn in place; when piped, plain lines are written.\nThe bar shows # played, = cached, - not yet downloaded.\n",
         "lyrics": "Lyrics come from a .lrc file beside a local track (same name), else from its tags (LRC or\nplain text). Timed lines are printed with their start time; unsynced lyrics as they are.\nWith --follow the current line is redrawn in place on a terminal as the track plays (seeks\nand rate changes included); when piped, each new line is written as a plain line.\n",
-        "cache": "  stats                      counters of the cache\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
+        "cache": "  stats [--json]             counters of the cache (--json: one object for scripts)\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
     ]
 }
 
@@ -202,7 +202,7 @@ private func queue(_ arguments: [String]) async throws(CommandFailure) {
 func cacheNote(_ fields: [String: DBusValue]) -> String {
     let url = fields["xesam:url"]?.stringValue ?? fields["spool:url"]?.stringValue ?? ""
     if url.hasPrefix("file:") { return "[local]" }
-    guard let cached = fields["spool:cachedBytes"]?.int64Value else { return "[not cached]" }
+    guard let cached = fields["spool:cachedBytes"]?.int64Value, cached > 0 else { return "[not cached]" }
     if fields["spool:complete"]?.boolValue == true { return "[cached]" }
     guard let length = fields["spool:contentLength"]?.int64Value, length > 0 else { return "[cached \(formatBytes(cached))]" }
     return "[cached \(cached * 100 / length)%]"
@@ -232,14 +232,14 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
     let client = try SpoolClient.connect()
     switch action {
     case "stats":
-        try expectNoArguments(rest, "cache stats")
-        let stats = try await client.spool("CacheStats").first?.dictionaryEntries ?? []
-        for entry in stats {
-            guard let name = entry.key.stringValue, let value = entry.value.variantValue?.int64Value else { continue }
-            let shown = name.lowercased().contains("bytes") || name == "budget" ? "\(value) (\(formatBytes(value)))" : "\(value)"
-            print("\(name): \(shown)")
+        let json = rest == ["--json"]
+        try expectNoArguments(json ? [] : rest, "cache stats")
+        let counters = (try await client.spool("CacheStats").first?.dictionaryEntries ?? []).compactMap { entry in
+            entry.key.stringValue.flatMap { name in entry.value.variantValue?.int64Value.map { (name: name, value: $0) } }
         }
+        print(json ? CacheReport.json(counters) : CacheReport.lines(counters).joined(separator: "\n"))
     case "ls":
+        try await checkAccount(account, client)
         let reply = try await client.spool("CacheEntries", [.string(account)])
         let entries = reply.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
         for entry in entries {
@@ -249,11 +249,22 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
         }
         if entries.isEmpty { writeAll("the cache is empty\n", to: STDERR_FILENO) }
     case "clear":
+        try await checkAccount(account, client)
         try await client.spool("ClearCache", [.string(account)])
         print(account.isEmpty ? "Cleared the cache." : "Cleared the cache of account '\(account)'.")
     default:
         try await prefetch(rest, client)
     }
+}
+
+/// Refuses (exit 1) an `--account` that names no account: neither one with cached files nor
+/// the one this command line's configuration names.
+private func checkAccount(_ account: String, _ client: SpoolClient) async throws(CommandFailure) {
+    guard !account.isEmpty else { return }
+    let all = try await client.spool("CacheEntries", [.string("")]).first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+    let cached = Set(all.compactMap { $0["spool:namespace"]?.stringValue })
+    let own = try? Configuration.load(arguments: [], environment: ProcessInfo.processInfo.environment).account
+    if let problem = unknownAccount(account, cached: cached, own: own) { throw .usage(problem) }
 }
 
 /// How long `spool cache prefetch` waits without a byte of progress before it gives up.
