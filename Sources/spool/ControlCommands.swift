@@ -289,17 +289,21 @@ private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws
     try await client.spool("Prefetch", [.stringArray(urls)])
     let screen = Screen()
     var progress: (bytes: Int64, at: ContinuousClock.Instant) = (-1, .now)
+    let start = ContinuousClock.now
+    var rates: [String: TransferRate] = [:]
     while true {
         let all = try await client.properties(MPRISService.spoolInterface)["Prefetches"]?.arrayValues?
             .compactMap(\.stringVariantDictValue) ?? []
         let mine = all.filter { urls.contains($0["spool:url"]?.stringValue ?? "") }
         var lines: [String] = []
         for fields in mine {
-            let length = fields["spool:contentLength"]?.int64Value ?? -1
+            let url = fields["spool:url"]?.stringValue ?? ""
             let cached = fields["spool:cachedBytes"]?.int64Value ?? 0
-            let fraction = length > 0 ? Double(cached) / Double(length) : 0
-            let name = URL(string: fields["spool:url"]?.stringValue ?? "")?.lastPathComponent ?? "?"
-            lines.append("\(progressBar(played: fraction, cached: [])) \(cFormat("%3.0f%%", fraction * 100)) \(name)")
+            let elapsed = ContinuousClock.now - start
+            rates[url, default: TransferRate()].add(bytes: cached, at: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            lines.append(prefetchLine(
+                name: URL(string: url)?.lastPathComponent ?? "?", cached: cached,
+                length: fields["spool:contentLength"]?.int64Value, bytesPerSecond: rates[url]?.bytesPerSecond))
         }
         let failures = mine.compactMap { $0["spool:error"]?.stringValue }
         let done = mine.count == Set(urls).count && mine.allSatisfy { $0["spool:complete"]?.boolValue == true || $0["spool:error"] != nil }
