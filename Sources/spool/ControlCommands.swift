@@ -316,7 +316,7 @@ private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws
         if bytes != progress.bytes {
             progress = (bytes, .now)
         } else if ContinuousClock.now - progress.at > prefetchStallLimit {
-            throw .failed("prefetch made no progress for \(prefetchStallLimit); it goes on in the daemon")
+            throw .failed("prefetch made no progress for \(prefetchStallLimit.forPeople); it goes on in the daemon")
         }
         try? await Task.sleep(for: .milliseconds(100))
     }
