@@ -43,7 +43,6 @@ final class Daemon: Sendable {
     private let player: Player
     private let service: MPRISService
     private let status: CacheStatus
-    private let instance: Bool
     private let stopping = Atomic<Bool>(false)
     /// The bus name this daemon owns.
     private let busName: Mutex<String>
@@ -60,7 +59,6 @@ final class Daemon: Sendable {
     /// Connects to the bus and builds the layers; throws a message fit for the user.
     init(options: DaemonOptions) throws {
         configuration = options.configuration
-        instance = options.instance
         GStreamer.initialize()
         do {
             connection = try DBusConnection.session()
