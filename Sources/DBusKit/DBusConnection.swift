@@ -173,6 +173,12 @@ public final class DBusConnection: Sendable {
         return reply.first?.uint32Value == primaryOwner || reply.first?.uint32Value == alreadyOwner
     }
 
+    /// Whether some connection owns `name` now. Blocks briefly; for start-up code that must
+    /// know before it goes on (the async ``nameHasOwner(_:)`` serves everyone else).
+    public func nameHasOwnerBlocking(_ name: String) throws -> Bool {
+        try callBusBlocking("NameHasOwner", [.string(name)]).first?.boolValue ?? false
+    }
+
     /// Gives up a well-known name. Blocks briefly.
     public func releaseName(_ name: String) throws {
         _ = try callBusBlocking("ReleaseName", [.string(name)])

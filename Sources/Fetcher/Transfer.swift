@@ -420,7 +420,7 @@ final class Transfer {
         }
         let delay = ResponsePolicy.backoff(
             attempt: failures, retryAfter: retryAfter, configuration: configuration, jitter: .random(in: 0...1))
-        env.log.info("transfer \(id): \(reason); retry \(failures) in \(delay) s")
+        env.log.info("transfer \(id): \(reason); retry \(failures) in \(HumanTime.seconds(delay))")
         emit(.status(.retrying(in: delay, attempt: failures, reason: reason)))
         phase = .waiting(until: now + delay)
     }

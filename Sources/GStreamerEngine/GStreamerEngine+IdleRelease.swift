@@ -1,5 +1,6 @@
 import Dispatch
 import EngineAPI
+import SpoolLog
 internal import CGStreamer
 
 /// Letting go of the pipeline after a long pause or stop (see ``IdleRelease``), and bringing a
@@ -62,7 +63,7 @@ extension GStreamerEngine {
         teardown()
         malloc_trim(0)
         if let kept {
-            log.info("released the pipeline; \(kept.track.id) continues at \(kept.position)")
+            log.info("released the pipeline; \(kept.track.id) continues at \(kept.position.forPeople)")
         } else {
             log.info("released the pipeline")
         }
@@ -78,7 +79,7 @@ extension GStreamerEngine {
             return released
         }
         guard let released else { return false }
-        log.info("\(released.track.id): loading again at \(released.position) after the release")
+        log.info("\(released.track.id): loading again at \(released.position.forPeople) after the release")
         loadNow(released.track, at: released.position, playing: true, resumed: true)
         if let next = released.next { setNext(next) }
         return true

@@ -113,7 +113,7 @@ extension GStreamerEngine {
                 watchPreroll(of: uri, generation: generation, stalledFor: stalledNow)
                 return
             }
-            log.error("\(check.id): no stream started within \(Self.prerollStall) and nothing is awaited")
+            log.error("\(check.id): no stream started within \(Self.prerollStall.forPeople) and nothing is awaited")
             teardown()
             emit(.failed(check.id, EngineError("the stream stopped before it started (the file may be damaged)")))
         }
@@ -173,7 +173,7 @@ extension GStreamerEngine {
         }
         guard let uri else { return }
         awaitHandOverActivation()
-        log.debug("rebuilding the pipeline at \(position) (rate \(shared.withLock { $0.rate }))")
+        log.debug("rebuilding the pipeline at \(position.forPeople) (rate \(shared.withLock { $0.rate }))")
         gst_element_set_state(playbin, GST_STATE_READY)
         // Everything on the bus before this marker belongs to the pipeline before the rebuild.
         if let structure = gst_structure_new_empty(Self.restartMarkerName) {
@@ -229,13 +229,13 @@ extension GStreamerEngine {
                 playbin, rate, GST_FORMAT_TIME, flags, GST_SEEK_TYPE_SET, gint64(nanoseconds(position)),
                 GST_SEEK_TYPE_NONE, -1)
         case .bytes(let offset):
-            log.debug("seek to \(position): byte \(offset) of the parsed stream")
+            log.debug("seek to \(position.forPeople): byte \(offset) of the parsed stream")
             accepted = gst_element_seek(
                 playbin, rate, GST_FORMAT_BYTES, GstSeekFlags(rawValue: flush), GST_SEEK_TYPE_SET, gint64(offset),
                 GST_SEEK_TYPE_NONE, -1)
         }
         if accepted == 0 {
-            log.warning("seek to \(position) at rate \(rate) refused")
+            log.warning("seek to \(position.forPeople) at rate \(rate) refused")
             let playing = shared.withLock { state -> Bool in
                 state.current?.phase.seekRefused()
                 return state.wantPlaying

@@ -333,7 +333,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             case .seek(let exact):
                 performSeek(to: position, accurate: exact)
             case .reload(let track, let next, let playing):
-                log.debug("\(track.id): seek after the hand-over; reloading at \(position)")
+                log.debug("\(track.id): seek after the hand-over; reloading at \(position.forPeople)")
                 load(track, at: position, playing: playing)
                 setNext(next)
             case .released(let id):

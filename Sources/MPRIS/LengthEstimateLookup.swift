@@ -2,6 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PlayerCore
+import SpoolLog
 
 extension MPRISService {
     /// `snapshot` with an estimated length for a local MP3 whose length the engine has not
@@ -33,7 +34,7 @@ extension MPRISService {
                 return !state.flushScheduled
             }
             if changed {
-                self.log.debug("estimated the length of \(track.entry.url.lastPathComponent) from its bitrate: \(length!)")
+                self.log.debug("estimated the length of \(track.entry.url.lastPathComponent) from its bitrate: \(length!.forPeople)")
                 self.scheduleFlush()
             }
         }

@@ -427,6 +427,9 @@ public final class CachedByteSource: ByteSource {
                     state.meters[key] = (.now, from)
                     return request(from, end: to, priority: priority, state)
                 }) else { continue }
+                // Bytes the cache does not hold go to the network: a miss, which the cache cannot
+                // see itself, as this source reads it only where the bytes are.
+                entry.countMiss()
                 transfers.start(key, request) { [weak self] event in self?.handle(event, of: key) }
             case .cancel(let key):
                 state.withLock { _ = $0.meters.removeValue(forKey: key) }
@@ -532,7 +535,7 @@ public final class CachedByteSource: ByteSource {
             case .status(let status):
                 state.transferStatus = Self.describe(status)
                 let isParked = state.planner.transfers.first { $0.key == key }?.role == .parked
-                if case .retrying(_, _, let reason) = status, !isParked, let error = Self.unreachable(reason) {
+                if case .retrying(_, _, let reason) = status, !isParked, let error = Self.unreachable(reason, retrying: true) {
                     // No connection at all: a reader waiting for bytes learns it now, while the
                     // transfer keeps retrying in the background (its next read tries at once).
                     state.unreachable = error
@@ -541,7 +544,7 @@ public final class CachedByteSource: ByteSource {
                         // retry budget; the player's own retry and skip take it from here.
                         state.openCompletion = nil
                         actions += state.planner.stopAll()
-                        let failure = error
+                        let failure = Self.unreachable(reason, retrying: false) ?? error
                         state.failure = failure
                         callbacks.append { completion(.failure(failure)) }
                     }
@@ -618,8 +621,10 @@ public final class CachedByteSource: ByteSource {
 
     /// The clear error for a reader when `reason` means the origin cannot be reached at all
     /// (unknown host, refused, no route), nil for other failures, which are retried silently.
-    private static func unreachable(_ reason: FetchError) -> MediaSourceError? {
-        reason.unreachableServer.map { .unreachable("\($0); still retrying") }
+    /// "still retrying" only when the transfer goes on (`retrying`): an open that fails here
+    /// stops its transfers, and a message saying otherwise sends the user waiting for nothing.
+    static func unreachable(_ reason: FetchError, retrying: Bool) -> MediaSourceError? {
+        reason.unreachableServer.map { .unreachable(retrying ? "\($0); still retrying" : $0) }
     }
 
     /// The first response: bind the entry to this version and finish opening.

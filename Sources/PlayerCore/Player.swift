@@ -255,7 +255,7 @@ public actor Player {
             $0.status = self.queue.current == nil ? .stopped : .paused
             $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: tags, duration: duration) }
         }
-        log.info("restored a session of \(saved.entries.count) tracks at \(saved.position)")
+        log.info("restored a session of \(saved.entries.count) tracks at \(saved.position.forPeople)")
     }
 
     // MARK: Queue commands
@@ -786,7 +786,7 @@ public actor Player {
                 await self?.retry(id)
             }
         case .waitForNetwork:
-            log.warning("waiting for the network to play \(name) from \(place)")
+            log.warning("waiting for the network to play \(name) from \(place.forPeople)")
             update {
                 $0.lastError = "\(name): \(error.message); waiting for the network"
                 $0.buffering = true

@@ -110,6 +110,14 @@ public final class CacheEntry: Sendable {
         return data
     }
 
+    /// Counts a miss for a reader that found bytes missing and starts a download for them
+    /// without reading here: a reader that checks before it reads never reaches
+    /// ``read(into:at:)`` with a miss, so the counter would stay at zero beside megabytes
+    /// fetched.
+    public func countMiss() {
+        cache.countMiss()
+    }
+
     /// Whether ``RangeCache/Configuration/maximumUnsyncedBytes`` or more of this entry's bytes
     /// wait for a sync: the writer is ahead of the disk.
     public var isBehindOnSyncs: Bool {
@@ -331,6 +339,11 @@ extension RangeCache {
         case .none: break
         case .sync: syncQueue.async { self.sync(id, counted: true) }
         }
+    }
+
+    /// One more miss in the counters.
+    func countMiss() {
+        state.withLock { $0.stats.misses += 1 }
     }
 
     func read(_ id: Int64, into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {

@@ -70,7 +70,8 @@ public struct CacheStats: Sendable, Hashable {
     public var namespaces: [String: NamespaceStats] = [:]
     /// Reads that found bytes at the offset asked.
     public var hits: Int = 0
-    /// Reads that found nothing at the offset asked.
+    /// Reads that found nothing at the offset asked, and downloads started for missing bytes
+    /// (``CacheEntry/countMiss()``).
     public var misses: Int = 0
     /// Bytes returned by reads.
     public var bytesServedFromCache: Int64 = 0

@@ -40,8 +40,8 @@ final class CacheStatus: SpoolStatusProvider {
     private let playback: PlaybackSources
     private let preloader: CachePreloader?
     private let log = Logger(label: "prefetch")
-    /// Prefetches by URL: the source while it runs, the last error once it failed.
-    private let running = Mutex<[String: (source: CachedByteSource?, error: String?)]>([:])
+    /// Prefetches by URL: the source and its entry while it runs, the last error once it failed.
+    private let running = Mutex<[String: (source: CachedByteSource?, entry: CacheEntry?, error: String?)]>([:])
 
     /// How often a running prefetch checks whether its entry is complete.
     static let pollInterval: Duration = .milliseconds(100)
@@ -89,7 +89,7 @@ final class CacheStatus: SpoolStatusProvider {
         let source = CachedByteSource(url: url, entry: entry, fetcher: fetcher)
         let started = running.withLock { running -> Bool in
             guard running[key]?.source == nil else { return false }
-            running[key] = (source, nil)
+            running[key] = (source, entry, nil)
             return true
         }
         guard started else {
@@ -131,6 +131,12 @@ final class CacheStatus: SpoolStatusProvider {
             guard let url = URL(string: key) else { return nil }
             var resource = cacheState(of: url)
                 ?? CachedResource(url: key, namespace: namespace, ranges: [], length: nil)
+            // The index holds only what is synced, in batches: a progress bar drawn from it
+            // jumped from 0 to 42 to 100 %. A running prefetch shows the bytes written so far.
+            if let entry = snapshot[key]?.entry {
+                resource.ranges = entry.cachedRanges.ranges
+                resource.length = entry.metadata.validator.length ?? resource.length
+            }
             resource.error = snapshot[key]?.error
             return resource
         }
@@ -147,7 +153,7 @@ final class CacheStatus: SpoolStatusProvider {
 
     private func finish(_ key: String, source: CachedByteSource, error: String?) {
         source.close()
-        running.withLock { $0[key] = (nil, error) }
+        running.withLock { $0[key] = (nil, nil, error) }
         if let error { log.warning("prefetch of \(URL(string: key).map(loggable) ?? "?") failed: \(error)") }
     }
 

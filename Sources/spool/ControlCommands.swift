@@ -32,8 +32,8 @@ struct ControlCommand: Sendable {
         ControlCommand(name: "seek", usage: "seek [+|-]TIME|PERCENT", summary: "Seek to TIME (90, 1:30, 1h2m3s), by +/-TIME, or to PERCENT (50%)", run: seek),
         ControlCommand(name: "volume", usage: "volume [PERCENT]", summary: "Print the volume, or set it (0-100)", run: volume),
         ControlCommand(name: "rate", usage: "rate [RATE]", summary: "Print the playback rate, or set it (e.g. 1.25)", run: rate),
-        ControlCommand(name: "loop", usage: "loop none|track|playlist", summary: "Set what repeats", run: loop),
-        ControlCommand(name: "shuffle", usage: "shuffle on|off", summary: "Turn shuffle on or off", run: shuffle),
+        ControlCommand(name: "loop", usage: "loop [none|track|playlist]", summary: "Print what repeats, or set it", run: loop),
+        ControlCommand(name: "shuffle", usage: "shuffle [on|off]", summary: "Print whether shuffle is on, or turn it on or off", run: shuffle),
         ControlCommand(name: "queue", usage: "queue", summary: "List the queue, the current track marked with '>', with cache state", run: queue),
         ControlCommand(name: "status", usage: "status [--follow]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
         ControlCommand(name: "lyrics", usage: "lyrics [--follow]", summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time", run: runLyrics),
@@ -62,7 +62,7 @@ struct ControlCommand: Sendable {
         "volume": "PERCENT is 0 to 100 (100 is full volume); MPRIS's 0.0-1.0 is shown as a percentage.\n",
         "status": "On a terminal the status is redrawn in place; when piped, plain lines are written.\nThe bar shows # played, = cached, - not yet downloaded.\n",
         "lyrics": "Lyrics come from a .lrc file beside a local track (same name), else from its tags (LRC or\nplain text). Timed lines are printed with their start time; unsynced lyrics as they are.\nWith --follow the current line is redrawn in place on a terminal as the track plays (seeks\nand rate changes included); when piped, each new line is written as a plain line.\n",
-        "cache": "  stats                      counters of the cache\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
+        "cache": "  stats [--json]             counters of the cache (--json: one object for scripts)\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
     ]
 }
 
@@ -157,19 +157,27 @@ private func rate(_ arguments: [String]) async throws(CommandFailure) {
 }
 
 private func loop(_ arguments: [String]) async throws(CommandFailure) {
-    let modes = ["none": "None", "track": "Track", "playlist": "Playlist"]
-    guard arguments.count == 1, let text = arguments.first else { throw .usage("'spool loop' takes one of none, track, playlist") }
-    guard let mode = modes[text.lowercased()] else {
-        throw .usage("unknown loop mode '\(text)'\(hint(text, among: modes.keys.sorted())); use none, track or playlist")
+    guard let text = try optionalArgument(arguments, "loop") else {
+        let status = try await SpoolClient.connect().properties(MPRISService.playerInterface)["LoopStatus"]?.stringValue
+        print(SettingWords.loopWord(status ?? "None"))
+        return
+    }
+    guard let mode = SettingWords.loopStatus(text) else {
+        let words = SettingWords.loopModes.map(\.word)
+        throw .usage(mistake("unknown loop mode '\(text)'", word: text, among: words, otherwise: "use none, track or playlist"))
     }
     try await SpoolClient.connect().setPlayerProperty("LoopStatus", .string(mode))
 }
 
 private func shuffle(_ arguments: [String]) async throws(CommandFailure) {
-    let values = ["on": true, "off": false]
-    guard arguments.count == 1, let text = arguments.first else { throw .usage("'spool shuffle' takes on or off") }
-    guard let on = values[text.lowercased()] else {
-        throw .usage("shuffle is on or off, not '\(text)'\(hint(text, among: ["on", "off"]))")
+    guard let text = try optionalArgument(arguments, "shuffle") else {
+        let on = try await SpoolClient.connect().properties(MPRISService.playerInterface)["Shuffle"]?.boolValue
+        print(SettingWords.switchWord(on ?? false))
+        return
+    }
+    guard let on = SettingWords.switchValue(text) else {
+        let words = SettingWords.switchWords.keys.sorted()
+        throw .usage(mistake("shuffle is on or off, not '\(text)'", word: text, among: words, otherwise: "use on or off"))
     }
     try await SpoolClient.connect().setPlayerProperty("Shuffle", .boolean(on))
 }
@@ -195,7 +203,7 @@ private func queue(_ arguments: [String]) async throws(CommandFailure) {
 func cacheNote(_ fields: [String: DBusValue]) -> String {
     let url = fields["xesam:url"]?.stringValue ?? fields["spool:url"]?.stringValue ?? ""
     if url.hasPrefix("file:") { return "[local]" }
-    guard let cached = fields["spool:cachedBytes"]?.int64Value else { return "[not cached]" }
+    guard let cached = fields["spool:cachedBytes"]?.int64Value, cached > 0 else { return "[not cached]" }
     if fields["spool:complete"]?.boolValue == true { return "[cached]" }
     guard let length = fields["spool:contentLength"]?.int64Value, length > 0 else { return "[cached \(formatBytes(cached))]" }
     return "[cached \(cached * 100 / length)%]"
@@ -205,7 +213,7 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
     let actions = ["stats", "ls", "clear", "prefetch"]
     guard let action = arguments.first else { throw .usage("'spool cache' needs one of stats, ls, clear, prefetch") }
     guard actions.contains(action) else {
-        throw .usage("unknown cache command '\(action)'\(hint(action, among: actions)); use stats, ls, clear or prefetch")
+        throw .usage(mistake("unknown cache command '\(action)'", word: action, among: actions, otherwise: "use stats, ls, clear or prefetch"))
     }
     var rest = Array(arguments.dropFirst())
     var account = ""
@@ -225,14 +233,14 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
     let client = try SpoolClient.connect()
     switch action {
     case "stats":
-        try expectNoArguments(rest, "cache stats")
-        let stats = try await client.spool("CacheStats").first?.dictionaryEntries ?? []
-        for entry in stats {
-            guard let name = entry.key.stringValue, let value = entry.value.variantValue?.int64Value else { continue }
-            let shown = name.lowercased().contains("bytes") || name == "budget" ? "\(value) (\(formatBytes(value)))" : "\(value)"
-            print("\(name): \(shown)")
+        let json = rest == ["--json"]
+        try expectNoArguments(json ? [] : rest, "cache stats")
+        let counters = (try await client.spool("CacheStats").first?.dictionaryEntries ?? []).compactMap { entry in
+            entry.key.stringValue.flatMap { name in entry.value.variantValue?.int64Value.map { (name: name, value: $0) } }
         }
+        print(json ? CacheReport.json(counters) : CacheReport.lines(counters).joined(separator: "\n"))
     case "ls":
+        try await checkAccount(account, client)
         let reply = try await client.spool("CacheEntries", [.string(account)])
         let entries = reply.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
         for entry in entries {
@@ -242,11 +250,22 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
         }
         if entries.isEmpty { writeAll("the cache is empty\n", to: STDERR_FILENO) }
     case "clear":
+        try await checkAccount(account, client)
         try await client.spool("ClearCache", [.string(account)])
         print(account.isEmpty ? "Cleared the cache." : "Cleared the cache of account '\(account)'.")
     default:
         try await prefetch(rest, client)
     }
+}
+
+/// Refuses (exit 1) an `--account` that names no account: neither one with cached files nor
+/// the one this command line's configuration names.
+private func checkAccount(_ account: String, _ client: SpoolClient) async throws(CommandFailure) {
+    guard !account.isEmpty else { return }
+    let all = try await client.spool("CacheEntries", [.string("")]).first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+    let cached = Set(all.compactMap { $0["spool:namespace"]?.stringValue })
+    let own = try? Configuration.load(arguments: [], environment: ProcessInfo.processInfo.environment).account
+    if let problem = unknownAccount(account, cached: cached, own: own) { throw .usage(problem) }
 }
 
 /// How long `spool cache prefetch` waits without a byte of progress before it gives up.
@@ -271,17 +290,21 @@ private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws
     try await client.spool("Prefetch", [.stringArray(urls)])
     let screen = Screen()
     var progress: (bytes: Int64, at: ContinuousClock.Instant) = (-1, .now)
+    let start = ContinuousClock.now
+    var rates: [String: TransferRate] = [:]
     while true {
         let all = try await client.properties(MPRISService.spoolInterface)["Prefetches"]?.arrayValues?
             .compactMap(\.stringVariantDictValue) ?? []
         let mine = all.filter { urls.contains($0["spool:url"]?.stringValue ?? "") }
         var lines: [String] = []
         for fields in mine {
-            let length = fields["spool:contentLength"]?.int64Value ?? -1
+            let url = fields["spool:url"]?.stringValue ?? ""
             let cached = fields["spool:cachedBytes"]?.int64Value ?? 0
-            let fraction = length > 0 ? Double(cached) / Double(length) : 0
-            let name = URL(string: fields["spool:url"]?.stringValue ?? "")?.lastPathComponent ?? "?"
-            lines.append("\(progressBar(played: fraction, cached: [])) \(cFormat("%3.0f%%", fraction * 100)) \(name)")
+            let elapsed = ContinuousClock.now - start
+            rates[url, default: TransferRate()].add(bytes: cached, at: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            lines.append(prefetchLine(
+                name: URL(string: url)?.lastPathComponent ?? "?", cached: cached,
+                length: fields["spool:contentLength"]?.int64Value, bytesPerSecond: rates[url]?.bytesPerSecond))
         }
         let failures = mine.compactMap { $0["spool:error"]?.stringValue }
         let done = mine.count == Set(urls).count && mine.allSatisfy { $0["spool:complete"]?.boolValue == true || $0["spool:error"] != nil }
@@ -294,7 +317,7 @@ private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws
         if bytes != progress.bytes {
             progress = (bytes, .now)
         } else if ContinuousClock.now - progress.at > prefetchStallLimit {
-            throw .failed("prefetch made no progress for \(prefetchStallLimit); it goes on in the daemon")
+            throw .failed("prefetch made no progress for \(prefetchStallLimit.forPeople); it goes on in the daemon")
         }
         try? await Task.sleep(for: .milliseconds(100))
     }

@@ -42,10 +42,9 @@ final class Daemon: Sendable {
     private let player: Player
     private let service: MPRISService
     private let status: CacheStatus
-    private let instance: Bool
     private let stopping = Atomic<Bool>(false)
     /// The bus name this daemon owns.
-    private let busName = Mutex(MPRISService.busName)
+    private let busName: Mutex<String>
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
     private let meteredWatcher = Mutex<MeteredWatcher?>(nil)
     /// The playing sources, switched when the network becomes metered or stops being so.
@@ -60,13 +59,26 @@ final class Daemon: Sendable {
     /// Connects to the bus and builds the layers; throws a message fit for the user.
     init(options: DaemonOptions) throws {
         configuration = options.configuration
-        instance = options.instance
         GStreamer.initialize()
         do {
             connection = try DBusConnection.session()
         } catch {
             throw DaemonError(
                 "cannot connect to the D-Bus session bus (\(error)); is DBUS_SESSION_BUS_ADDRESS set?")
+        }
+        // Before the state store, the cache and the session are opened: a second daemon
+        // must leave them to the one that owns the name.
+        let owned: Bool
+        do {
+            owned = try connection.nameHasOwnerBlocking(MPRISService.busName)
+        } catch {
+            throw DaemonError("cannot ask the D-Bus session bus who owns \(MPRISService.busName): \(error)")
+        }
+        switch BusNameChoice.choose(owned: owned, instance: options.instance, pid: getpid()) {
+        case .take(let name): busName = Mutex(name)
+        case .refuse(let reason):
+            connection.close()
+            throw DaemonError(reason)
         }
         let fetcher = Fetcher(userAgent: "Spool/\(SpoolVersion.string)")
         self.fetcher = fetcher
@@ -181,15 +193,12 @@ final class Daemon: Sendable {
     func start() async throws {
         await player.restoreSession()
         await service.start()
-        var name = MPRISService.busName
-        if try !connection.requestName(name) {
-            name = MPRISService.busName + ".instance\(getpid())"
-            guard instance, try connection.requestName(name) else {
-                connection.close()
-                throw DaemonError("another Spool daemon already owns \(MPRISService.busName) on this bus")
-            }
+        let name = busName.withLock { $0 }
+        // The name was free a moment ago; another daemon starting at the same time may win it.
+        guard try connection.requestName(name) else {
+            connection.close()
+            throw DaemonError(BusNameChoice.refusal)
         }
-        busName.withLock { $0 = name }
         if case .failure(let error) = cache {
             // The name is ours but another daemon (on another bus) holds the cache. A second
             // instance on this bus expects that: it streams without the cache.

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import MPRIS
 import PlayerCore
+import SpoolLog
 
 /// How long `spool play` waits for the first track to start or fail.
 let startWaitLimit: Duration = .seconds(5)
@@ -129,7 +130,7 @@ private func waitForStart(
         case .failed(let message):
             throw .failed("cannot play \(message)")
         case .undecided:
-            complain("\(watch.name) has not started after \(startWaitLimit); 'spool status' shows how it goes")
+            complain("\(watch.name) has not started after \(startWaitLimit.forPeople); 'spool status' shows how it goes")
             return
         }
     }

@@ -84,15 +84,19 @@ func statusLines(
     return lines
 }
 
-/// One track of `Preloads`: `name stage` and, for a remote file, the share cached.
+/// One track of `Preloads`: `name complete`, `name failed (why)`, or `name stage` and, for a
+/// remote file, the share cached.
 func preloadNote(_ row: [String: DBusValue]) -> String {
     let url = row["spool:url"]?.stringValue ?? "?"
     let name = URL(string: url)?.lastPathComponent ?? url
-    var note = "\(name) \(row["spool:stage"]?.stringValue ?? "?")"
+    let stage = row["spool:stage"]?.stringValue ?? "?"
+    // One verdict a track: every byte here, or why it stopped, or how far it is.
+    if stage == "complete" || row["spool:complete"]?.boolValue == true { return "\(name) complete" }
+    if let error = row["spool:error"]?.stringValue { return "\(name) failed (\(error))" }
+    var note = "\(name) \(stage)"
     if let length = row["spool:contentLength"]?.int64Value, length > 0, let cached = row["spool:cachedBytes"]?.int64Value {
         note += " \(cached * 100 / length)%"
     }
-    if let error = row["spool:error"]?.stringValue { note += " (\(error))" }
     return note
 }
 
