@@ -10,6 +10,9 @@ BINARY ?= .build/release/spool
 BINDIR := $(PREFIX)/bin
 DATADIR := $(PREFIX)/share
 SYSTEMD_USER_DIR := $(PREFIX)/lib/systemd/user
+# Debian's zsh reads /usr/local/share/zsh/site-functions but, under /usr, only vendor-completions:
+# a package built with PREFIX=/usr sets ZSH_COMPLETION_DIR=/usr/share/zsh/vendor-completions.
+ZSH_COMPLETION_DIR ?= $(DATADIR)/zsh/site-functions
 INSTALL ?= install
 
 # Every installed file, as `make uninstall` removes them.
@@ -20,7 +23,7 @@ INSTALLED := \
 	$(DATADIR)/applications/spool.desktop \
 	$(DATADIR)/icons/hicolor/scalable/apps/spool.svg \
 	$(DATADIR)/bash-completion/completions/spool \
-	$(DATADIR)/zsh/site-functions/_spool \
+	$(ZSH_COMPLETION_DIR)/_spool \
 	$(DATADIR)/fish/vendor_completions.d/spool.fish \
 	$(DATADIR)/man/man1/spool.1
 
@@ -78,7 +81,7 @@ install-files:
 		| $(INSTALL) -D -m 0644 /dev/stdin "$(DESTDIR)$(DATADIR)/applications/spool.desktop"
 	$(INSTALL) -D -m 0644 desktop/spool.svg "$(DESTDIR)$(DATADIR)/icons/hicolor/scalable/apps/spool.svg"
 	$(call generate,completions bash,$(DESTDIR)$(DATADIR)/bash-completion/completions/spool)
-	$(call generate,completions zsh,$(DESTDIR)$(DATADIR)/zsh/site-functions/_spool)
+	$(call generate,completions zsh,$(DESTDIR)$(ZSH_COMPLETION_DIR)/_spool)
 	$(call generate,completions fish,$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/spool.fish)
 	$(call generate,manpage,$(DESTDIR)$(DATADIR)/man/man1/spool.1)
 
