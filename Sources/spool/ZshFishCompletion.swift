@@ -32,7 +32,7 @@ func zshCompletion(_ commands: [CommandSyntax]) -> String {
 
         # The URLs (url) or accounts (account) in the cache, from one quick `spool cache ls`.
         _spool_cache_field() {
-            timeout 2 $_spool_command cache ls 2>/dev/null | awk -v field=$1 'NF >= 3 { print (field == "url" ? $NF : $(NF - 1)) }'
+            SPOOL_NO_ACTIVATION=1 timeout 2 $_spool_command cache ls 2>/dev/null | awk -v field=$1 'NF >= 3 { print (field == "url" ? $NF : $(NF - 1)) }'
         }
 
         _spool_cached_urls() {
@@ -123,7 +123,7 @@ func fishCompletion(_ commands: [CommandSyntax]) -> String {
         "# The URLs (url) or accounts (account) in the cache, from one quick `spool cache ls`.",
         "function __spool_cache_ls --argument-names field",
         "    set -l spool (commandline -opc)[1]",
-        "    timeout 2 $spool cache ls 2>/dev/null | awk -v field=$field 'NF >= 3 { print (field == \"url\" ? $NF : $(NF - 1)) }'",
+        "    SPOOL_NO_ACTIVATION=1 timeout 2 $spool cache ls 2>/dev/null | awk -v field=$field 'NF >= 3 { print (field == \"url\" ? $NF : $(NF - 1)) }'",
         "end",
         "",
         "# True when the words before the cursor are spool, COMMAND (and SUBCOMMAND), and at most",

@@ -4,11 +4,14 @@ import TestSupport
 
 @testable import spool
 
-/// Runs `script` with `shell` (bash, zsh or fish) from `directory`; the result of the run.
-func runShell(_ shell: String, _ script: String, in directory: TemporaryDirectory) throws -> CommandResult {
+/// Runs `script` with `shell` (bash, zsh or fish) from `directory` (with `environment`, else
+/// the test's); the result of the run.
+func runShell(
+    _ shell: String, _ script: String, in directory: TemporaryDirectory, environment: [String: String]? = nil
+) throws -> CommandResult {
     let file = directory.file("script")
     try script.write(to: file, atomically: true, encoding: .utf8)
-    return try runCommand("/bin/sh", ["-c", "cd '\(directory.path)' && exec \(shell) script"], timeout: 30)
+    return try runCommand("/bin/sh", ["-c", "cd '\(directory.path)' && exec \(shell) script"], environment: environment, timeout: 30)
 }
 
 /// A stand-in for `spool` (`bin/spool` in `directory`) whose `cache ls` prints two entries of two accounts, so completions
