@@ -39,7 +39,7 @@ test: deps-test
 	$(SWIFT) test --skip-build --no-parallel $(SWIFT_FLAGS)
 
 # The release build links the Swift runtime, Dispatch and FoundationEssentials statically:
-# the daemon maps only the parts it uses (2.3 MiB less resident while playing, issue #5,
+# the daemon maps only the parts it uses (2.3 MiB less resident while playing, measured by
 # bench/playback-cost.sh) and the installed binary needs no Swift runtime beside it.
 # (A `swift build -c release` without the flag shares .build/release and recompiles it.)
 RELEASE_FLAGS := -c release --static-swift-stdlib

@@ -76,7 +76,7 @@ let package = Package(
             path: "bench/SlowDiskBench"),
         // MPRIS over a private bus against a real `spool daemon` (build `spool` in release mode first).
         .executableTarget(name: "MPRISBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/MPRISBench"),
-        // Issue #12: a real `spool daemon` (and mpv, when installed) under network conditions (bench/network.sh).
+        // A real `spool daemon` (and mpv, when installed) under capped, slow and faulty links (bench/network.sh).
         .executableTarget(name: "NetworkBench", dependencies: ["DBusKit", "TestSupport"], path: "bench/NetworkBench"),
         // A real `spool daemon` under random actions, faults and polling clients for MINUTES: crashes,
         // unanswered calls and growth per hour of memory, descriptors and threads (bench/soak.sh).
@@ -98,6 +98,7 @@ let package = Package(
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
+        .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
         // `make install-files` into a temporary DESTDIR, and D-Bus activation of the built daemon.

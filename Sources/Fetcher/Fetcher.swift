@@ -35,7 +35,7 @@ public final class Fetcher: Sendable {
     private let configuration: FetcherConfiguration
     /// The worker and its thread, from the first transfer on. Started lazily because
     /// `curl_global_init` (OpenSSL's set-up) makes about 2 MiB of libcrypto and libcurl
-    /// resident: a daemon that only plays local files never pays it (issue #5).
+    /// resident: a daemon that only plays local files never pays it.
     private let worker = Mutex<(worker: FetcherWorker?, shutDown: Bool)>((nil, false))
 
     /// Creates a fetcher with `configuration`; libcurl and the fetcher's thread start

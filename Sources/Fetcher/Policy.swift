@@ -200,7 +200,7 @@ enum ResponsePolicy {
 
     /// An HTTP date, `Wed, 21 Oct 2015 07:28:00 GMT` (RFC 9110's IMF-fixdate; names in
     /// any case), as a date; nil for any other form or an impossible date. Parsed by hand:
-    /// DateFormatter needs Foundation and ICU, which the daemon does not load (issue #5).
+    /// DateFormatter needs Foundation and ICU, which the daemon does not load.
     static func parseHTTPDate(_ text: String) -> Date? {
         let parts = text.split(separator: " ", omittingEmptySubsequences: false)
         let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]

@@ -30,9 +30,15 @@ extension MPRISService {
             }
         }
         setInputError(nil)
-        let generation = published.withLock { state -> UInt64 in
+        let (generation, playlistLeft) = published.withLock { state -> (UInt64, Bool) in
+            let active = state.activePlaylist?.replacement == state.replacements
             if replacing { state.replacements &+= 1 }
-            return state.replacements
+            return (state.replacements, replacing && active)
+        }
+        if playlistLeft, playlists != nil {
+            // The queue the playlist made is gone: it is no longer the active one.
+            connection.emitPropertiesChanged(
+                path: Self.objectPath, interface: Self.playlistsInterface, changed: [("ActivePlaylist", activePlaylistValue())])
         }
         guard parts.contains(where: { if case .fetch = $0 { true } else { false } }) else {
             await apply(parts.flatMap { part -> [TrackItem] in

@@ -47,6 +47,8 @@ public final class MPRISService: Sendable {
         var estimatePending: TrackID?
         /// The current track's lyrics and the line last signalled.
         var lyrics = LyricsState()
+        /// The playlist last activated, and the queue replacement it made (it stays active until the next).
+        var activePlaylist: (name: String, replacement: UInt64)?
     }
 
     let connection: DBusConnection
@@ -58,6 +60,9 @@ public final class MPRISService: Sendable {
     /// Fetches the `.lrc` beside an http(s) track (nil: none); given by the executable, which owns the fetcher.
     let remoteLyrics: (@Sendable (URL) async -> String?)?
     let published = Mutex(Published())
+    private let notifier: TrackNotifier?
+    /// Saved playlists (the Playlists interface), when the daemon has a place for them.
+    let playlists: PlaylistLibrary?
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
     /// Reads folders for cover art files, off the D-Bus and player threads.
     let artQueue = DispatchQueue(label: "spool.mpris.art", qos: .utility)
@@ -74,12 +79,15 @@ public final class MPRISService: Sendable {
     /// Creates the service; call ``start()`` to export it. `resolver` turns
     /// OpenUri and AddTrack URIs (playlists, directories) into tracks; `status`,
     /// when given, adds `org.spool.Spool1` (cache and downloads) to the object; `remoteLyrics`,
-    /// when given, fetches the `.lrc` file beside an http(s) track.
+    /// when given, fetches the `.lrc` file beside an http(s) track; with `notifications`, a track
+    /// that starts playing shows a desktop notification; `playlists` adds the Playlists interface.
     public init(
         connection: DBusConnection, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
         status: SpoolStatusProvider? = nil, remoteLyrics: (@Sendable (URL) async -> String?)? = nil,
-        onQuit: @escaping @Sendable () -> Void
+        notifications: Bool = false, playlists: PlaylistLibrary? = nil, onQuit: @escaping @Sendable () -> Void
     ) {
+        notifier = notifications ? TrackNotifier(connection: connection) : nil
+        self.playlists = playlists
         self.status = status
         self.remoteLyrics = remoteLyrics
         self.connection = connection
@@ -101,7 +109,9 @@ public final class MPRISService: Sendable {
     /// Exports the MPRIS object and starts following the player.
     public func start() async {
         let spool = status.map { [spoolInterface($0)] } ?? []
-        connection.export(path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + spool)
+        let lists = playlists.map { [playlistsInterface($0)] } ?? []
+        connection.export(
+            path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + lists + spool)
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }
     }
 
@@ -447,6 +457,7 @@ public final class MPRISService: Sendable {
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
         var spoolChanges: [(String, DBusValue)] = []  // LastError, Buffering, Metered, Interrupted and Lyrics of org.spool.Spool1
+        var notice: (metadata: [String: DBusValue], playing: Bool)?
         let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
             state.flushScheduled = false
             let current = Self.playerProperties(state.snapshot)
@@ -454,6 +465,7 @@ public final class MPRISService: Sendable {
                 .sorted { $0.key < $1.key }
                 .map { ($0.key, $0.value) }
             state.signalled = current
+            notice = (current["Metadata"]?.stringVariantDictValue ?? [:], current["PlaybackStatus"]?.stringValue == "Playing")
             let trackList = state.signalledSnapshot.map { Self.trackListSignals(from: $0, to: state.snapshot) } ?? []
             if let before = state.signalledSnapshot {
                 let lastError = state.inputError ?? state.snapshot.lastError
@@ -478,6 +490,7 @@ public final class MPRISService: Sendable {
             state.signalledSnapshot = state.snapshot
             return (changed, trackList)
         }
+        if let notifier, let notice { notifier.consider(metadata: notice.metadata, playing: notice.playing) }
         if !spoolChanges.isEmpty, status != nil {
             connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.spoolInterface, changed: spoolChanges)
         }

@@ -177,7 +177,7 @@ extension MPRISService {
                     }
                     return []
                 },
-            ],
+            ] + (playlists.map(playlistMethods) ?? []),
             properties: [
                 DBusProperty("LastError", signature: "s") { .string(lastError() ?? "") },
                 DBusProperty("Buffering", signature: "b") { .boolean(snapshot().buffering) },

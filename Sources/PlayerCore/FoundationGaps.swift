@@ -1,7 +1,7 @@
 import FoundationEssentials
 
-// PlayerCore imports FoundationEssentials, not Foundation (issue #5: the daemon
-// must not map libFoundation and the ICU data). These stand in for the few
+// PlayerCore imports FoundationEssentials, not Foundation (the daemon must not
+// map libFoundation and the ICU data). These stand in for the few
 // NSString methods the track sources used.
 
 /// The characters Foundation's `CharacterSet.urlPathAllowed` leaves as they are.

@@ -144,6 +144,10 @@ public enum ConfigKeys {
     public static let audioInterruptions = ConfigKey<InterruptionHandling>(
         "audio.interruptions", default: .pause,
         "pause: a call (the sound server corks music) pauses, its end plays on unless you acted; ignore: play through it")
+    /// Whether each track change shows a desktop notification.
+    public static let notify = ConfigKey<Bool>(
+        "notify", default: false,
+        "show a desktop notification (title, artist, album, cover art) when a track starts playing, at most one a second")
     /// How long a cached file is trusted before it is revalidated with the origin.
     public static let revalidateInterval = ConfigKey<Duration>(
         "revalidate.interval", default: .seconds(3600),
@@ -167,7 +171,7 @@ public enum ConfigKeys {
         AnyConfigKey(networkMetered),
         AnyConfigKey(resumeMinimum), AnyConfigKey(resumeEndMargin), AnyConfigKey(resumeRewind),
         AnyConfigKey(revalidateInterval), AnyConfigKey(revalidateWait), AnyConfigKey(idleRelease),
-        AnyConfigKey(audioSink), AnyConfigKey(audioInterruptions), AnyConfigKey(logLevel),
+        AnyConfigKey(audioSink), AnyConfigKey(audioInterruptions), AnyConfigKey(notify), AnyConfigKey(logLevel),
     ]
 
     /// The setting called `name`, if there is one.

@@ -248,24 +248,57 @@ extension LogLevel: ConfigValue {
 
 /// What the sound server's requests to make way for another stream (a call) do: `pause`
 /// follows them, `ignore` does not.
-public enum InterruptionHandling: String, ConfigValue, CaseIterable {
+public enum InterruptionHandling: String, ConfigChoice {
     /// Pause for the other stream and play on after it, unless the listener acted meanwhile.
     case pause
     /// Keep playing (the server may still mute the stream meanwhile).
     case ignore
 
-    /// Parses `pause` or `ignore`, in any case.
+    /// Names the setting in messages.
+    public static let choiceName = "way to take interruptions"
+    /// The placeholder in `--help`.
+    public static var placeholder: String { "MODE" }
+}
+
+/// A setting that is one of a few words: parsed in any case, written as the word, and a wrong
+/// word answered with the choices (`'x' is not a metered setting; use auto, yes or no`).
+public protocol ConfigChoice: ConfigValue, CaseIterable, RawRepresentable where RawValue == String {
+    /// What the setting is, for messages ("metered setting").
+    static var choiceName: String { get }
+}
+
+extension ConfigChoice {
+    /// Parses one of the words, in any case.
     public init(configText text: String) throws(ConfigValueError) {
         guard let value = Self(rawValue: text.lowercased()) else {
-            throw ConfigValueError("'\(text)' is neither pause nor ignore")
+            let words = Self.allCases.map(\.rawValue)
+            let choices = words.count > 1 ? words.dropLast().joined(separator: ", ") + " or " + words.last! : words.joined()
+            throw ConfigValueError("'\(text)' is not a \(Self.choiceName); use \(choices)")
         }
         self = value
     }
 
-    /// The name.
+    /// The word.
     public var configText: String { rawValue }
+    /// The words, in `--help`.
+    public static var placeholder: String { allCases.map(\.rawValue).joined(separator: "|") }
+}
+
+/// A switch: `true`/`false`, also `yes`/`no`, `on`/`off` and `1`/`0`, in any case.
+extension Bool: ConfigValue {
+    /// Parses one of the words for on or off.
+    public init(configText text: String) throws(ConfigValueError) {
+        switch text.lowercased() {
+        case "true", "yes", "on", "1": self = true
+        case "false", "no", "off", "0": self = false
+        default: throw ConfigValueError("'\(text)' is neither true nor false (also: yes/no, on/off, 1/0)")
+        }
+    }
+
+    /// `true` or `false`.
+    public var configText: String { self ? "true" : "false" }
     /// The placeholder in `--help`.
-    public static var placeholder: String { "MODE" }
+    public static var placeholder: String { "BOOL" }
 }
 
 // MARK: Helpers

@@ -111,6 +111,8 @@ public struct Configuration: Sendable {
     }
     /// What the sound server's requests to make way for another stream do.
     public var audioInterruptions: InterruptionHandling { self[ConfigKeys.audioInterruptions] }
+    /// Whether track changes show a desktop notification.
+    public var notify: Bool { self[ConfigKeys.notify] }
     /// The lowest level of log lines written.
     public var logLevel: LogLevel { self[ConfigKeys.logLevel] }
 }

@@ -1,6 +1,6 @@
 /// Whether Spool treats the network as metered: `auto` follows NetworkManager (no
 /// NetworkManager means not metered), `yes` and `no` decide whatever it says.
-public enum MeteredSetting: String, ConfigValue, CaseIterable {
+public enum MeteredSetting: String, ConfigChoice {
     /// Follow NetworkManager's `Metered` property.
     case auto
     /// Always metered.
@@ -8,19 +8,8 @@ public enum MeteredSetting: String, ConfigValue, CaseIterable {
     /// Never metered.
     case no
 
-    /// Parses `auto`, `yes` or `no` (any case).
-    public init(configText text: String) throws(ConfigValueError) {
-        guard let setting = MeteredSetting(rawValue: text.lowercased()) else {
-            throw ConfigValueError("'\(text)' is not a metered setting; use auto, yes or no")
-        }
-        self = setting
-    }
-
-    /// `auto`, `yes` or `no`.
-    public var configText: String { rawValue }
-
-    /// The placeholder in `--help`.
-    public static var placeholder: String { "auto|yes|no" }
+    /// Names the setting in messages.
+    public static let choiceName = "metered setting"
 
     /// The decision this setting forces: nil for `auto` (NetworkManager decides).
     public var forced: Bool? {

@@ -2,7 +2,7 @@ import Glibc
 
 // The daemon imports FoundationEssentials, never Foundation: Foundation drags in
 // libFoundation, FoundationInternationalization and the ICU data, megabytes of
-// resident memory that a headless player has no use for (issue #5). These are
+// resident memory that a headless player has no use for. These are
 // the few things Spool used from Foundation that FoundationEssentials lacks.
 // They live here because SpoolLog is the one module every layer may import.
 

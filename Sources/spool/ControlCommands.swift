@@ -39,6 +39,7 @@ struct ControlCommand: Sendable {
         ControlCommand(name: "lyrics", usage: "lyrics [--follow]", summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time", run: runLyrics),
         simple("quit", "Quit", "Stop the daemon (it saves the session first)", interface: MPRISService.rootInterface),
         ControlCommand(name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch URL...", summary: "Show, list, clear or fill the download cache", run: cache),
+        ControlCommand(name: "playlist", usage: "playlist save NAME|ls [--by-date]|load NAME|add NAME URL...|rm NAME", summary: "Save the queue as a playlist, list, play, extend or delete saved playlists", run: runPlaylist),
     ]
 
     /// A command that calls one argument-less method (of the Player interface unless told).

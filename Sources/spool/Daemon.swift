@@ -16,9 +16,8 @@ import Synchronization
 
 /// Settings of `spool daemon`: the effective configuration (defaults, file, environment, flags).
 struct DaemonOptions {
-    /// Every effective setting. The daemon uses `audioSink` (main.swift applies `logLevel`);
-    /// the cache, preload, read-ahead, resume and revalidation layers take theirs from here
-    /// as they land (`configuration.cacheBudget`, `.preloadCount`, `.resumeMinimum`, …).
+    /// Every effective setting; ``Daemon`` hands each layer its own (main.swift applies
+    /// `logLevel` before the daemon starts).
     var configuration: Configuration
     /// `--instance`: when another daemon owns the MPRIS name, take
     /// `org.mpris.MediaPlayer2.spool.instance<pid>` instead of exiting.
@@ -54,7 +53,8 @@ final class Daemon: Sendable {
     private let preloader: CachePreloader?
     /// The byte cache, or why it could not be opened (reported once the bus name is ours).
     private let cache: Result<RangeCache, CacheError>
-    /// Hook for the layers still to come: hand them their settings from here.
+    /// The settings the daemon was started with, for the layers that start after the bus name
+    /// is taken (the network watcher).
     private let configuration: Configuration
 
     /// Connects to the bus and builds the layers; throws a message fit for the user.
@@ -149,10 +149,14 @@ final class Daemon: Sendable {
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(
             cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback, preloader: preloader)
+        let environment = ProcessInfo.processInfo.environment
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
-            remoteLyrics: { await remoteLyrics.lyrics(for: $0) },
+            remoteLyrics: { await remoteLyrics.lyrics(for: $0) }, notifications: options.configuration.notify,
+            playlists: PlaylistLibrary(
+                folder: UserDirectories.dataHome(environment).appendingPathComponent("spool/playlists"),
+                musicFolder: UserDirectories.music(environment)?.appendingPathComponent("Playlists")),
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }

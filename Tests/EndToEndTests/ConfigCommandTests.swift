@@ -87,7 +87,7 @@ struct ConfigCommandTests {
         }
         let config = try home.spool(["config"])
         let keys = config.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: " ").first }
-        #expect(keys.count == 21)
+        #expect(keys.count == 22)
         for key in keys {
             #expect(help.stdout.contains("--\(key.replacingOccurrences(of: ".", with: "-")) "), "no flag for \(key)")
         }

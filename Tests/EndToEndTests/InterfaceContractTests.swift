@@ -41,7 +41,10 @@ struct InterfaceContractTests {
             interface: "org.freedesktop.DBus.Introspectable", method: "Introspect")
         let live = interfaceBlocks(try #require(reply.first?.stringValue))
         let expected: [String: Set<String>] = [
-            "dbus/org.mpris.MediaPlayer2.xml": ["org.mpris.MediaPlayer2", "org.mpris.MediaPlayer2.Player", "org.mpris.MediaPlayer2.TrackList"],
+            "dbus/org.mpris.MediaPlayer2.xml": [
+                "org.mpris.MediaPlayer2", "org.mpris.MediaPlayer2.Player", "org.mpris.MediaPlayer2.TrackList",
+                "org.mpris.MediaPlayer2.Playlists",
+            ],
             "dbus/org.spool.Spool1.xml": ["org.spool.Spool1"],
         ]
         for (file, names) in expected {

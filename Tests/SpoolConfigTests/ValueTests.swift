@@ -119,7 +119,14 @@ struct ValueTests {
         #expect(try InterruptionHandling(configText: "Ignore") == .ignore)
         #expect(InterruptionHandling.ignore.configText == "ignore")
         #expect(ConfigKeys.audioInterruptions.defaultValue == .pause)
-        #expect(valueProblem { _ = try InterruptionHandling(configText: "duck") } == "'duck' is neither pause nor ignore")
+        #expect(valueProblem { _ = try InterruptionHandling(configText: "duck") } == "'duck' is not a way to take interruptions; use pause or ignore")
+    }
+
+    @Test func aSwitchTakesTheUsualWordsForOnAndOff() throws {
+        for word in ["true", "Yes", "ON", "1"] { #expect(try Bool(configText: word) == true) }
+        for word in ["false", "no", "Off", "0"] { #expect(try Bool(configText: word) == false) }
+        #expect(valueProblem { _ = try Bool(configText: "maybe") } == "'maybe' is neither true nor false (also: yes/no, on/off, 1/0)")
+        #expect(ConfigKeys.notify.defaultValue == false, "notifications are off unless asked for")
     }
 
     @Test func anAccountNameIsAPlainWord() throws {
