@@ -299,6 +299,8 @@ extension Bool: ConfigValue {
     public var configText: String { self ? "true" : "false" }
     /// The placeholder in `--help`.
     public static var placeholder: String { "BOOL" }
+    /// The two words `spool config` writes.
+    public static var choices: [String] { ["true", "false"] }
 }
 
 // MARK: Helpers

@@ -7,6 +7,7 @@ func completionKind(_ kind: ArgumentKind) -> String {
     case .file: "file"
     case .cachedURL: "url"
     case .account: "account"
+    case .playlist: "playlist"
     case .text: "text"
     case .choice(let words): "choice:" + words.joined(separator: " ")
     }
@@ -79,6 +80,8 @@ func bashCompletion(_ commands: [CommandSyntax]) -> String {
                 file)
                     compopt -o filenames 2>/dev/null
                     mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+                playlist)
+                    _spool_set_reply "$(SPOOL_NO_ACTIVATION=1 timeout 2 "$spool" playlist ls 2>/dev/null | sed "s|^|$prefix|")" "$prefix$cur" ;;
                 url | account)
                     _spool_set_reply "$(_spool_cache_ls "$spool" "$kind" | sed "s|^|$prefix|")" "$prefix$cur" ;;
                 choice:*)

@@ -13,6 +13,8 @@ enum ArgumentKind: Sendable, Equatable {
     case cachedURL
     /// An account seen in the cache: read from `spool cache ls` while completing.
     case account
+    /// A saved playlist's name: read from `spool playlist ls` while completing.
+    case playlist
     /// A value nobody can guess (a time, a number, a size): nothing is offered.
     case text
 }
@@ -178,6 +180,17 @@ extension ControlCommand {
         "shuffle": Grammar(operands: .one(.choice(["on", "off"]))),
         "status": Grammar(flags: [CommandFlag("--follow", "keep it updated, redrawn in place on a terminal")]),
         "lyrics": Grammar(flags: [CommandFlag("--follow", "show each line in time as the track plays")]),
+        "playlist": Grammar(subcommands: [
+            CommandSyntax("save", usage: "playlist save NAME", summary: "Save the queue as the playlist NAME", grammar: Grammar(operands: .one(.text))),
+            CommandSyntax(
+                "ls", usage: "playlist ls [--by-date]", summary: "List the saved playlists",
+                grammar: Grammar(flags: [CommandFlag("--by-date", "newest first instead of by name")])),
+            CommandSyntax("load", usage: "playlist load NAME", summary: "Play a saved playlist", grammar: Grammar(operands: .one(.playlist))),
+            CommandSyntax(
+                "add", usage: "playlist add NAME URL|PATH...", summary: "Add tracks to a saved playlist",
+                grammar: Grammar(operands: .many(.file))),
+            CommandSyntax("rm", usage: "playlist rm NAME", summary: "Delete a saved playlist", grammar: Grammar(operands: .one(.playlist))),
+        ]),
         "cache": Grammar(subcommands: [
             CommandSyntax("stats", usage: "cache stats", summary: "Print the counters of the cache"),
             CommandSyntax("ls", usage: "cache ls [--account NAME]", summary: "List the cached files, newest first", grammar: Grammar(flags: [account])),

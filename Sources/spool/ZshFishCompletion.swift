@@ -40,6 +40,11 @@ func zshCompletion(_ commands: [CommandSyntax]) -> String {
             compadd "$@" -a values
         }
 
+        _spool_playlists() {
+            local -a values=(${(f)"$(SPOOL_NO_ACTIVATION=1 timeout 2 $_spool_command playlist ls 2>/dev/null)"})
+            compadd "$@" -a values
+        }
+
         _spool_accounts() {
             local -a values=(${(f)"$(_spool_cache_field account)"})
             compadd "$@" -a values
@@ -98,6 +103,7 @@ private func zshAction(_ kind: ArgumentKind) -> String {
     case .file: "_files"
     case .cachedURL: "_spool_cached_urls"
     case .account: "_spool_accounts"
+    case .playlist: "_spool_playlists"
     case .text: " "
     case .choice(let words): "(" + words.joined(separator: " ") + ")"
     }
@@ -124,6 +130,12 @@ func fishCompletion(_ commands: [CommandSyntax]) -> String {
         "function __spool_cache_ls --argument-names field",
         "    set -l spool (commandline -opc)[1]",
         "    SPOOL_NO_ACTIVATION=1 timeout 2 $spool cache ls 2>/dev/null | awk -v field=$field 'NF >= 3 { print (field == \"url\" ? $NF : $(NF - 1)) }'",
+        "end",
+        "",
+        "# The saved playlists, from one quick `spool playlist ls`.",
+        "function __spool_playlists",
+        "    set -l spool (commandline -opc)[1]",
+        "    SPOOL_NO_ACTIVATION=1 timeout 2 $spool playlist ls 2>/dev/null",
         "end",
         "",
         "# True when the words before the cursor are spool, COMMAND (and SUBCOMMAND), and at most",
@@ -168,6 +180,7 @@ private func fishLines(_ grammar: Grammar, condition: String, position: Int) -> 
             switch flag.value {
             case .choice(let words): line += " -x -a \(fishQuoted(words.joined(separator: " ")))"
             case .account: line += " -x -a '(__spool_cache_ls account)'"
+            case .playlist: line += " -x -a '(__spool_playlists)'"
             case .cachedURL: line += " -x -a '(__spool_cache_ls url)'"
             case .file: line += " -r -F"
             case .text: line += " -x"
@@ -183,6 +196,7 @@ private func fishLines(_ grammar: Grammar, condition: String, position: Int) -> 
     case .choice(let words): lines.append("complete -c spool \(at) -a \(fishQuoted(words.joined(separator: " ")))")
     case .cachedURL: lines.append("complete -c spool \(at) -a '(__spool_cache_ls url)'")
     case .account: lines.append("complete -c spool \(at) -a '(__spool_cache_ls account)'")
+    case .playlist: lines.append("complete -c spool \(at) -a '(__spool_playlists)'")
     case .text: break
     }
     return lines

@@ -21,6 +21,7 @@ func fakeSpool(in directory: TemporaryDirectory) throws -> String {
     let path = directory.file("bin/spool").path
     try """
         #!/bin/sh
+        [ "$1 $2" = "playlist ls" ] && { echo evening; echo morning; exit 0; }
         [ "$1 $2" = "cache ls" ] || exit 2
         echo '[cached 45%] 1.2 MiB default https://example.org/a.mp3?x=1'
         echo '[cached] 3.0 MiB work https://example.org/b.mp3'
@@ -46,6 +47,9 @@ struct CompletionScriptTests {
         (["spool", "daemon", "--log-level", "w"], ["warning"]),
         (["spool", "config", "--network-metered", ""], ["auto", "yes", "no"]),
         (["spool", "daemon", "--cache-budget", ""], []),
+        (["spool", "daemon", "--notify", ""], ["true", "false"]),
+        (["spool", "playlist", ""], ["save", "ls", "load", "add", "rm"]),
+        (["spool", "playlist", "ls", "--"], ["--help", "--by-date"]),
         (["spool", "help", "vo"], ["volume"]),
         (["spool", "completions", "z"], ["zsh"]),
         (["spool", "play", "a"], ["a.mp3", "album"]),
@@ -94,11 +98,14 @@ struct CompletionScriptTests {
             COMP_LINE='\(spool) daemon --log-level=d'; COMP_POINT=${#COMP_LINE}
             COMP_WORDS=(\(spool) daemon --log-level = d); COMP_CWORD=4; _spool
             echo "${COMPREPLY[*]}"
+            COMP_LINE='\(spool) playlist load m'; COMP_POINT=${#COMP_LINE}
+            COMP_WORDS=(\(spool) playlist load m); COMP_CWORD=3; _spool
+            echo "${COMPREPLY[*]}"
 
             """
         let run = try runShell("bash", driver, in: folder)
         #expect(run.status == 0 && run.stderr.isEmpty, "\(run.stderr)")
-        #expect(run.stdout == "//example.org/a.mp3?x=1\ndefault work\ndebug\n", "\(run.stdout)")
+        #expect(run.stdout == "//example.org/a.mp3?x=1\ndefault work\ndebug\nmorning\n", "\(run.stdout)")
     }
 
     @Test(.enabled(if: (try? executablePath("zsh")) != nil, "zsh is not installed: its script is not checked"))
@@ -128,6 +135,8 @@ struct CompletionScriptTests {
             echo ==
             complete -C'spool cache prefetch '
             echo ==
+            complete -C'spool playlist rm '
+            echo ==
             complete -C'spool daemon --network-metered '
 
             """, in: folder)
@@ -135,10 +144,11 @@ struct CompletionScriptTests {
         let groups = run.stdout.components(separatedBy: "==\n").map { group in
             Set(group.split(separator: "\n").map { String($0.split(separator: "\t").first ?? "") })
         }
-        #expect(groups.count == 4, "\(run.stdout)")
+        #expect(groups.count == 5, "\(run.stdout)")
         #expect(groups.first == ["loop"], "\(run.stdout)")
         #expect(groups.dropFirst().first == ["none", "track", "playlist"], "\(run.stdout)")
         #expect(groups.dropFirst(2).first == ["https://example.org/a.mp3?x=1", "https://example.org/b.mp3"], "\(run.stdout)")
+        #expect(groups.dropFirst(3).first == ["evening", "morning"], "\(run.stdout)")
         #expect(groups.last == ["auto", "yes", "no"], "\(run.stdout)")
     }
 
