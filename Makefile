@@ -10,6 +10,9 @@ BINARY ?= .build/release/spool
 BINDIR := $(PREFIX)/bin
 DATADIR := $(PREFIX)/share
 SYSTEMD_USER_DIR := $(PREFIX)/lib/systemd/user
+# Debian's zsh reads /usr/local/share/zsh/site-functions but, under /usr, only vendor-completions:
+# a package built with PREFIX=/usr sets ZSH_COMPLETION_DIR=/usr/share/zsh/vendor-completions.
+ZSH_COMPLETION_DIR ?= $(DATADIR)/zsh/site-functions
 INSTALL ?= install
 
 # Every installed file, as `make uninstall` removes them.
@@ -18,7 +21,11 @@ INSTALLED := \
 	$(DATADIR)/dbus-1/services/org.mpris.MediaPlayer2.spool.service \
 	$(SYSTEMD_USER_DIR)/spool.service \
 	$(DATADIR)/applications/spool.desktop \
-	$(DATADIR)/icons/hicolor/scalable/apps/spool.svg
+	$(DATADIR)/icons/hicolor/scalable/apps/spool.svg \
+	$(DATADIR)/bash-completion/completions/spool \
+	$(ZSH_COMPLETION_DIR)/_spool \
+	$(DATADIR)/fish/vendor_completions.d/spool.fish \
+	$(DATADIR)/man/man1/spool.1
 
 .PHONY: run test build build-debug deps deps-test clean install install-files uninstall
 
@@ -56,8 +63,13 @@ clean:
 install: build
 	$(MAKE) install-files
 
+# $(call generate,ARGUMENTS,FILE): writes what `$(BINARY) ARGUMENTS` prints to FILE (mode 0644),
+# failing when the binary fails (a pipe into install would hide that).
+generate = $(INSTALL) -d "$(dir $(2))" && "$(BINARY)" $(1) > "$(2)" && chmod 0644 "$(2)"
+
 ## make install-files [BINARY=.build/release/spool]: copy an already built binary and the
-## D-Bus activation file, systemd user unit, desktop file and icon; build nothing.
+## D-Bus activation file, systemd user unit, desktop file, icon, shell completions and man
+## page (the last two printed by the binary, from the definitions behind --help); build nothing.
 install-files:
 	@test -x "$(BINARY)" || { echo "no executable at $(BINARY): run 'make build' first" >&2; exit 1; }
 	$(INSTALL) -D -m 0755 "$(BINARY)" "$(DESTDIR)$(BINDIR)/spool"
@@ -68,6 +80,10 @@ install-files:
 	sed 's|^Exec=spool |Exec=$(BINDIR)/spool |' desktop/spool.desktop \
 		| $(INSTALL) -D -m 0644 /dev/stdin "$(DESTDIR)$(DATADIR)/applications/spool.desktop"
 	$(INSTALL) -D -m 0644 desktop/spool.svg "$(DESTDIR)$(DATADIR)/icons/hicolor/scalable/apps/spool.svg"
+	$(call generate,completions bash,$(DESTDIR)$(DATADIR)/bash-completion/completions/spool)
+	$(call generate,completions zsh,$(DESTDIR)$(ZSH_COMPLETION_DIR)/_spool)
+	$(call generate,completions fish,$(DESTDIR)$(DATADIR)/fish/vendor_completions.d/spool.fish)
+	$(call generate,manpage,$(DESTDIR)$(DATADIR)/man/man1/spool.1)
 
 ## make uninstall [PREFIX=/usr/local] [DESTDIR=]: remove exactly the files install-files wrote.
 uninstall:

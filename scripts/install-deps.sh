@@ -16,8 +16,9 @@ runtime=(
   gstreamer1.0-pulseaudio
 )
 # pulseaudio + pulseaudio-utils: a private sound server (and pactl, parec, paplay) for the output tests.
+# man-db + groff-base: the man page is checked with man --warnings; zsh, fish: their completions parse.
 testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light desktop-file-utils lame curl
-  pulseaudio pulseaudio-utils)
+  pulseaudio pulseaudio-utils man-db groff-base zsh fish)
 
 wanted=("${runtime[@]}")
 [ "${1:-run}" = test ] && wanted+=("${testing[@]}")

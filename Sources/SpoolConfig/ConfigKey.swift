@@ -43,6 +43,8 @@ public struct AnyConfigKey: Sendable, Hashable {
     public let defaultText: String
     /// The environment variables that set it, the regular one first: `SPOOL_CACHE_BUDGET`.
     public let environmentVariables: [String]
+    /// Every value it can take when they are a few words (`auto`, `yes`, `no`), else empty.
+    public let choices: [String]
     let defaultValue: any ConfigValue
     let parse: @Sendable (String) throws(ConfigValueError) -> any ConfigValue
 
@@ -55,6 +57,7 @@ public struct AnyConfigKey: Sendable, Hashable {
         environmentVariables = ["SPOOL_" + key.name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }]
             + key.environmentAliases
         defaultValue = key.defaultValue
+        choices = Value.choices
         parse = { text throws(ConfigValueError) in
             let value = try Value(configText: text)
             if let problem = key.check(value) { throw ConfigValueError(problem) }

@@ -10,6 +10,19 @@ public protocol ConfigValue: Sendable, Equatable {
     var configText: String { get }
     /// A word naming the kind of value in `spool --help`, e.g. `SIZE`.
     static var placeholder: String { get }
+    /// Every value there is, as written, when they are few words (shell completions offer
+    /// them); empty for open-ended values such as sizes.
+    static var choices: [String] { get }
+}
+
+extension ConfigValue {
+    /// Open-ended by default.
+    public static var choices: [String] { [] }
+}
+
+extension ConfigValue where Self: CaseIterable, Self: RawRepresentable, RawValue == String {
+    /// Each case's name.
+    public static var choices: [String] { allCases.map(\.rawValue) }
 }
 
 /// Why a text is not a valid value, in words for the user
@@ -229,6 +242,8 @@ extension LogLevel: ConfigValue {
     public var configText: String { name }
     /// The placeholder for log levels in `--help`.
     public static var placeholder: String { "LEVEL" }
+    /// The level names.
+    public static var choices: [String] { allCases.map(\.name) }
 }
 
 /// What the sound server's requests to make way for another stream (a call) do: `pause`
@@ -284,6 +299,8 @@ extension Bool: ConfigValue {
     public var configText: String { self ? "true" : "false" }
     /// The placeholder in `--help`.
     public static var placeholder: String { "BOOL" }
+    /// The two words `spool config` writes.
+    public static var choices: [String] { ["true", "false"] }
 }
 
 // MARK: Helpers

@@ -19,6 +19,9 @@ struct SpoolClient: Sendable {
     /// The bus name to talk to (`SPOOL_BUS_NAME` picks another instance).
     let name: String
     let connection: DBusConnection
+    /// False when `SPOOL_NO_ACTIVATION` is set, as shell completions do: a call then fails at
+    /// once when no daemon runs instead of starting one through D-Bus activation.
+    var mayStartDaemon = true
 
     /// How long the first call may take: it may have to start the daemon.
     static let callTimeout: Duration = .seconds(25)
@@ -28,7 +31,8 @@ struct SpoolClient: Sendable {
         do {
             let connection = try DBusConnection.session()
             let name = ProcessInfo.processInfo.environment["SPOOL_BUS_NAME"].flatMap { $0.isEmpty ? nil : $0 }
-            return SpoolClient(name: name ?? MPRISService.busName, connection: connection)
+            let quiet = ProcessInfo.processInfo.environment["SPOOL_NO_ACTIVATION"].map { !$0.isEmpty } ?? false
+            return SpoolClient(name: name ?? MPRISService.busName, connection: connection, mayStartDaemon: !quiet)
         } catch {
             throw .failed("cannot connect to the D-Bus session bus (\(error)); is DBUS_SESSION_BUS_ADDRESS set?")
         }
@@ -37,6 +41,9 @@ struct SpoolClient: Sendable {
     /// Calls `method` of `interface` on the daemon's MPRIS object.
     @discardableResult
     func call(_ interface: String, _ method: String, _ arguments: [DBusValue] = []) async throws(CommandFailure) -> [DBusValue] {
+        if !mayStartDaemon, (try? await connection.nameHasOwner(name)) != true {
+            throw .failed("the Spool daemon is not running")
+        }
         do {
             return try await connection.call(
                 destination: name, path: MPRISService.objectPath, interface: interface, method: method,

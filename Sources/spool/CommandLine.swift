@@ -18,12 +18,12 @@ func complain(_ message: String) {
     writeAll("spool: \(message)\n", to: STDERR_FILENO)
 }
 
-/// The effective configuration for a command given `arguments` (its options);
-/// prints the help and exits 0 for `--help`, prints the one-line problem and
+/// The effective configuration for `command` given `arguments` (its options);
+/// prints the command's help and exits 0 for `--help`, prints the one-line problem and
 /// exits 1 for a bad option or configuration, and prints any warnings.
-func configurationOrExit(_ arguments: [String]) -> Configuration {
+func configurationOrExit(_ arguments: [String], command: String) -> Configuration {
     if arguments.contains("--help") || arguments.contains("-h") {
-        print(usage(), terminator: "")
+        print(CommandSyntax.named(command)?.help ?? usage(), terminator: "")
         exit(ExitStatus.success)
     }
     do {
@@ -46,17 +46,13 @@ func usage() -> String {
 
         """
     for command in ControlCommand.all {
-        text += "  " + command.usage + String(repeating: " ", count: max(0, 54 - command.usage.count)) + " " + command.summary + "\n"
+        text += "  " + command.usage.padded(to: 54) + " " + command.summary + "\n"
+    }
+    text += "\nOther commands:\n"
+    for command in CommandSyntax.listed where ControlCommand.all.allSatisfy({ $0.name != command.name }) {
+        text += "  " + command.usage.padded(to: 54) + " " + command.summary + "\n"
     }
     text += """
-
-        Other commands:
-          daemon [--instance] [options]   Run the player daemon on the D-Bus session bus
-                (org.mpris.MediaPlayer2.spool; with --instance a second daemon takes
-                org.mpris.MediaPlayer2.spool.instance<pid> instead of exiting)
-          config [options]                Print the effective configuration and where each value came from
-          version                         Print Spool's version
-          help [COMMAND]                  Show this help, or a command's (also: spool COMMAND --help)
 
         Options of `spool daemon` and `spool config`, as --option VALUE or --option=VALUE.
         Each sets the key of the same name in \(ConfigFile.defaultPath(environment: ProcessInfo.processInfo.environment).abbreviatingHome)
@@ -78,6 +74,16 @@ func usage() -> String {
 
         """
     return text
+}
+
+/// What bare `spool` and `spool help NOSUCH` print on stderr: the commands' names and where to read more.
+func shortUsage() -> String {
+    """
+    Usage: spool <command> [arguments]
+    Commands: \(CommandSyntax.listed.map(\.name).joined(separator: ", "))
+    'spool --help' describes them all; 'spool help COMMAND' (or 'spool COMMAND --help') one of them.
+
+    """
 }
 
 extension String {

@@ -53,9 +53,10 @@ struct ControlCommand: Sendable {
     }
 
     /// `spool NAME --help`.
-    var help: String { "Usage: spool \(usage)\n\n\(summary).\n" + (Self.details[name].map { "\n" + $0 } ?? "") }
+    var help: String { syntax.help }
 
-    private static let details: [String: String] = [
+    /// More help for some commands, by name: the forms and ranges of their arguments.
+    static let details: [String: String] = [
         "play": "Relative paths are taken from the current directory. Playlists (.m3u, .pls) and directories\nare expanded by the daemon. URLs are http://, https:// or file:// with no spaces (write %20).\nWaits up to 5 s for the first track: if it fails (not found, unreachable, not audio) the\nerror is printed and the exit status is 2. --no-wait returns at once.\n",
         "open": "Relative paths are taken from the current directory; waits for the first track like play\n(--no-wait returns at once).\n",
         "seek": "TIME is seconds (90), m:ss (1:30), h:mm:ss or 1h2m3s; a leading + or - seeks relative to the\ncurrent position; PERCENT (50%) is a fraction of the track.\n",

@@ -7,7 +7,7 @@ import SpoolLog
 func runDaemonCommand(_ arguments: [String]) -> Never {
     limitMallocArenas()
     let instance = arguments.contains("--instance")
-    let configuration = configurationOrExit(arguments.filter { $0 != "--instance" })
+    let configuration = configurationOrExit(arguments.filter { $0 != "--instance" }, command: "daemon")
     Logger.minimumLevel = configuration.logLevel
 
     // Signals arrive as events on the main queue, never as handlers mid-operation.

@@ -1,17 +1,27 @@
 import FoundationEssentials
 import Glibc
+import SpoolLog
 
 // `spool <command> [arguments]`: each command lives in its own file; this one only dispatches.
 var arguments = Array(CommandLine.arguments.dropFirst())
-let command = arguments.isEmpty ? "help" : arguments.removeFirst()
+if arguments.isEmpty {
+    writeAll(shortUsage(), to: STDERR_FILENO)
+    exit(ExitStatus.usageOrConfiguration)
+}
+let command = arguments.removeFirst()
 
 switch command {
 case "help", "--help", "-h":
-    if let name = arguments.first, let control = ControlCommand.all.first(where: { $0.name == name }) {
-        print(control.help, terminator: "")
-    } else {
+    guard let name = arguments.first else {
         print(usage(), terminator: "")
+        exit(ExitStatus.success)
     }
+    guard let syntax = CommandSyntax.named(name) else {
+        complain("no command '\(name)'\(hint(name, among: CommandSyntax.listed.map(\.name)))")
+        writeAll(shortUsage(), to: STDERR_FILENO)
+        exit(ExitStatus.usageOrConfiguration)
+    }
+    print(syntax.help, terminator: "")
     exit(ExitStatus.success)
 case "version", "--version":
     print("spool \(SpoolVersion.string)")
@@ -20,6 +30,8 @@ case "config":
     runConfigCommand(arguments)
 case "daemon":
     runDaemonCommand(arguments)
+case "completions", "manpage":
+    runDocumentationCommand(command, arguments)
 default:
     if let control = ControlCommand.all.first(where: { $0.name == command }) {
         runControlCommand(control, arguments)

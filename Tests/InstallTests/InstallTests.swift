@@ -11,6 +11,18 @@ let installedFiles = [
     "lib/systemd/user/spool.service",
     "share/applications/spool.desktop",
     "share/icons/hicolor/scalable/apps/spool.svg",
+    "share/bash-completion/completions/spool",
+    "share/zsh/site-functions/_spool",
+    "share/fish/vendor_completions.d/spool.fish",
+    "share/man/man1/spool.1",
+]
+
+/// The generated files among them, each with the `spool` arguments that print it.
+let generatedFiles = [
+    "share/bash-completion/completions/spool": ["completions", "bash"],
+    "share/zsh/site-functions/_spool": ["completions", "zsh"],
+    "share/fish/vendor_completions.d/spool.fish": ["completions", "fish"],
+    "share/man/man1/spool.1": ["manpage"],
 ]
 
 /// Runs `make TARGET VARIABLE=VALUE…` in the repository (the already built debug binary stands
@@ -69,6 +81,23 @@ struct InstallTests {
 
         let icon = XMLParser(contentsOf: root.appendingPathComponent("share/icons/hicolor/scalable/apps/spool.svg"))
         #expect(icon?.parse() == true, "the icon is not well-formed XML")
+
+        // Completions and the man page are what the binary prints, and each passes its checker.
+        for (file, arguments) in generatedFiles {
+            let path = root.appendingPathComponent(file).path
+            let printed = try runCommand(binary, arguments)
+            #expect(printed.status == 0 && !printed.stdout.isEmpty, "spool \(arguments): \(printed.stderr)")
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == printed.stdout, "\(file)")
+            let attributes = try FileManager.default.attributesOfItem(atPath: path)
+            #expect((attributes[.posixPermissions] as? Int) == 0o644, "\(file)")
+        }
+        let bash = try runCommand("bash", ["-n", root.appendingPathComponent("share/bash-completion/completions/spool").path])
+        #expect(bash.status == 0 && bash.stderr.isEmpty, "\(bash.stderr)")
+        var manEnvironment = ProcessInfo.processInfo.environment
+        manEnvironment["MANWIDTH"] = "80"
+        let man = try runCommand(
+            "man", ["--warnings", "-l", root.appendingPathComponent("share/man/man1/spool.1").path], environment: manEnvironment)
+        #expect(man.status == 0 && man.stderr.isEmpty && man.stdout.contains("spool daemon"), "\(man.stderr)")
 
         for file in installedFiles where file != "bin/spool" {
             let text = try String(contentsOf: root.appendingPathComponent(file), encoding: .utf8)
