@@ -90,8 +90,11 @@ func preloadNote(_ row: [String: DBusValue]) -> String {
 
 /// How `spool status` prints: the block of lines, one JSON object, or a template.
 enum StatusOutput {
+    /// The block of status lines, redrawn in place on a terminal.
     case lines
+    /// One JSON object a line; a template, when given, fills its `text`.
     case json(StatusTemplate?)
+    /// The template filled in, one line.
     case template(StatusTemplate)
 
     /// Reads `--follow`, `--json` and `--format TEMPLATE` (or `--format=TEMPLATE`).

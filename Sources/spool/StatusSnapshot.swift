@@ -119,10 +119,15 @@ func trackLabel(title: String, artist: String?) -> String {
 
 /// A JSON scalar: the values of the `--json` object.
 enum JSONScalar: Encodable, Equatable {
+    /// A JSON string.
     case string(String)
+    /// A number with a fraction (finite: JSON has no NaN).
     case number(Double)
+    /// A whole number, written without a fraction.
     case integer(Int64)
+    /// `true` or `false`.
     case bool(Bool)
+    /// `null`: a value that is not known.
     case null
 
     /// Encodes the bare value.

@@ -49,10 +49,14 @@ struct StatusTemplate: Equatable {
 
     /// Why a template cannot be used; `description` is the one line `spool` prints.
     enum Problem: Error, Equatable, CustomStringConvertible {
+        /// A `{{name}}` that is not a field or an alias.
         case unknownPlaceholder(String)
+        /// A `{{f(name)}}` whose `f` is not one of `functions`.
         case unknownFunction(String)
+        /// A `{{` without its `}}`.
         case unclosed
 
+        /// The line `spool` prints for the mistake.
         var description: String {
             switch self {
             case .unknownPlaceholder(let name):
