@@ -344,7 +344,8 @@ struct SpoolCommandTests {
         let name = try #require(instanceName, "daemon log:\n\(second.process.standardError)")
         #expect(name == "\(busName).instance\(second.process.programPID ?? -1)")
         #expect(second.process.isRunning && first.process.isRunning)
-        #expect(second.process.standardError.contains("without the cache"))
+        // Logged just after the name is taken: wait for the line rather than race it.
+        #expect(eventually(timeout: 5) { second.process.standardError.contains("without the cache") })
 
         let fixtures = try Fixtures.shared()
         let track = fixtures.fixture(.wav)
