@@ -120,6 +120,28 @@ struct StatusBarEndToEndTests {
         #expect(times.count >= 2 && Set(times).count == times.count, "\(times)")
     }
 
+    @Test func aStreamOfUnknownLengthShowsHowMuchHasDownloaded() async throws {
+        let track = try Fixtures.shared().fixture(.mp3CBR)
+        let body = try Data(contentsOf: track.url)
+        let origin = try FaultOrigin(lifetime: 60)
+        // Chunked, no Range, and the body held after its first half: the length stays unknown.
+        let faults = OriginFaults(ignoresRange: true, chunked: true, stall: .init(afterBodyBytes: body.count / 2))
+        origin.serve(OriginResource(body, contentType: "audio/mpeg"), at: "/stream.mp3", faults: faults)
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        #expect(try daemon.spool("play", origin.url(for: "/stream.mp3").absoluteString).status == 0)
+        let status = try daemon.waitForSpool("status") { $0.contains(" downloaded ") }
+        let lines = status.split(separator: "\n").map(String.init)
+        #expect(lines.count > 1 && lines[1].contains(" / ") && lines[1].hasSuffix(" KiB"), "\(lines)")
+        #expect(!status.contains("cached "), "\(status)")
+        let cached = try daemon.spool("status", "--format", "{{cached}}").stdout
+        #expect(cached.hasSuffix(" KiB\n") && cached.first?.isNumber == true, "\(cached)")
+        let json = try daemon.spool("status", "--json").stdout
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect(object["cached"] is NSNull && object["content_length"] is NSNull, "\(json)")
+        #expect((object["cached_bytes"] as? Int ?? 0) > 0, "\(json)")
+    }
+
     @Test func underSystemdEveryLogLineCarriesItsPriority() async throws {
         let track = try Fixtures.shared().fixture(.mp3CBR)
         let daemon = try RunningDaemon(extraEnvironment: ["JOURNAL_STREAM": "8:4242"])
