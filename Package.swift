@@ -97,6 +97,7 @@ let package = Package(
             dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer", "TestSupport"]),
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
+        .testTarget(name: "SpoolLogTests", dependencies: ["SpoolLog"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit"]),
         .testTarget(

@@ -29,12 +29,50 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
 
     /// Orders levels from least to most severe.
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    /// The syslog priority journald files a line of this level under (`journalctl -p`):
+    /// 7 debug (trace too: syslog has nothing finer), 6 info, 5 notice, 4 warning, 3 error.
+    public var syslogPriority: Int {
+        switch self {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        }
+    }
+}
+
+/// How a log line is spelled for where stderr goes.
+public enum LogLineFormat: Sendable, Equatable {
+    /// `WARNING fetcher: message`, for a terminal or a file.
+    case plain
+    /// `<4>fetcher: message`: journald reads the priority from the sd-daemon(3) prefix and
+    /// adds its own timestamp, so the level word would only repeat it.
+    case journal
+
+    /// `journal` when systemd connected stderr to the journal (it sets `JOURNAL_STREAM`).
+    public init(environment: [String: String]) {
+        self = environment["JOURNAL_STREAM"].map { !$0.isEmpty } == true ? .journal : .plain
+    }
+
+    /// One whole line, newline included; line breaks in `message` become spaces so an
+    /// event is never split across lines (or journal entries).
+    public func line(_ level: LogLevel, label: String, message: String) -> String {
+        // Byte-wise so that a "\r\n" (one Character in Swift) loses its "\n" too.
+        let text = String(decoding: message.utf8.map { $0 == 0x0A ? 0x20 : $0 }, as: UTF8.self)
+        switch self {
+        case .plain: return "\(level.name.uppercased()) \(label): \(text)\n"
+        case .journal: return "<\(level.syslogPriority)>\(label): \(text)\n"
+        }
+    }
 }
 
 /// A small logger in the shape of swift-log: a value type with a label, whose
 /// messages are autoclosures so a disabled level costs nothing. Lines go to
-/// stderr, one per event, as `LEVEL label: message` — journald adds its own
-/// timestamps, and a terminal user reads them as they come.
+/// stderr, one per event, without timestamps: as `LEVEL label: message`, or
+/// under systemd as `<priority>label: message` (``LogLineFormat``), since journald
+/// adds its own timestamps and a terminal user reads them as they come.
 public struct Logger: Sendable {
     /// The subsystem this logger speaks for, e.g. `"fetcher"`.
     public let label: String
@@ -55,6 +93,9 @@ public struct Logger: Sendable {
         LogLevel(name: ProcessInfo.processInfo.environment["SPOOL_LOG"] ?? "")?.rawValue
             ?? LogLevel.info.rawValue)
 
+    /// How lines are spelled, fixed at start from the environment.
+    public static let format = LogLineFormat(environment: ProcessInfo.processInfo.environment)
+
     /// Serialises whole lines so that lines from different threads never interleave.
     private static let output = Mutex<Void>(())
 
@@ -64,9 +105,7 @@ public struct Logger: Sendable {
     /// Writes one line at `level` when that level is enabled.
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard isEnabled(level) else { return }
-        // Byte-wise so that a "\r\n" (one Character in Swift) loses its "\n" too.
-        let text = String(decoding: message().utf8.map { $0 == 0x0A ? 0x20 : $0 }, as: UTF8.self)
-        let line = "\(level.name.uppercased()) \(label): \(text)\n"
+        let line = Logger.format.line(level, label: label, message: message())
         Logger.output.withLock { _ in writeAll(line, to: STDERR_FILENO) }
     }
 

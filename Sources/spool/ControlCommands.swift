@@ -35,7 +35,7 @@ struct ControlCommand: Sendable {
         ControlCommand(name: "loop", usage: "loop [none|track|playlist]", summary: "Print what repeats, or set it", run: loop),
         ControlCommand(name: "shuffle", usage: "shuffle [on|off]", summary: "Print whether shuffle is on, or turn it on or off", run: shuffle),
         ControlCommand(name: "queue", usage: "queue", summary: "List the queue, the current track marked with '>', with cache state", run: queue),
-        ControlCommand(name: "status", usage: "status [--follow]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
+        ControlCommand(name: "status", usage: "status [--follow] [--json] [--format TEMPLATE]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
         ControlCommand(name: "lyrics", usage: "lyrics [--follow]", summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time", run: runLyrics),
         simple("quit", "Quit", "Stop the daemon (it saves the session first)", interface: MPRISService.rootInterface),
         ControlCommand(name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch URL...", summary: "Show, list, clear or fill the download cache", run: cache),
@@ -61,7 +61,7 @@ struct ControlCommand: Sendable {
         "open": "Relative paths are taken from the current directory; waits for the first track like play\n(--no-wait returns at once).\n",
         "seek": "TIME is seconds (90), m:ss (1:30), h:mm:ss or 1h2m3s; a leading + or - seeks relative to the\ncurrent position; PERCENT (50%) is a fraction of the track.\n",
         "volume": "PERCENT is 0 to 100 (100 is full volume); MPRIS's 0.0-1.0 is shown as a percentage.\n",
-        "status": "On a terminal the status is redrawn in place; when piped, plain lines are written.\nThe bar shows # played, = cached, - not yet downloaded.\n",
+        "status": statusHelp,
         "lyrics": "Lyrics come from a .lrc file beside a local track (same name), else from its tags (LRC or\nplain text). Timed lines are printed with their start time; unsynced lyrics as they are.\nWith --follow the current line is redrawn in place on a terminal as the track plays (seeks\nand rate changes included); when piped, each new line is written as a plain line.\n",
         "cache": "  stats [--json]             counters of the cache (--json: one object for scripts)\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
     ]
@@ -196,7 +196,7 @@ private func queue(_ arguments: [String]) async throws(CommandFailure) {
         let title = entry["xesam:title"]?.stringValue ?? entry["xesam:url"]?.stringValue ?? "?"
         let artist = entry["xesam:artist"]?.stringArrayValue?.joined(separator: ", ")
         let length = entry["mpris:length"]?.int64Value.map { " (\(formatTime(Double($0) / 1e6)))" } ?? ""
-        print("\(marker) \(index + 1). \(title)\(artist.map { " - \($0)" } ?? "")\(length)  \(cacheNote(entry))")
+        print("\(marker) \(index + 1). \(trackLabel(title: title, artist: artist))\(length)  \(cacheNote(entry))")
     }
 }
 

@@ -29,47 +29,39 @@ final class Screen: @unchecked Sendable {
     }
 }
 
-/// The status block: what plays, where, and how much of it is cached.
+/// The status block: what plays, where, and how much of it is cached. With a `width`
+/// (a terminal's, or COLUMNS) the title and artist are shortened and the bar narrowed so
+/// each line fits; numbers are never cut.
 func statusLines(
-    player: [String: DBusValue], spool: [String: DBusValue], queue: [[String: DBusValue]] = []
+    player: [String: DBusValue], spool: [String: DBusValue], queue: [[String: DBusValue]] = [], width: Int? = nil
 ) -> [String] {
-    let status = player["PlaybackStatus"]?.stringValue ?? "Stopped"
-    let metadata = player["Metadata"]?.stringVariantDictValue ?? [:]
+    let snapshot = StatusSnapshot(player: player, spool: spool)
     // Said whenever the rules are in force: they change what the daemon fetches, playing or not.
-    let network = spool["Metered"]?.boolValue == true
+    let network = snapshot.metered
         ? ["network: metered (no preload but the next track's head near the end; read-ahead limited to a window)"] : []
-    guard let track = metadata["mpris:trackid"]?.objectPathValue, track != MPRISService.noTrack else {
-        return ["\(status): nothing queued"] + network
-    }
-    let title = metadata["xesam:title"]?.stringValue ?? metadata["xesam:url"]?.stringValue ?? "?"
-    let artist = metadata["xesam:artist"]?.stringArrayValue?.joined(separator: ", ")
-    let position = Double(player["Position"]?.int64Value ?? 0) / 1e6
-    let length = metadata["mpris:length"]?.int64Value.map { Double($0) / 1e6 }
-    let ranges = spool["CachedRanges"]?.arrayValues?.compactMap { value -> (Int64, Int64)? in
-        guard let fields = value.structureFields, fields.count == 2, let start = fields[0].int64Value,
-            let end = fields[1].int64Value
-        else { return nil }
-        return (start, end)
-    } ?? []
-    let contentLength = spool["ContentLength"]?.int64Value ?? -1
-    let isLocal = metadata["xesam:url"]?.stringValue?.hasPrefix("file:") == true
-    let cached = isLocal ? [0.0...1.0] : fractions(ranges, length: contentLength)
-    let played = length.map { $0 > 0 ? min(1, position / $0) : 0 }
-    let time = "\(formatTime(position)) / \(length.map(formatTime) ?? "?")"
-    let buffering = spool["Buffering"]?.boolValue == true ? " (buffering)" : ""
-    let interrupted = spool["Interrupted"]?.boolValue == true ? " (interrupted by the sound server)" : ""
-    var lines = [
-        "\(status)\(interrupted)\(buffering): \(title)\(artist.map { " - \($0)" } ?? "")",
-        "\(time) \(progressBar(played: played, cached: cached))"
-            + (isLocal || contentLength <= 0 ? "" : " cached \(ranges.reduce(0) { $0 + $1.1 - $1.0 } * 100 / contentLength)%"),
-    ]
+    guard snapshot.hasTrack else { return ["\(snapshot.status): nothing queued"] + network }
+    let buffering = snapshot.buffering ? " (buffering)" : ""
+    let interrupted = snapshot.interrupted ? " (interrupted by the sound server)" : ""
+    let heading = "\(snapshot.status)\(interrupted)\(buffering): "
+    let label = fitted(title: snapshot.title ?? "", artist: snapshot.artist, width: width.map { $0 - heading.count })
+    let played = snapshot.length.map { $0 > 0 ? min(1, snapshot.position / $0) : 0 }
+    let time = "\(formatTime(snapshot.position)) / \(snapshot.length.map(formatTime) ?? "?")"
+    let cached = snapshot.isLocal ? [0.0...1.0] : fractions(snapshot.cachedRanges, length: snapshot.contentLength ?? -1)
+    // A stream of unknown length has no share to show: how much has arrived instead.
+    let amount = snapshot.isLocal ? "" : snapshot.contentLength != nil ? " cached \(snapshot.cachedText)"
+        : snapshot.cachedBytes > 0 ? " downloaded \(snapshot.cachedText)" : ""
+    // The bar takes what the numbers leave; too little room and it goes.
+    let cells = min(30, (width ?? Int.max) - time.count - amount.count - 3)
+    let bar = cells >= 5 ? " " + progressBar(played: played, cached: cached, width: cells) : ""
+    var lines = ["\(heading)\(label)", time + bar + amount] + joined(snapshot.settings, separator: " · ", width: width)
     // The track that follows in list order (with shuffle on, the order is the daemon's secret).
     if player["Shuffle"]?.boolValue != true, let current = queue.firstIndex(where: { $0["spool:current"]?.boolValue == true }),
         current + 1 < queue.count
     {
         let next = queue[current + 1]
         let nextTitle = next["xesam:title"]?.stringValue ?? next["xesam:url"]?.stringValue ?? "?"
-        lines.append("next: \(nextTitle)  \(cacheNote(next))")
+        let nextArtist = next["xesam:artist"]?.stringArrayValue?.joined(separator: ", ")
+        lines.append("next: \(trackLabel(title: nextTitle, artist: nextArtist))  \(cacheNote(next))")
     }
     // The preload window: each upcoming track's stage and how much of it is here.
     let preloads = spool["Preloads"]?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
@@ -100,22 +92,115 @@ func preloadNote(_ row: [String: DBusValue]) -> String {
     return note
 }
 
-/// `spool status [--follow]`.
-@Sendable func runStatus(_ arguments: [String]) async throws(CommandFailure) {
-    var follow = false
-    for argument in arguments {
-        guard argument == "--follow" || argument == "-f" else {
-            throw .usage("unknown option '\(argument)' for 'spool status'\(hint(argument, among: ["--follow"]))")
+/// How `spool status` prints: the block of lines, one JSON object, or a template.
+enum StatusOutput {
+    /// The block of status lines, redrawn in place on a terminal.
+    case lines
+    /// One JSON object a line; a template, when given, fills its `text`.
+    case json(StatusTemplate?)
+    /// The template filled in, one line.
+    case template(StatusTemplate)
+
+    /// Reads `--follow`, `--json` and `--format TEMPLATE` (or `--format=TEMPLATE`).
+    static func parse(_ arguments: [String]) throws(CommandFailure) -> (output: StatusOutput, follow: Bool) {
+        var follow = false
+        var json = false
+        var format: String?
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--follow", "-f": follow = true
+            case "--json": json = true
+            case "--format":
+                guard let value = rest.popFirst() else { throw .usage("'--format' needs a template, e.g. '{{title}} – {{artist}}'") }
+                format = value
+            default:
+                guard argument.hasPrefix("--format=") else {
+                    throw .usage("unknown option '\(argument)' for 'spool status'\(hint(argument, among: ["--follow", "--json", "--format"]))")
+                }
+                format = String(argument.dropFirst("--format=".count))
+            }
         }
-        follow = true
+        let template: StatusTemplate?
+        do throws(StatusTemplate.Problem) {
+            template = try format.map { text throws(StatusTemplate.Problem) in try StatusTemplate(text) }
+        } catch {
+            throw .usage(error.description)
+        }
+        if json { return (.json(template), follow) }
+        return (template.map(StatusOutput.template) ?? .lines, follow)
     }
+
+    /// The line `--json` or `--format` prints for `snapshot`, and the part of it whose change is
+    /// worth a new line when following: the position only counts where the text shows it.
+    func line(_ snapshot: StatusSnapshot) -> (text: String, key: String) {
+        switch self {
+        case .lines:
+            return ("", "")
+        case .template(let template):
+            let text = template.render(snapshot)
+            return (text, text)
+        case .json(let template):
+            let text = template?.render(snapshot)
+            var still = snapshot
+            still.position = 0
+            return (snapshot.json(text: text), still.json(text: text))
+        }
+    }
+}
+
+/// The width status lines must fit: COLUMNS when set, else the terminal's, less the last
+/// column (a full line would wrap the cursor and throw off the redraw); nil when piped.
+func statusWidth(isTerminal: Bool) -> Int? {
+    if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap({ Int($0) }), columns > 0 { return columns - 1 }
+    return isTerminal ? Screen.columns() - 1 : nil
+}
+
+/// `items` joined with `separator` on as few lines as fit in `width` (one line when nil),
+/// so a narrow terminal wraps the settings between items instead of cutting a number.
+func joined(_ items: [String], separator: String, width: Int?) -> [String] {
+    var lines: [String] = []
+    for item in items {
+        if let last = lines.last, (last + separator + item).count <= (width ?? Int.max) {
+            lines[lines.count - 1] = last + separator + item
+        } else {
+            lines.append(item)
+        }
+    }
+    return lines
+}
+
+/// "Title – Artist" in `width` characters: the title gives way first, then the artist;
+/// nil fits anything.
+func fitted(title: String, artist: String?, width: Int?) -> String {
+    let full = trackLabel(title: title, artist: artist)
+    guard let width, full.count > width else { return full }
+    func shortened(_ text: String, _ count: Int) -> String {
+        text.count <= count ? text : String(text.prefix(max(0, count - 1))) + "…"
+    }
+    let tail = String(full.dropFirst(title.count))
+    if width - tail.count >= 6 { return shortened(title, width - tail.count) + tail }
+    return shortened(full, max(1, width))
+}
+
+/// `spool status [--follow] [--json] [--format TEMPLATE]`.
+@Sendable func runStatus(_ arguments: [String]) async throws(CommandFailure) {
+    let (output, follow) = try StatusOutput.parse(arguments)
     let client = try SpoolClient.connect()
     let screen = Screen()
+    var lastKey: String?
     func redraw() async throws(CommandFailure) {
         let player = try await client.properties(MPRISService.playerInterface)
         let spool = try await client.properties(MPRISService.spoolInterface)
+        guard case .lines = output else {
+            // One line per change: a bar redraws nothing, a script reads each line as news.
+            let (text, key) = output.line(StatusSnapshot(player: player, spool: spool))
+            if key != lastKey { writeAll(text + "\n", to: STDOUT_FILENO) }
+            lastKey = key
+            return
+        }
         let queue = (try? await client.spool("Queue"))?.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
-        screen.draw(statusLines(player: player, spool: spool, queue: queue))
+        screen.draw(statusLines(player: player, spool: spool, queue: queue, width: statusWidth(isTerminal: screen.isTerminal)))
     }
     try await redraw()
     guard follow else { return }

@@ -32,6 +32,8 @@ final class RunningDaemon {
         environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
         // No real system bus: a test that wants one passes its own.
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-test-system-bus"
+        // Tests run under systemd read plain log lines too; a test that wants the journal's passes it.
+        environment["JOURNAL_STREAM"] = nil
         environment.merge(extraEnvironment) { _, new in new }
         if let configFile {
             let folder = home.appendingPathComponent("config/spool")

@@ -205,10 +205,11 @@ struct SpoolCommandTests {
         let status = try daemon.spool("status")
         #expect(status.status == 0)
         let lines = status.stdout.split(separator: "\n").map(String.init)
-        #expect(lines.count == 2, "\(lines)")
-        #expect(lines.first == "Playing: \(track.title) - \(track.artist)", "\(lines)")
-        #expect(lines.last?.hasPrefix("0:0") == true && lines.last?.contains(" / 0:0") == true, "\(lines)")
-        #expect(lines.last?.contains("[#") == true, "\(lines)")
+        #expect(lines.count == 3, "\(lines)")
+        #expect(lines.first == "Playing: \(track.title) – \(track.artist)", "\(lines)")
+        #expect(lines[1].hasPrefix("0:0") && lines[1].contains(" / 0:0"), "\(lines)")
+        #expect(lines[1].contains("[#"), "\(lines)")
+        #expect(lines.last == "volume 100% · rate 1× · loop none · shuffle off", "\(lines)")
         #expect(!status.stdout.contains("\u{1B}"), "no escape sequences when piped")
 
         let logs = try TemporaryDirectory(prefix: "spool-follow")
@@ -343,7 +344,8 @@ struct SpoolCommandTests {
         let name = try #require(instanceName, "daemon log:\n\(second.process.standardError)")
         #expect(name == "\(busName).instance\(second.process.programPID ?? -1)")
         #expect(second.process.isRunning && first.process.isRunning)
-        #expect(second.process.standardError.contains("without the cache"))
+        // Logged just after the name is taken: wait for the line rather than race it.
+        #expect(eventually(timeout: 5) { second.process.standardError.contains("without the cache") })
 
         let fixtures = try Fixtures.shared()
         let track = fixtures.fixture(.wav)
