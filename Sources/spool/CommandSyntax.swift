@@ -178,7 +178,11 @@ extension ControlCommand {
         "rate": Grammar(operands: .one(.text)),
         "loop": Grammar(operands: .one(.choice(["none", "track", "playlist"]))),
         "shuffle": Grammar(operands: .one(.choice(["on", "off"]))),
-        "status": Grammar(flags: [CommandFlag("--follow", "keep it updated, redrawn in place on a terminal")]),
+        "status": Grammar(flags: [
+            CommandFlag("--follow", "keep it updated, redrawn in place on a terminal"),
+            CommandFlag("--json", "one JSON object per line, for scripts and status bars"),
+            CommandFlag("--format", "a line from a template of {{placeholders}}", placeholder: "TEMPLATE"),
+        ]),
         "lyrics": Grammar(flags: [CommandFlag("--follow", "show each line in time as the track plays")]),
         "playlist": Grammar(subcommands: [
             CommandSyntax("save", usage: "playlist save NAME", summary: "Save the queue as the playlist NAME", grammar: Grammar(operands: .one(.text))),

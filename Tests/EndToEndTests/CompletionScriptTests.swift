@@ -40,7 +40,7 @@ struct CompletionScriptTests {
         (["spool", "loop", ""], ["none", "track", "playlist"]),
         (["spool", "loop", "none", ""], []),
         (["spool", "shuffle", "o"], ["on", "off"]),
-        (["spool", "status", "--"], ["--help", "--follow"]),
+        (["spool", "status", "--"], ["--help", "--follow", "--json", "--format"]),
         (["spool", "cache", ""], ["stats", "ls", "clear", "prefetch"]),
         (["spool", "cache", "ls", "--a"], ["--account"]),
         (["spool", "daemon", "--log-l"], ["--log-level"]),
