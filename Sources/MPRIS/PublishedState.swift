@@ -1,0 +1,32 @@
+import DBusKit
+import EngineAPI
+import FoundationEssentials
+import PlayerCore
+
+extension MPRISService {
+    /// Everything the service publishes and remembers between signals, under one lock: property
+    /// reads answer from it without waiting on the player.
+    struct Published {
+        var snapshot = PlayerSnapshot()
+        /// The snapshot as of the last signals sent, for the TrackList signals.
+        var signalledSnapshot: PlayerSnapshot?
+        /// Player properties as last signalled (or first seen), to send only what changed.
+        var signalled: [String: DBusValue]?
+        var flushScheduled = false
+        /// Why the last input could not be queued (a remote playlist that could not be fetched).
+        var inputError: String?
+        /// How many calls have replaced the queue: a remote playlist fetched for an older one is dropped.
+        var replacements: UInt64 = 0
+        /// `LastError` as last signalled.
+        var signalledLastError: String?
+        /// The art file of each folder read (nil: none, or being read).
+        var sidecars: [String: URL?] = [:]
+        /// A length estimated from a local MP3's bitrate, and the track waiting for one.
+        var estimatedLength: (id: TrackID, length: Duration?)?
+        var estimatePending: TrackID?
+        /// The current track's lyrics and the line last signalled.
+        var lyrics = LyricsState()
+        /// The playlist last activated, and the queue replacement it made (it stays active until the next).
+        var activePlaylist: (name: String, replacement: UInt64)?
+    }
+}
