@@ -46,6 +46,8 @@ final class Daemon: Sendable {
     /// The bus name this daemon owns.
     private let busName: Mutex<String>
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
+    /// Gives freed heap pages back to the system while the daemon runs.
+    private let heapTrimmer = HeapTrimmer()
     private let meteredWatcher = Mutex<MeteredWatcher?>(nil)
     /// The playing sources, switched when the network becomes metered or stops being so.
     private let meteredSources = MeteredSources()
