@@ -12,7 +12,7 @@ extension MPRISService {
 
     /// The object path of the playlist called `name`.
     static func playlistPath(_ name: String) -> String {
-        playlistPathPrefix + name.utf8.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
+        playlistPathPrefix + name.utf8.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
     }
 
     /// The name a playlist object path stands for, if it is one.
