@@ -36,7 +36,7 @@ run: deps build
 ## make test: install what is missing, build, run every test.
 test: deps-test
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	$(SWIFT) test --skip-build --no-parallel $(SWIFT_FLAGS)
+	SWIFT=$(SWIFT) scripts/run-tests.sh $(SWIFT_FLAGS)
 
 # The release build links the Swift runtime, Dispatch and FoundationEssentials statically:
 # the daemon maps only the parts it uses (2.3 MiB less resident while playing, measured by
