@@ -8,6 +8,7 @@
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)
 //   RangeCache (sparse data files + SQLite index; no networking) sits below the
 //   media source and the fetcher, which will read from and write into it.
+// RangeCache and StateStore reach SQLite through SQLiteKit.
 // Every module may use SpoolLog. C libraries are reached through the C* targets.
 import PackageDescription
 
@@ -36,7 +37,9 @@ let package = Package(
         // MARK: Swift modules, lowest layer first
         .target(name: "SpoolLog"),
         .target(name: "SpoolConfig", dependencies: ["SpoolLog"]),
-        .target(name: "RangeCache", dependencies: ["CSQLite", "SpoolLog"]),
+        // One SQLite connection type, for the cache index and the state store.
+        .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
+        .target(name: "RangeCache", dependencies: ["SQLiteKit", "SpoolLog"]),
         .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "SpoolLog"]),
         .target(name: "MediaSource", dependencies: ["Fetcher", "RangeCache", "SpoolLog"]),
         .target(name: "EngineAPI"),
@@ -44,7 +47,7 @@ let package = Package(
             name: "GStreamerEngine",
             dependencies: ["CGStreamer", "EngineAPI", "MediaSource", "SpoolLog"]),
         .target(name: "PlayerCore", dependencies: ["EngineAPI", "SpoolLog"]),
-        .target(name: "StateStore", dependencies: ["CSQLite", "PlayerCore", "SpoolLog"]),
+        .target(name: "StateStore", dependencies: ["SQLiteKit", "PlayerCore", "SpoolLog"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "SpoolLog"]),
         .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "SpoolLog"]),
         // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
@@ -98,6 +101,7 @@ let package = Package(
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(name: "SpoolLogTests", dependencies: ["SpoolLog"]),
+        .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit"]),
         .testTarget(

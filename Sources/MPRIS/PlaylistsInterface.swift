@@ -2,6 +2,7 @@ import DBusKit
 import Dispatch
 import FoundationEssentials
 import PlayerCore
+import SpoolLog
 
 extension MPRISService {
     /// The MPRIS playlists interface.
@@ -51,7 +52,7 @@ extension MPRISService {
             methods: [
                 DBusMethod("ActivatePlaylist", in: "o", argumentNames: ["PlaylistId"]) { [weak self] arguments in
                     guard let self, let path = arguments.first?.objectPathValue, let name = Self.playlistName(path),
-                        let playlist = await self.onDisk({ library.playlist(named: name) })
+                        let playlist = await self.artQueue.perform({ library.playlist(named: name) })
                     else { throw DBusError.invalidArgs("no such playlist") }
                     try await self.queueInputs([playlist.file.path], replacing: true) { await player.open($0) }
                     self.published.withLock { $0.activePlaylist = (name, $0.replacements) }
@@ -66,7 +67,7 @@ extension MPRISService {
                     guard arguments.count == 4, let index = arguments[0].uint32Value, let count = arguments[1].uint32Value,
                         let order = arguments[2].stringValue, case .boolean(let reverse) = arguments[3]
                     else { throw DBusError.invalidArgs("expected (uusb)") }
-                    var playlists = await self?.onDisk({ library.list() }) ?? []
+                    var playlists = await self?.artQueue.perform({ library.list() }) ?? []
                     switch order {
                     case "Alphabetical": break
                     case "ModifiedDate": playlists.sort { ($0.modified, $0.name) < ($1.modified, $1.name) }
@@ -101,7 +102,7 @@ extension MPRISService {
                 guard let self else { return [.uint32(0)] }
                 let entries = self.published.withLock { Self.playlistEntries($0.snapshot) }
                 guard !entries.isEmpty else { throw DBusError.failed("the queue is empty: nothing to save") }
-                try await self.onDisk { () throws(PlaylistError) in try library.save(name, entries: entries) }
+                try await self.writingPlaylists { () throws(PlaylistError) in try library.save(name, entries: entries) }
                 self.playlistsChanged(library)
                 return [.uint32(UInt32(clamping: entries.count))]
             },
@@ -120,13 +121,13 @@ extension MPRISService {
                     }
                 }
                 let added = entries
-                try await self?.onDisk { () throws(PlaylistError) in try library.add(added, to: name) }
+                try await self?.writingPlaylists { () throws(PlaylistError) in try library.add(added, to: name) }
                 self?.playlistsChanged(library)
                 return []
             },
             DBusMethod("RemovePlaylist", in: "s", out: "b", argumentNames: ["Name"], resultNames: ["Removed"]) { [weak self] arguments in
                 let name = try name(arguments)
-                let removed = try await self?.onDisk { () throws(PlaylistError) in try library.remove(name) } ?? false
+                let removed = try await self?.writingPlaylists { () throws(PlaylistError) in try library.remove(name) } ?? false
                 if removed { self?.playlistsChanged(library) }
                 return [.boolean(removed)]
             },
@@ -153,25 +154,13 @@ extension MPRISService {
         connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.playlistsInterface, changed: [("PlaylistCount", .uint32(count))])
     }
 
-    /// Runs `body` (file reads) off the D-Bus thread.
-    func onDisk<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            artQueue.async { continuation.resume(returning: body()) }
-        }
-    }
-
-    /// Runs `body` (file writes) off the D-Bus thread; its error becomes a D-Bus error.
-    func onDisk<T: Sendable>(_ body: @escaping @Sendable () throws(PlaylistError) -> T) async throws(DBusError) -> T {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, PlaylistError>, Never>) in
-            artQueue.async {
-                do throws(PlaylistError) { continuation.resume(returning: .success(try body())) } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
-        }
-        switch result {
-        case .success(let value): return value
-        case .failure(let error): throw DBusError.failed(error.description)
+    /// Runs `body` (playlist file writes) on the art queue, off the D-Bus thread; its error
+    /// becomes a D-Bus error with the same message.
+    func writingPlaylists<T: Sendable>(_ body: @escaping @Sendable () throws(PlaylistError) -> T) async throws(DBusError) -> T {
+        do throws(PlaylistError) {
+            return try await artQueue.perform(body)
+        } catch {
+            throw DBusError.failed(error.description)
         }
     }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+internal import SQLiteKit
 
 /// Why the cache could not do what it was asked. Write failures are values the
 /// caller can survive: it keeps streaming from memory, and reads of what the
@@ -63,5 +64,24 @@ func systemCall<T: BinaryInteger>(_ operation: @autoclosure () -> String, _ call
         let code = errno
         if code == EINTR { continue }
         throw CacheError.system(operation(), errno: code)
+    }
+}
+
+extension CacheError {
+    /// The cache's error for a failed SQLite call, the one place the index's failures are
+    /// classified: a full or read-only disk and a refused file keep their kinds (the cache
+    /// goes on from memory); anything else, and an index that does not open at all, is
+    /// ``index(_:)``, which makes the cache rebuild a damaged index.
+    init(_ error: SQLiteError) {
+        guard error.operation == .statement else {
+            self = .index(error.description)
+            return
+        }
+        switch error.kind {
+        case .readOnly: self = .readOnly
+        case .diskFull: self = .diskFull
+        case .permissionDenied: self = .permissionDenied("\(error.context): \(error.message)")
+        case .other: self = .index(error.description)
+        }
     }
 }

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+internal import SQLiteKit
 
 /// One entry as the index stores it.
 struct IndexRow {
@@ -17,9 +18,10 @@ struct IndexRow {
 /// The SQLite index: one row per entry, its cached ranges as a blob of
 /// little-endian (start, end) pairs. WAL mode lets readers (the CLI) read
 /// while the daemon writes; `synchronous=NORMAL` is enough because a commit
-/// only ever claims bytes that were made durable before it.
+/// only ever claims bytes that were made durable before it. Every method reports SQLite's
+/// failures as ``CacheError``s (``CacheError/init(_:)``).
 struct Index {
-    let database: Database
+    let database: SQLiteDatabase
 
     /// The schema version this code writes (`PRAGMA user_version`).
     static let schemaVersion = 1
@@ -47,19 +49,24 @@ struct Index {
     /// Opens (and for writers creates or checks) the index at `path`. Throws
     /// `.index` when the file is damaged or of an unknown version.
     static func open(path: String, readOnly: Bool, immutable: Bool = false) throws(CacheError) -> Index {
-        let database = try Database(path: path, readOnly: readOnly, immutable: immutable)
-        if !readOnly {
-            _ = try database.text("PRAGMA journal_mode=WAL")
-            try database.execute("PRAGMA synchronous=NORMAL")
-            try database.takeOverCheckpoints()
-        }
-        let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0  // also fails on garbage
-        if version == 0, !readOnly {
-            try database.transaction { () throws(CacheError) in
-                try database.execute(schema)
-                try database.execute("PRAGMA user_version=\(schemaVersion)")
+        let (database, version) = try mappingErrors { () throws(SQLiteError) in
+            let database = try SQLiteDatabase(path: path, readOnly: readOnly, immutable: immutable)
+            if !readOnly {
+                _ = try database.text("PRAGMA journal_mode=WAL")
+                try database.execute("PRAGMA synchronous=NORMAL")
+                try database.takeOverCheckpoints()
             }
-        } else if version != schemaVersion, !(readOnly && version == 0) {
+            let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0  // also fails on garbage
+            if version == 0, !readOnly {
+                try database.transaction { () throws(SQLiteError) in
+                    try database.execute(schema)
+                    try database.execute("PRAGMA user_version=\(schemaVersion)")
+                }
+            }
+            return (database, version)
+        }
+        // Version 0 is an index this code just created, or (read-only) one that has no schema yet.
+        if version != 0, version != schemaVersion {
             throw CacheError.index("unknown schema version \(version)")
         }
         return Index(database: database)
@@ -74,13 +81,13 @@ struct Index {
 
     /// Checks every page of the database (`PRAGMA quick_check`); throws `.index` when damaged.
     func check() throws(CacheError) {
-        let answer = try database.text("PRAGMA quick_check") ?? "no answer"
+        let answer = try mappingErrors { () throws(SQLiteError) in try database.text("PRAGMA quick_check") } ?? "no answer"
         guard answer == "ok" else { throw CacheError.index("integrity check: \(answer)") }
     }
 
     /// Writes rows as they are (ids included), in one transaction: rebuilding an index from memory.
     func insert(_ rows: [IndexRow]) throws(CacheError) {
-        try database.transaction { () throws(CacheError) in
+        try inTransaction { () throws(SQLiteError) in
             for row in rows {
                 try database.run(
                     """
@@ -103,7 +110,7 @@ struct Index {
             SELECT id, namespace, key, url, file, length, etag, etag_weak, last_modified,
                    content_type, accepts_ranges, created, last_access, allocated, ranges FROM entries
             """
-        do throws(CacheError) {
+        do throws(SQLiteError) {
             try database.run(sql) { row in
                 let id = row.integer(0) ?? -1
                 guard let namespace = row.text(1), let key = row.text(2), let file = row.text(4),
@@ -122,54 +129,74 @@ struct Index {
                     created: row.integer(11) ?? 0, lastAccess: row.integer(12) ?? 0,
                     allocated: row.integer(13) ?? 0, ranges: ranges))
             }
-        } catch .readOnly {
-            // A reader opened an index that has no schema yet: nothing cached.
+        } catch {
+            // A read-only failure: a reader opened an index that has no schema yet, nothing cached.
+            guard CacheError(error) == .readOnly else { throw CacheError(error) }
         }
         return (rows, damaged)
     }
 
     /// Inserts a new, empty entry and returns its id.
     func insert(namespace: String, key: String, fileName: String, now: Int64) throws(CacheError) -> Int64 {
-        try database.run(
-            "INSERT INTO entries(namespace, key, file, created, last_access) VALUES(?, ?, ?, ?, ?)",
-            [.text(namespace), .text(key), .text(fileName), .integer(now), .integer(now)])
-        return database.lastInsertedRowID
+        try mappingErrors { () throws(SQLiteError) in
+            try database.run(
+                "INSERT INTO entries(namespace, key, file, created, last_access) VALUES(?, ?, ?, ?, ?)",
+                [.text(namespace), .text(key), .text(fileName), .integer(now), .integer(now)])
+            return database.lastInsertedRowID
+        }
     }
 
     /// Records the entry's durable ranges, disk usage and last access.
     func updateRanges(id: Int64, ranges: RangeSet, allocated: Int64, lastAccess: Int64) throws(CacheError) {
-        try database.run(
-            "UPDATE entries SET ranges = ?, allocated = ?, last_access = ? WHERE id = ?",
-            [.blob(ranges.encoded), .integer(allocated), .integer(lastAccess), .integer(id)])
+        try mappingErrors { () throws(SQLiteError) in
+            try database.run(
+                "UPDATE entries SET ranges = ?, allocated = ?, last_access = ? WHERE id = ?",
+                [.blob(ranges.encoded), .integer(allocated), .integer(lastAccess), .integer(id)])
+        }
     }
 
     /// Records the entry's last access.
     func updateAccess(id: Int64, lastAccess: Int64) throws(CacheError) {
-        try database.run("UPDATE entries SET last_access = ? WHERE id = ?", [.integer(lastAccess), .integer(id)])
+        try mappingErrors { () throws(SQLiteError) in
+            try database.run("UPDATE entries SET last_access = ? WHERE id = ?", [.integer(lastAccess), .integer(id)])
+        }
+    }
+
+    /// Records the last access of several entries, in one transaction.
+    func updateAccess(_ accesses: [(id: Int64, lastAccess: Int64)]) throws(CacheError) {
+        try inTransaction { () throws(SQLiteError) in
+            for access in accesses {
+                try database.run("UPDATE entries SET last_access = ? WHERE id = ?", [.integer(access.lastAccess), .integer(access.id)])
+            }
+        }
     }
 
     /// Empties the entry: no ranges, a new data file name, and `metadata`.
     func reset(id: Int64, fileName: String, metadata: EntryMetadata) throws(CacheError) {
-        try database.run(
-            """
-            UPDATE entries SET file = ?, ranges = x'', allocated = 0, url = ?, length = ?, etag = ?, etag_weak = ?,
-                last_modified = ?, content_type = ?, accepts_ranges = ? WHERE id = ?
-            """,
-            [.text(fileName)] + Index.values(metadata) + [.integer(id)])
+        try mappingErrors { () throws(SQLiteError) in
+            try database.run(
+                """
+                UPDATE entries SET file = ?, ranges = x'', allocated = 0, url = ?, length = ?, etag = ?, etag_weak = ?,
+                    last_modified = ?, content_type = ?, accepts_ranges = ? WHERE id = ?
+                """,
+                [.text(fileName)] + Index.values(metadata) + [.integer(id)])
+        }
     }
 
     /// Records metadata that does not change the entry's version.
     func updateMetadata(id: Int64, metadata: EntryMetadata) throws(CacheError) {
-        try database.run(
-            """
-            UPDATE entries SET url = ?, length = ?, etag = ?, etag_weak = ?, last_modified = ?, content_type = ?,
-                accepts_ranges = ? WHERE id = ?
-            """,
-            Index.values(metadata) + [.integer(id)])
+        try mappingErrors { () throws(SQLiteError) in
+            try database.run(
+                """
+                UPDATE entries SET url = ?, length = ?, etag = ?, etag_weak = ?, last_modified = ?, content_type = ?,
+                    accepts_ranges = ? WHERE id = ?
+                """,
+                Index.values(metadata) + [.integer(id)])
+        }
     }
 
     /// The metadata columns in order: url, length, etag, etag_weak, last_modified, content_type, accepts_ranges.
-    private static func values(_ metadata: EntryMetadata) -> [SQLValue] {
+    private static func values(_ metadata: EntryMetadata) -> [SQLiteValue] {
         let validator = metadata.validator
         return [
             .optional(metadata.urlText), .optional(validator.length), .optional(validator.etag),
@@ -181,8 +208,28 @@ struct Index {
     /// Deletes entries.
     func delete(ids: [Int64]) throws(CacheError) {
         guard !ids.isEmpty else { return }
-        try database.transaction { () throws(CacheError) in
+        try inTransaction { () throws(SQLiteError) in
             for id in ids { try database.run("DELETE FROM entries WHERE id = ?", [.integer(id)]) }
         }
+    }
+
+    /// Runs `body` in a transaction (rolled back when it throws).
+    private func inTransaction(_ body: () throws(SQLiteError) -> Void) throws(CacheError) {
+        try mappingErrors { () throws(SQLiteError) in try database.transaction(body) }
+    }
+
+    /// Copies the write-ahead log of the index at `path` into it, through a connection of its
+    /// own; see ``SQLiteDatabase/checkpoint(path:)``.
+    static func checkpoint(path: String) throws(CacheError) {
+        try mappingErrors { () throws(SQLiteError) in _ = try SQLiteDatabase.checkpoint(path: path) }
+    }
+}
+
+/// Runs SQLite work, its failure reported as the cache's error.
+private func mappingErrors<T>(_ body: () throws(SQLiteError) -> T) throws(CacheError) -> T {
+    do throws(SQLiteError) {
+        return try body()
+    } catch {
+        throw CacheError(error)
     }
 }

@@ -18,7 +18,7 @@ extension RangeCache {
     /// Checkpoints the index through a connection of its own; on the sync queue.
     func checkpointIndex() {
         do throws(CacheError) {
-            try Database.checkpoint(path: indexPath)
+            try Index.checkpoint(path: indexPath)
         } catch {
             logger.debug("index checkpoint failed: \(error)")
         }

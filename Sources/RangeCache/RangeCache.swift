@@ -454,11 +454,8 @@ public final class RangeCache: Sendable {
         state.withLock { state in
             guard !state.closed else { return }
             if let index = state.index, configuration.mode == .readWrite {
-                try? index.database.transaction { () throws(CacheError) in
-                    for record in state.records.values where record.accessDirty {
-                        try index.updateAccess(id: record.id, lastAccess: record.lastAccess)
-                    }
-                }
+                try? index.updateAccess(
+                    state.records.values.filter(\.accessDirty).map { (id: $0.id, lastAccess: $0.lastAccess) })
             }
             state.close()
         }

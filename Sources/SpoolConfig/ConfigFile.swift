@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import SpoolLog
 
 /// The configuration file, read but not yet interpreted: which key was set
 /// to which text on which line. The format, one setting a line:
@@ -29,16 +30,10 @@ public struct ConfigFile: Sendable, Equatable {
     /// The settings in the order they appear.
     public let assignments: [Assignment]
 
-    /// Where the file is: `$XDG_CONFIG_HOME/spool/config`, else
-    /// `$HOME/.config/spool/config` (a relative `XDG_CONFIG_HOME` is ignored,
-    /// as the XDG base directory specification says).
+    /// Where the file is: `spool/config` in the configuration folder (``BaseDirectories``:
+    /// `$XDG_CONFIG_HOME`, else `$HOME/.config`).
     public static func defaultPath(environment: [String: String]) -> String {
-        if let base = environment["XDG_CONFIG_HOME"], base.hasPrefix("/") {
-            return base + "/spool/config"
-        }
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? FileManager.default.homeDirectoryForCurrentUser.path
-        return home + "/.config/spool/config"
+        BaseDirectories(environment: environment).configHome.appendingPathComponent("spool/config").path
     }
 
     /// Reads and parses the file at `path`; nil when there is no file there.

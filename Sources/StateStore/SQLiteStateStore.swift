@@ -3,7 +3,7 @@ import Glibc
 import PlayerCore
 import SpoolLog
 import Synchronization
-internal import CSQLite
+internal import SQLiteKit
 
 /// Resume positions and the saved session in a small SQLite database under
 /// `$XDG_STATE_HOME/spool` (not the cache: clearing the cache keeps them).
@@ -11,9 +11,8 @@ internal import CSQLite
 /// short transaction. Failures are logged and swallowed: a lost position is
 /// better than stopped music.
 public final class SQLiteStateStore: PlaybackMemory {
-    /// The connection; every use holds `lock`, so statements never interleave.
-    nonisolated(unsafe) private let handle: OpaquePointer?
-    private let lock = Mutex(())
+    /// The connection; the lock keeps statements from interleaving.
+    private let database: Mutex<SQLiteDatabase>
     private let log = Logger(label: "state")
     /// The database file.
     public let url: URL
@@ -24,33 +23,27 @@ public final class SQLiteStateStore: PlaybackMemory {
         try FileManager.default.createDirectory(
             at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         url = directory.appendingPathComponent("state.sqlite")
-        let log = self.log
-        var handle = try Self.open(url)
-        if !Self.isHealthy(handle) {
-            sqlite3_close(handle)
-            let aside = url.appendingPathExtension("damaged-\(Int(Date().timeIntervalSince1970))")
-            log.warning("the state database was damaged; moved it to \(aside.lastPathComponent) and started afresh")
-            try? FileManager.default.moveItem(at: url, to: aside)
-            for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
-            handle = try Self.open(url)
+        do throws(SQLiteError) {
+            var database = try Self.open(url)
+            if !Self.isHealthy(database) {
+                database.close()
+                let aside = url.appendingPathExtension("damaged-\(Int(Date().timeIntervalSince1970))")
+                log.warning("the state database was damaged; moved it to \(aside.lastPathComponent) and started afresh")
+                try? FileManager.default.moveItem(at: url, to: aside)
+                for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: url.path + suffix) }
+                database = try Self.open(url)
+            }
+            self.database = Mutex(database)
+        } catch {
+            throw StateStoreError(error)
         }
-        self.handle = handle
     }
 
-    deinit {
-        sqlite3_close(handle)
-    }
-
-    private static func open(_ url: URL) throws -> OpaquePointer? {
-        var handle: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
-        guard sqlite3_open_v2(url.path, &handle, flags, nil) == SQLITE_OK else {
-            let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
-            sqlite3_close(handle)
-            throw StateStoreError("cannot open \(url.path): \(message)")
-        }
+    /// Opens the database private to the user, in WAL mode, with its tables. Only a failure
+    /// to open at all throws: a damaged file is found by ``isHealthy(_:)`` afterwards.
+    private static func open(_ url: URL) throws(SQLiteError) -> SQLiteDatabase {
+        let database = try SQLiteDatabase(path: url.path)
         chmod(url.path, 0o600)
-        sqlite3_busy_timeout(handle, 2000)
         for statement in [
             "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
             """
@@ -59,19 +52,15 @@ public final class SQLiteStateStore: PlaybackMemory {
             """,
             "CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), json BLOB NOT NULL, updated REAL NOT NULL)",
         ] {
-            _ = sqlite3_exec(handle, statement, nil, nil, nil)
+            try? database.execute(statement)
         }
-        return handle
+        return database
     }
 
-    private static func isHealthy(_ handle: OpaquePointer?) -> Bool {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, "PRAGMA quick_check", -1, &statement, nil) == SQLITE_OK else { return false }
-        defer { sqlite3_finalize(statement) }
-        guard sqlite3_step(statement) == SQLITE_ROW, let text = sqlite3_column_text(statement, 0) else { return false }
-        guard String(cString: text) == "ok" else { return false }
-        // The tables must be there and readable.
-        return sqlite3_exec(handle, "SELECT count(*) FROM positions; SELECT count(*) FROM session", nil, nil, nil) == SQLITE_OK
+    /// Whether every page checks out and the tables are there and readable.
+    private static func isHealthy(_ database: SQLiteDatabase) -> Bool {
+        guard (try? database.text("PRAGMA quick_check")) == "ok" else { return false }
+        return (try? database.execute("SELECT count(*) FROM positions; SELECT count(*) FROM session")) != nil
     }
 
     // MARK: PlaybackMemory
@@ -82,9 +71,8 @@ public final class SQLiteStateStore: PlaybackMemory {
             "SELECT position_us, duration_us, rate, finished FROM positions WHERE key = ?", [.text(key)]
         ) { row in
             SavedPosition(
-                key: key, position: .microseconds(sqlite3_column_int64(row, 0)),
-                duration: sqlite3_column_type(row, 1) == SQLITE_NULL ? nil : .microseconds(sqlite3_column_int64(row, 1)),
-                rate: sqlite3_column_double(row, 2), finished: sqlite3_column_int(row, 3) != 0)
+                key: key, position: .microseconds(row.integer(0) ?? 0), duration: row.integer(1).map { .microseconds($0) },
+                rate: row.real(2) ?? 0, finished: (row.integer(3) ?? 0) != 0)
         }
     }
 
@@ -106,10 +94,7 @@ public final class SQLiteStateStore: PlaybackMemory {
 
     /// The saved session; nil when none was saved or it cannot be read (a newer format, damage).
     public func session() -> SavedSession? {
-        let json: Data? = query("SELECT json FROM session WHERE id = 1", []) { row in
-            guard let bytes = sqlite3_column_blob(row, 0) else { return Data() }
-            return Data(bytes: bytes, count: Int(sqlite3_column_bytes(row, 0)))
-        }
+        let json: Data? = query("SELECT json FROM session WHERE id = 1", []) { row in row.withBlob(0) { Data($0) } }
         guard let json else { return nil }
         do {
             return try JSONDecoder().decode(SavedSession.self, from: json)
@@ -122,52 +107,32 @@ public final class SQLiteStateStore: PlaybackMemory {
     /// Saves (replaces) the session.
     public func save(_ session: SavedSession) {
         guard let json = try? JSONEncoder().encode(session) else { return }
-        execute("INSERT OR REPLACE INTO session VALUES (1, ?, ?)", [.blob(json), .real(Date().timeIntervalSince1970)])
+        execute("INSERT OR REPLACE INTO session VALUES (1, ?, ?)", [.blob([UInt8](json)), .real(Date().timeIntervalSince1970)])
     }
 
     // MARK: SQLite
 
-    private enum Value {
-        case text(String), integer(Int64), real(Double), blob(Data), null
-    }
-
-    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-
-    private func prepare(_ handle: OpaquePointer?, _ sql: String, _ values: [Value]) -> OpaquePointer? {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else {
-            log.warning("state database: \(String(cString: sqlite3_errmsg(handle)))")
-            return nil
-        }
-        for (index, value) in values.enumerated() {
-            let position = Int32(index + 1)
-            switch value {
-            case .text(let text): sqlite3_bind_text(statement, position, text, -1, Self.transient)
-            case .integer(let number): sqlite3_bind_int64(statement, position, number)
-            case .real(let number): sqlite3_bind_double(statement, position, number)
-            case .blob(let data):
-                _ = data.withUnsafeBytes { sqlite3_bind_blob(statement, position, $0.baseAddress, Int32(data.count), Self.transient) }
-            case .null: sqlite3_bind_null(statement, position)
-            }
-        }
-        return statement
-    }
-
-    private func execute(_ sql: String, _ values: [Value]) {
-        lock.withLock { _ in
-            guard let statement = prepare(handle, sql, values) else { return }
-            defer { sqlite3_finalize(statement) }
-            if sqlite3_step(statement) != SQLITE_DONE {
-                log.warning("state database write failed: \(String(cString: sqlite3_errmsg(handle)))")
+    /// Runs a statement that returns no rows; a failure is logged.
+    private func execute(_ sql: String, _ values: [SQLiteValue]) {
+        database.withLock { database in
+            do throws(SQLiteError) {
+                try database.run(sql, values)
+            } catch {
+                log.warning("state database write failed: \(StateStoreError(error))")
             }
         }
     }
 
-    private func query<T>(_ sql: String, _ values: [Value], _ read: (OpaquePointer?) -> T) -> T? {
-        lock.withLock { _ in
-            guard let statement = prepare(handle, sql, values) else { return nil }
-            defer { sqlite3_finalize(statement) }
-            return sqlite3_step(statement) == SQLITE_ROW ? read(statement) : nil
+    /// The first row of a query, read by `read`; nil when there is none or the query failed
+    /// (logged).
+    private func query<T: Sendable>(_ sql: String, _ values: [SQLiteValue], _ read: @Sendable (SQLiteRow) -> T) -> T? {
+        database.withLock { database in
+            do throws(SQLiteError) {
+                return try database.firstRow(sql, values, read)
+            } catch {
+                log.warning("state database read failed: \(StateStoreError(error))")
+                return nil
+            }
         }
     }
 }
@@ -177,6 +142,14 @@ public struct StateStoreError: Error, CustomStringConvertible {
     /// What went wrong.
     public let description: String
     init(_ description: String) { self.description = description }
+
+    /// The store's error for a failed SQLite call: the one place they are put in words.
+    init(_ error: SQLiteError) {
+        switch error.operation {
+        case .open: self.init("cannot open \(error.context): \(error.message)")
+        case .statement: self.init("\(error.context): \(error.message)")
+        }
+    }
 }
 
 extension Duration {

@@ -2,6 +2,7 @@ import Fetcher
 import FoundationEssentials
 import MPRIS
 import MediaSource
+import PlayerCore
 import RangeCache
 import SpoolLog
 import Synchronization

@@ -87,9 +87,9 @@ func shortUsage() -> String {
 }
 
 extension String {
-    /// The path with the home folder written as `~`.
+    /// The path with the home folder (`$HOME`, as the configuration file's path uses) written as `~`.
     fileprivate var abbreviatingHome: String {
-        let home = FileManager.default.homeDirectoryForCurrentUser.path
+        let home = BaseDirectories(environment: ProcessInfo.processInfo.environment).home.path
         return hasPrefix(home + "/") ? "~" + dropFirst(home.count) : self
     }
 }

@@ -163,32 +163,26 @@ final class Daemon: Sendable {
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(
             cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback, preloader: preloader)
-        let environment = ProcessInfo.processInfo.environment
+        let directories = BaseDirectories(environment: ProcessInfo.processInfo.environment)
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
             remoteLyrics: { await remoteLyrics.lyrics(for: $0) }, notifications: options.configuration.notify,
             playlists: PlaylistLibrary(
-                folder: UserDirectories.dataHome(environment).appendingPathComponent("spool/playlists"),
-                musicFolder: UserDirectories.music(environment)?.appendingPathComponent("Playlists")),
+                folder: directories.dataHome.appendingPathComponent("spool/playlists"),
+                musicFolder: directories.music()?.appendingPathComponent("Playlists")),
             onQuit: { quit.withLock { $0 }?() })
         quit.withLock { $0 = { [weak self] in self?.stop(reason: "MPRIS Quit") } }
     }
 
     /// `$XDG_CACHE_HOME/spool` (default `~/.cache/spool`): everything here can be deleted.
     static func cacheDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_CACHE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
-        return base.appendingPathComponent("spool")
+        BaseDirectories(environment: ProcessInfo.processInfo.environment).cacheHome.appendingPathComponent("spool")
     }
 
     /// `$XDG_STATE_HOME/spool` (default `~/.local/state/spool`): positions and the session.
     static func stateDirectory() -> URL {
-        let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_STATE_HOME"].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
-            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".local/state")
-        return base.appendingPathComponent("spool")
+        BaseDirectories(environment: ProcessInfo.processInfo.environment).stateHome.appendingPathComponent("spool")
     }
 
     /// Exports MPRIS, claims the bus name and returns; the process lives on in dispatchMain.

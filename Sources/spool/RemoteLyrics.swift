@@ -124,7 +124,7 @@ final class RemoteLyrics: Sendable {
     /// The text the cache holds for `sibling`, when it holds the whole file.
     private func stored(_ sibling: URL) async -> String? {
         guard let cache else { return nil }
-        return await onDisk {
+        return await disk.perform {
             guard let entry = try? cache.entry(for: cache.key(for: sibling), namespace: self.namespace, create: false)
             else { return nil }
             defer { entry.closeInBackground() }
@@ -138,7 +138,7 @@ final class RemoteLyrics: Sendable {
     /// Keeps `bytes` as `sibling`'s whole file in the cache.
     private func store(_ bytes: [UInt8], for sibling: URL) async {
         guard let cache, !bytes.isEmpty else { return }
-        await onDisk {
+        await disk.perform {
             do {
                 let entry = try cache.entry(for: sibling, namespace: self.namespace)
                 defer { entry.closeInBackground() }
@@ -148,12 +148,6 @@ final class RemoteLyrics: Sendable {
             } catch {
                 self.log.info("the lyrics of \(loggable(sibling)) were not kept in the cache: \(error)")
             }
-        }
-    }
-
-    private func onDisk<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-        await withCheckedContinuation { continuation in
-            disk.async { continuation.resume(returning: body()) }
         }
     }
 }
