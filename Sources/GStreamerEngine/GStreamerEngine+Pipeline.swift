@@ -24,9 +24,7 @@ extension GStreamerEngine {
             return
         }
         source.setBackground(background)
-        // The URL's extension alone: the type the origin declares comes with the first response.
-        let tail = track.url.isFileURL ? nil : FeedingMode.tailBeforeStart(format: TypeHint.fileExtension(url: track.url, contentType: nil))
-        source.open(tail: tail) { [weak self] result in
+        source.open { [weak self] result in
             guard let self else { return source.close() }
             self.control.async {
                 switch result {
@@ -58,8 +56,7 @@ extension GStreamerEngine {
                         source.cancelPendingReads()
                     }
                     let feeder = AppSrcFeeder(
-                        source: source, info: info, label: "\(track.id)", pulled: pulled,
-                        shortReadsFromStart: pulled && FeedingMode.takesShortReadsFromStart(format: format)
+                        source: source, info: info, label: "\(track.id)", pulled: pulled
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }
