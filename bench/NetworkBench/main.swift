@@ -89,8 +89,8 @@ struct NetworkBench {
                 } catch {
                     outcomes = [.failed("\(error)")]
                 }
-                if let probe, outcomes.contains(where: { if case .failed = $0 { true } else { false } }) {
-                    notes.append("\(names[0].0) [\(kind)] log tail:\n" + probe.player.logTail(12))
+                if let probe, ProcessInfo.processInfo.environment["NETBENCH_SHOW_LOG"] != nil || outcomes.contains(where: { if case .failed = $0 { true } else { false } }) {
+                    notes.append("\(names[0].0) [\(kind)] log tail:\n" + probe.player.logTail(ProcessInfo.processInfo.environment["NETBENCH_SHOW_LOG"] != nil ? 60 : 12))
                 }
                 probe?.player.stop()
                 for (offset, index) in indices.enumerated() {
