@@ -27,7 +27,7 @@ public final class MPRISService: Sendable {
     /// than doing nothing silently, so `spool seek` can say so).
     public static let cannotSeekError = "org.spool.Error.CannotSeek"
 
-    let connection: DBusConnection
+    let connection: any MPRISBus
     let player: Player
     let resolver: TrackResolver
     private let status: SpoolStatusProvider?
@@ -58,7 +58,7 @@ public final class MPRISService: Sendable {
     /// when given, fetches the `.lrc` file beside an http(s) track; with `notifications`, a track
     /// that starts playing shows a desktop notification; `playlists` adds the Playlists interface.
     public init(
-        connection: DBusConnection, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
+        connection: any MPRISBus, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
         status: SpoolStatusProvider? = nil, remoteLyrics: (@Sendable (URL) async -> String?)? = nil,
         notifications: Bool = false, playlists: PlaylistLibrary? = nil, onQuit: @escaping @Sendable () -> Void
     ) {
