@@ -86,6 +86,11 @@ public final class MPRISService: Sendable {
     public func start() async {
         let spool = status.map { [spoolInterface($0)] } ?? []
         let lists = playlists.map { [playlistsInterface($0)] } ?? []
+        if let playlists {
+            // Counted before the object is exported: the first read already has it.
+            let count = await onDisk { playlists.list().count }
+            published.withLock { $0.playlistCount = UInt32(clamping: count) }
+        }
         connection.export(
             path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + lists + spool)
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }
