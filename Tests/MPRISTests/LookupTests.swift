@@ -14,8 +14,8 @@ struct LookupTests {
         (0..<100).map { _ in [0xFF, 0xFB, 0x90, 0x00] + [UInt8](repeating: 0, count: 413) }.joined())
 
     @Test func aLocalMP3WithoutALengthGetsOneFromItsBitrate() async throws {
-        let folder = try TemporaryLibrary()
-        let file = folder.folder.appendingPathComponent("cbr.mp3")
+        let temporary = try TemporaryLibrary()
+        let file = temporary.folder.appendingPathComponent("cbr.mp3")
         try Data(Self.constantBitrateMP3).write(to: file)
         let rig = await ServiceRig(engine: FakeEngine(reacting: true, trackLength: nil))
         let mark = rig.bus.mark

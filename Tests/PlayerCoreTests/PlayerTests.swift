@@ -1,7 +1,6 @@
 import EngineAPI
 import Foundation
 import PlayerCore
-import Synchronization
 import TestDoubles
 import Testing
 
