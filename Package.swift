@@ -88,6 +88,8 @@ let package = Package(
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
         .target(name: "TestSupport", dependencies: ["DBusKit", "CDBus"], path: "Tests/TestSupport"),
+        // In-process doubles: the fake engine and a recorder of player updates.
+        .target(name: "TestDoubles", dependencies: ["EngineAPI", "PlayerCore"], path: "Tests/TestDoubles"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
         .testTarget(
             name: "RangeCacheTests", dependencies: ["RangeCache", "RangeCacheKillChild", "TestSupport"]),
@@ -98,12 +100,13 @@ let package = Package(
         .testTarget(
             name: "GStreamerEngineTests",
             dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer", "TestSupport"]),
-        .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport"]),
-        .testTarget(name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport"]),
+        .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
+        .testTarget(
+            name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(name: "SpoolLogTests", dependencies: ["SpoolLog"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
-        .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit"]),
+        .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit", "PlayerCore", "EngineAPI", "TestDoubles"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
         // `make install-files` into a temporary DESTDIR, and D-Bus activation of the built daemon.

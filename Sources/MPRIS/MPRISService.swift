@@ -27,7 +27,7 @@ public final class MPRISService: Sendable {
     /// than doing nothing silently, so `spool seek` can say so).
     public static let cannotSeekError = "org.spool.Error.CannotSeek"
 
-    let connection: DBusConnection
+    let connection: any MPRISBus
     let player: Player
     let resolver: TrackResolver
     private let status: SpoolStatusProvider?
@@ -58,7 +58,7 @@ public final class MPRISService: Sendable {
     /// when given, fetches the `.lrc` file beside an http(s) track; with `notifications`, a track
     /// that starts playing shows a desktop notification; `playlists` adds the Playlists interface.
     public init(
-        connection: DBusConnection, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
+        connection: any MPRISBus, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
         status: SpoolStatusProvider? = nil, remoteLyrics: (@Sendable (URL) async -> String?)? = nil,
         notifications: Bool = false, playlists: PlaylistLibrary? = nil, onQuit: @escaping @Sendable () -> Void
     ) {
@@ -86,6 +86,11 @@ public final class MPRISService: Sendable {
     public func start() async {
         let spool = status.map { [spoolInterface($0)] } ?? []
         let lists = playlists.map { [playlistsInterface($0)] } ?? []
+        if let playlists {
+            // Counted before the object is exported: the first read already has it.
+            let count = await onDisk { playlists.list().count }
+            published.withLock { $0.playlistCount = UInt32(clamping: count) }
+        }
         connection.export(
             path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + lists + spool)
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }

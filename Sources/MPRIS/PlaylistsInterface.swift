@@ -51,9 +51,11 @@ extension MPRISService {
             Self.playlistsInterface,
             methods: [
                 DBusMethod("ActivatePlaylist", in: "o", argumentNames: ["PlaylistId"]) { [weak self] arguments in
-                    guard let self, let path = arguments.first?.objectPathValue, let name = Self.playlistName(path),
-                        let playlist = await self.artQueue.perform({ library.playlist(named: name) })
+                    guard let self, let path = arguments.first?.objectPathValue, let name = Self.playlistName(path)
                     else { throw DBusError.invalidArgs("no such playlist") }
+                    let all = await self.artQueue.perform { library.list() }
+                    self.publishPlaylistCount(all.count)
+                    guard let playlist = all.first(where: { $0.name == name }) else { throw DBusError.invalidArgs("no such playlist") }
                     try await self.queueInputs([playlist.file.path], replacing: true) { await player.open($0) }
                     self.published.withLock { $0.activePlaylist = (name, $0.replacements) }
                     self.connection.emitPropertiesChanged(
@@ -68,6 +70,7 @@ extension MPRISService {
                         let order = arguments[2].stringValue, case .boolean(let reverse) = arguments[3]
                     else { throw DBusError.invalidArgs("expected (uusb)") }
                     var playlists = await self?.artQueue.perform({ library.list() }) ?? []
+                    self?.publishPlaylistCount(playlists.count)
                     switch order {
                     case "Alphabetical": break
                     case "ModifiedDate": playlists.sort { ($0.modified, $0.name) < ($1.modified, $1.name) }
@@ -79,7 +82,10 @@ extension MPRISService {
                 },
             ],
             properties: [
-                DBusProperty("PlaylistCount", signature: "u") { .uint32(UInt32(clamping: library.list().count)) },
+                // Answered from the published count: listing the folders here would put disk I/O on the D-Bus thread.
+                DBusProperty("PlaylistCount", signature: "u") { [weak self] in
+                    .uint32(self?.published.withLock { $0.playlistCount } ?? 0)
+                },
                 DBusProperty("Orderings", signature: "as") { .stringArray(["Alphabetical", "ModifiedDate"]) },
                 DBusProperty("ActivePlaylist", signature: "(b(oss))") { [weak self] in
                     self?.activePlaylistValue() ?? .boolean(false)
@@ -103,7 +109,7 @@ extension MPRISService {
                 let entries = self.published.withLock { Self.playlistEntries($0.snapshot) }
                 guard !entries.isEmpty else { throw DBusError.failed("the queue is empty: nothing to save") }
                 try await self.writingPlaylists { () throws(PlaylistError) in try library.save(name, entries: entries) }
-                self.playlistsChanged(library)
+                await self.playlistsChanged(library)
                 return [.uint32(UInt32(clamping: entries.count))]
             },
             DBusMethod("AddToPlaylist", in: "sas", argumentNames: ["Name", "Uris"]) { [weak self] arguments in
@@ -122,13 +128,13 @@ extension MPRISService {
                 }
                 let added = entries
                 try await self?.writingPlaylists { () throws(PlaylistError) in try library.add(added, to: name) }
-                self?.playlistsChanged(library)
+                await self?.playlistsChanged(library)
                 return []
             },
             DBusMethod("RemovePlaylist", in: "s", out: "b", argumentNames: ["Name"], resultNames: ["Removed"]) { [weak self] arguments in
                 let name = try name(arguments)
                 let removed = try await self?.writingPlaylists { () throws(PlaylistError) in try library.remove(name) } ?? false
-                if removed { self?.playlistsChanged(library) }
+                if removed { await self?.playlistsChanged(library) }
                 return [.boolean(removed)]
             },
         ]
@@ -148,10 +154,24 @@ extension MPRISService {
         }
     }
 
-    /// Announces that the number of playlists may have changed (one saved or removed).
-    func playlistsChanged(_ library: PlaylistLibrary) {
-        let count = UInt32(clamping: library.list().count)
-        connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.playlistsInterface, changed: [("PlaylistCount", .uint32(count))])
+    /// Counts the playlists again (off the D-Bus thread) after one was saved or removed, and
+    /// announces the count.
+    func playlistsChanged(_ library: PlaylistLibrary) async {
+        let count = await artQueue.perform { library.list().count }
+        publishPlaylistCount(count, announce: true)
+    }
+
+    /// Publishes `count` as `PlaylistCount`, which the getter answers from; announced when it
+    /// changed (the folders changed behind Spool's back, seen when they are listed) or with
+    /// `announce`.
+    func publishPlaylistCount(_ count: Int, announce: Bool = false) {
+        let value = UInt32(clamping: count)
+        let changed = published.withLock { state -> Bool in
+            defer { state.playlistCount = value }
+            return state.playlistCount != value
+        }
+        guard announce || changed else { return }
+        connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.playlistsInterface, changed: [("PlaylistCount", .uint32(value))])
     }
 
     /// Runs `body` (playlist file writes) on the art queue, off the D-Bus thread; its error

@@ -28,5 +28,8 @@ extension MPRISService {
         var lyrics = LyricsState()
         /// The playlist last activated, and the queue replacement it made (it stays active until the next).
         var activePlaylist: (name: String, replacement: UInt64)?
+        /// `PlaylistCount`, as last counted off the D-Bus thread (at start, after a playlist was
+        /// saved or removed, and whenever the playlists were listed anyway).
+        var playlistCount: UInt32 = 0
     }
 }

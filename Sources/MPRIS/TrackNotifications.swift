@@ -113,12 +113,12 @@ final class TrackNotifier: Sendable {
         var failureLogged = false
     }
 
-    private let connection: DBusConnection
+    private let connection: any MPRISBus
     private let state = Mutex(State())
     private let timers = DispatchQueue(label: "spool.mpris.notifications")
     private let log = Logger(label: "notify")
 
-    init(connection: DBusConnection) {
+    init(connection: any MPRISBus) {
         self.connection = connection
     }
 

@@ -2,6 +2,7 @@ import EngineAPI
 import Foundation
 import PlayerCore
 import Synchronization
+import TestDoubles
 import Testing
 
 @Suite("What a failed track leads to")

@@ -1,6 +1,7 @@
 import EngineAPI
 import Foundation
 import PlayerCore
+import TestDoubles
 import Testing
 
 /// The queue changes after the engine committed to the next track (about-to-finish): the

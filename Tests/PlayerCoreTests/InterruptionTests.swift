@@ -1,6 +1,7 @@
 import EngineAPI
 import Foundation
 import PlayerCore
+import TestDoubles
 import Testing
 
 @Suite("What the sound server's pause and play requests do")

@@ -1,6 +1,7 @@
 import EngineAPI
 import Foundation
 import PlayerCore
+import TestDoubles
 import Testing
 
 private let KiB: Int64 = 1024

@@ -1,27 +1,8 @@
 import EngineAPI
 import Foundation
 import PlayerCore
-import Synchronization
+import TestDoubles
 import Testing
-
-/// Collects player updates and lets a test await one.
-final class UpdateRecorder: Sendable {
-    private let updates = Mutex<[PlayerUpdate]>([])
-    func record(_ update: PlayerUpdate) { updates.withLock { $0.append(update) } }
-    var all: [PlayerUpdate] { updates.withLock { $0 } }
-    var snapshots: [PlayerSnapshot] {
-        all.compactMap { if case .changed(let snapshot) = $0 { snapshot } else { nil } }
-    }
-
-    /// Waits (yielding, not sleeping) until `predicate` holds for the updates so far.
-    func waitUntil(_ predicate: @escaping ([PlayerUpdate]) -> Bool) async -> Bool {
-        for _ in 0..<10_000 {
-            if predicate(all) { return true }
-            await Task.yield()
-        }
-        return predicate(all)
-    }
-}
 
 /// A player on a fake engine (failed tracks retried at once), observed, with `url`
 /// opened: the engine, the player, its updates and the track's id.

@@ -2,6 +2,7 @@ import EngineAPI
 import Foundation
 import PlayerCore
 import Synchronization
+import TestDoubles
 import Testing
 
 private let KiB: Int64 = 1024

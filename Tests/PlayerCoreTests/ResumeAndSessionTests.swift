@@ -1,6 +1,7 @@
 import EngineAPI
 import Foundation
 import PlayerCore
+import TestDoubles
 import Testing
 
 @Suite("Resume positions and session restore")

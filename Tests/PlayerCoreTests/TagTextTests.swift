@@ -1,6 +1,7 @@
 import EngineAPI
 import Foundation
 import PlayerCore
+import TestDoubles
 import Testing
 
 /// Text from files made fit to show and to send over D-Bus.

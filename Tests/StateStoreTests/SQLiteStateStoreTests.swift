@@ -1,6 +1,7 @@
 import Foundation
 import PlayerCore
 import StateStore
+import TestDoubles
 import Testing
 import TestSupport
 
@@ -52,7 +53,7 @@ struct SQLiteStateStoreTests {
         var newer = session
         newer.version = 99
         store.save(newer)
-        let player = Player(engine: NullEngine(), memory: store)
+        let player = Player(engine: FakeEngine(), memory: store)
         await player.restoreSession()
         #expect(await player.state.queue.isEmpty)
     }
