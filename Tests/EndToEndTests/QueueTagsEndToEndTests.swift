@@ -1,0 +1,45 @@
+import DBusKit
+import Foundation
+import Testing
+import TestSupport
+
+/// The queue names tracks by their tags before they play: local files and complete cached
+/// copies have their tags read ahead by the daemon.
+@Suite("Queue tags end to end", .serialized)
+struct QueueTagsEndToEndTests {
+    @Test func queuedTracksShowTheirTagTitlesBeforeTheyPlay() async throws {
+        let fixtures = try Fixtures.shared()
+        let first = fixtures.fixture(.flac)
+        let second = fixtures.fixture(.mp3VBR)
+        let server = try NginxServer(serving: fixtures.directory)
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+
+        // Nothing plays: both are read from their files.
+        #expect(try daemon.spool("add", first.url.path, second.url.path).status == 0)
+        let queued = try daemon.waitForSpool("queue") { $0.contains("2. \(second.title) – \(second.artist) (0:03)") }
+        #expect(queued.hasPrefix("> 1. \(first.title) – \(first.artist) (0:03)  [local]"), "\(queued)")
+        #expect(try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == first.title } == first.title)
+
+        // While one plays (paused before its end, so the engine has not opened what follows).
+        let third = fixtures.fixture(.oggVorbis)
+        let fourth = fixtures.fixture(.m4aFaststart)
+        #expect(try daemon.spool("play", third.url.path, fourth.url.path).status == 0)
+        #expect(try daemon.spool("pause").status == 0)
+        let playing = try daemon.waitForSpool("queue") { $0.contains("2. \(fourth.title) – \(fourth.artist)") }
+        #expect(playing.hasPrefix("> 1. \(third.title)"), "\(playing)")
+        let status = try daemon.waitForSpool("status") { $0.contains("next: ") }
+        #expect(status.contains("next: \(fourth.title) – \(fourth.artist)  [local]"), "\(status)")
+
+        // An http track the cache holds completely is read from the cache; one it does not hold, not at all.
+        let cachedTrack = fixtures.fixture(.oggOpus)
+        let cached = server.url(for: cachedTrack.fileName).absoluteString
+        #expect(try daemon.spool("cache", "prefetch", cached).status == 0)
+        let uncached = server.url(for: fixtures.fixture(.wav).fileName).absoluteString
+        #expect(try daemon.spool("add", cached, uncached).status == 0)
+        let withHTTP = try daemon.waitForSpool("queue") { $0.contains("3. \(cachedTrack.title)") }
+        let lines = withHTTP.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4 && lines[2].hasSuffix("[cached]"), "\(withHTTP)")
+        #expect(lines[3].contains(fixtures.fixture(.wav).fileName), "an uncached track keeps its file name: \(withHTTP)")
+    }
+}
