@@ -42,4 +42,41 @@ struct QueueTagsEndToEndTests {
         #expect(lines.count == 4 && lines[2].hasSuffix("[cached]"), "\(withHTTP)")
         #expect(lines[3].contains(fixtures.fixture(.wav).fileName), "an uncached track keeps its file name: \(withHTTP)")
     }
+
+    /// Hostile tags (invalid UTF-8, control characters, megabyte strings, thousands of values)
+    /// and damaged files read ahead: the daemon lives on, and what the queue lists over D-Bus is
+    /// as sane as the playing track's metadata.
+    @Test func hostileFilesReadAheadLeaveTheQueueSane() async throws {
+        var random = SeededGenerator(seed: HostileTagsTests.seed("queue tags"))
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory(prefix: "spool-queue-tags")
+        var files = try HostileTagCorpus.cases(randomCount: 2, &random).prefix(14).map {
+            try HostileTagCorpus.write($0, fixtures: fixtures, into: dir.url)
+        }
+        // Random bytes, a file cut short, an empty one.
+        let mp3 = [UInt8](try Data(contentsOf: fixtures.fixture(.mp3CBR).url))
+        let damaged = [mp3.map { _ in UInt8(random.next(below: 256)) }, Array(mp3.prefix(mp3.count / 3)), []]
+        for (index, bytes) in damaged.enumerated() {
+            let file = dir.file("damaged-\(index).mp3")
+            try Data(bytes).write(to: file)
+            files.append(file)
+        }
+        let good = fixtures.fixture(.flac)
+        files.append(good.url)  // last of the read-ahead window: read after every other
+        let daemon = try RunningDaemon()
+        try await daemon.waitUntilReady()
+        #expect(try runSpool(["add"] + files.map(\.path), environment: daemon.bus.environment).status == 0)
+        _ = try daemon.waitForSpool("queue", timeout: 60) { $0.contains("\(files.count). \(good.title)") }
+        #expect(daemon.process.isRunning, "\(daemon.process.standardError.suffix(4000))")
+        let reply = try await daemon.client.call(
+            destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.spool.Spool1", method: "Queue")
+        let entries = reply.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+        #expect(entries.count == files.count)
+        let titles = entries.compactMap { $0["xesam:title"]?.stringValue }
+        #expect(titles.contains("Esc[2JBell NewDel NelCsi Tab"), "the hostile tags were read, and cleaned: \(titles)")
+        for entry in entries {
+            let problems = SaneMetadata.problems(entry.filter { !$0.key.hasPrefix("spool:") })
+            #expect(problems.isEmpty, "\(entry["xesam:url"]?.stringValue ?? "?"): \(problems)")
+        }
+    }
 }

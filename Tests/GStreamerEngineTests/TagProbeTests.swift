@@ -70,6 +70,25 @@ struct TagProbeTests {
         #expect(TagProbe.read(FileByteSource(path: dir.file("missing.mp3").path), url: dir.file("missing.mp3")) == nil)
     }
 
+    /// Hostile tags (invalid UTF-8, control characters, megabyte strings, thousands of values):
+    /// every read ends within its timeout, with text that is valid Unicode.
+    @Test func hostileTagFilesReadInTime() throws {
+        var random = SeededGenerator(seed: 17)
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory(prefix: "spool-probe-tags")
+        var report: [String] = []
+        for hostile in HostileTagCorpus.cases(randomCount: 2, &random) {
+            let file = try HostileTagCorpus.write(hostile, fixtures: fixtures, into: dir.url)
+            let clock = ContinuousClock()
+            let started = clock.now
+            let found = TagProbe.read(FileByteSource(path: file.path), url: file, timeout: .seconds(3))
+            let took = clock.now - started
+            report.append("\(hostile): \(took) \(found == nil ? "nothing" : "read")")
+            #expect(took < .seconds(4), "\(hostile) took \(took)")
+        }
+        print("tag probe, hostile tags:\n" + report.joined(separator: "\n"))
+    }
+
     /// Time and memory per read, printed for the record (`swift test --filter TagProbeTests`).
     @Test func costPerRead() throws {
         let fixtures = try Fixtures.shared()
