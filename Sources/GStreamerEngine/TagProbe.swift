@@ -9,10 +9,10 @@ internal import CGStreamer
 /// file, a complete cached copy): a pipeline of its own, `appsrc ! decodebin ! fakesink`, fed
 /// from the track's ``ByteSource`` as the player's is, taken to PAUSED; the tags posted until
 /// it has prerolled are collected, the duration asked, and everything is freed.
+/// Decoding stops before the decoder where the demuxer or parser has the tags (``stopCaps``).
 ///
 /// Chosen over GstDiscoverer by cost: on this machine a discoverer took ~50 ms a file and this
 /// pipeline ~6 ms (both with the plugins loaded; the memory either holds is freed with it).
-/// Decoding stops at the first buffer (preroll).
 public enum TagProbe {
     /// What a probe found.
     public struct Found: Sendable, Equatable {
@@ -22,6 +22,13 @@ public enum TagProbe {
         /// The length, when the pipeline can tell it.
         public var duration: Duration?
     }
+
+    /// Where decodebin stops: parsed MP3 and AAC. Their demuxers and parsers read the tags and the
+    /// length, and a decoder's library (faad for an M4A) is never loaded for a track that is not
+    /// playing. Vorbis and Opus are decoded: their decoders read their tags. FLAC is decoded too:
+    /// stopped at flacparse, one read in a few dozen never prerolled through appsrc (the timeout
+    /// ended it with nothing).
+    static let stopCaps = "audio/x-raw; audio/mpeg, parsed=(boolean)true; audio/mpeg, framed=(boolean)true"
 
     /// The tags and length of the track `url` whose bytes `source` serves (it is opened here and
     /// closed before this returns), or nil when nothing could be read within `timeout`: not
@@ -35,7 +42,7 @@ public enum TagProbe {
             source.close()
             return nil
         }
-        guard let launched = gst_parse_launch("appsrc name=source ! decodebin ! fakesink", nil) else {
+        guard let launched = gst_parse_launch("appsrc name=source ! decodebin caps=\"\(stopCaps)\" ! fakesink", nil) else {
             source.close()
             return nil
         }

@@ -1,9 +1,11 @@
 import Dispatch
+import EngineAPI
 import FoundationEssentials
 import GStreamerEngine
 import MediaSource
 import PlayerCore
 import RangeCache
+import SpoolLog
 
 /// Reads the tags of queued tracks for the player: local files, and http tracks the cache holds
 /// completely (read from the cache alone: never a request). One read at a time, on a utility
@@ -13,6 +15,7 @@ final class QueueTagReading: QueueTagReader {
     private let cache: RangeCache?
     private let namespace: String
     private let work = DispatchQueue(label: "spool.queue-tags", qos: .utility)
+    private let log = Logger(label: "tags")
 
     /// Reads local files, and complete entries of `cache` (when there is one) in `namespace`.
     init(cache: RangeCache?, namespace: String) {
@@ -39,6 +42,12 @@ final class QueueTagReading: QueueTagReader {
         } else {
             return nil
         }
-        return TagProbe.read(source, url: url).map { ReadTags(tags: $0.tags, duration: $0.duration) }
+        let clock = ContinuousClock()
+        let started = clock.now
+        let found = TagProbe.read(source, url: url)
+        // The file name only: an http URL may carry a token in its query.
+        let name = TagText.clean(url.lastPathComponent) ?? "?"
+        log.debug("read ahead \(name): \(found == nil ? "nothing" : "tags") in \((clock.now - started).forPeople)")
+        return found.map { ReadTags(tags: $0.tags, duration: $0.duration) }
     }
 }

@@ -98,12 +98,18 @@ struct TagProbeTests {
         let clock = ContinuousClock()
         let started = clock.now
         let rounds = 10
+        var slowest = (Duration.zero, "")
         for _ in 0..<rounds {
-            for fixture in files { _ = TagProbe.read(FileByteSource(path: fixture.url.path), url: fixture.url) }
+            for fixture in files {
+                let start = clock.now
+                let found = TagProbe.read(FileByteSource(path: fixture.url.path), url: fixture.url)
+                if clock.now - start > slowest.0 { slowest = (clock.now - start, "\(fixture)") }
+                #expect(found?.tags.title == fixture.title, "\(fixture)")
+            }
         }
         let each = (clock.now - started) / (rounds * files.count)
         let after = residentKiB()
-        print("tag probe: \(each) a read over \(rounds * files.count) reads; resident \(before) → \(after) KiB")
+        print("tag probe: \(each) a read over \(rounds * files.count) reads (slowest \(slowest)); resident \(before) → \(after) KiB")
         #expect(after - before < 4096, "reads leak: \(before) → \(after) KiB")
     }
 
