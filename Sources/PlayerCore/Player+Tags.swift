@@ -53,7 +53,7 @@ extension Player {
             let tried = tagReads.tried.contains(id)
             let known = entry.tags?.title != nil
             // Whether the bytes are here is asked only of entries still to read (a cache lookup).
-            let local = !tried && !known && (entry.url.isFileURL || preloader?.download(of: entry.url).complete == true)
+            let local = !tried && !known && reader.holdsAllBytes(of: entry.url)
             return QueueTagCandidate(id: id, local: local, known: known, tried: tried)
         }
         guard let id = QueueTagPolicy.next(candidates, reading: false), let url = queue.entry(id)?.url else { return }

@@ -110,7 +110,7 @@ public actor Player {
     private let networkUp: @Sendable (URL) -> Bool
     /// How often a track waiting for the network checks whether it is back.
     private let networkCheckInterval: Duration
-    let preloader: Preloader?
+    private let preloader: Preloader?
     private let preloadPolicy: PreloadPolicy
     let log = Logger(label: "player")
     var queue = PlayQueue()

@@ -19,6 +19,9 @@ public struct ReadTags: Sendable, Equatable {
 /// cached copy of an http track), away from the player's executor: the player asks for one at a
 /// time, for the entries ``QueueTagPolicy`` chooses.
 public protocol QueueTagReader: Sendable {
+    /// Whether every byte of `url` is on this machine now (a local file, a complete cached copy),
+    /// so a read would fetch nothing. Cheap, opens nothing; called on the player's executor.
+    func holdsAllBytes(of url: URL) -> Bool
     /// The tags and length of `url`; nil when its bytes are not all here, or when they cannot be
     /// read in time (not audio, damaged, too slow).
     func read(_ url: URL) async -> ReadTags?

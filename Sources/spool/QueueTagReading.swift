@@ -23,6 +23,12 @@ final class QueueTagReading: QueueTagReader {
         self.namespace = namespace
     }
 
+    func holdsAllBytes(of url: URL) -> Bool {
+        if url.isFileURL { return true }
+        // The index's snapshot: no handle is opened (one would keep the entry from eviction).
+        return cache.flatMap { $0.info(for: $0.key(for: url), namespace: namespace) }?.isComplete == true
+    }
+
     func read(_ url: URL) async -> ReadTags? {
         await withCheckedContinuation { continuation in
             work.async { continuation.resume(returning: self.readNow(url)) }

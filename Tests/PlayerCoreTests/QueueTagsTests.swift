@@ -5,12 +5,17 @@ import Synchronization
 import Testing
 
 /// A tag reader that answers from a table and records what it was asked, and how many reads
-/// ran at once.
+/// ran at once. Local files hold all their bytes; an http URL once `complete` says so.
 final class FakeTagReader: QueueTagReader {
     private let state = Mutex<(read: [URL], running: Int, mostRunning: Int)>(([], 0, 0))
+    private let complete = Mutex<Set<URL>>([])
     private let answers: [URL: ReadTags]
 
     init(_ answers: [URL: ReadTags]) { self.answers = answers }
+
+    func setComplete(_ url: URL) { _ = complete.withLock { $0.insert(url) } }
+
+    func holdsAllBytes(of url: URL) -> Bool { url.isFileURL || complete.withLock { $0.contains(url) } }
 
     var read: [URL] { state.withLock { $0.read } }
     var mostRunning: Int { state.withLock { $0.mostRunning } }
@@ -123,15 +128,13 @@ struct PlayerQueueTagsTests {
         let partial = URL(string: "http://127.0.0.1:1/partial.mp3")!
         let broken = URL(fileURLWithPath: "/music/broken.mp3")
         let last = URL(fileURLWithPath: "/music/last.ogg")
-        let preloader = FakePreloader()
-        preloader.set(cached, TrackDownload(length: 10, ranges: [0..<10]))
-        preloader.set(partial, TrackDownload(length: 10, ranges: [0..<5]))
         let reader = FakeTagReader([
             second: ReadTags(tags: tags("Second", ["B"]), duration: .seconds(4)),
             cached: ReadTags(tags: tags("Cached")),
             last: ReadTags(tags: tags("Last\u{1B}]0;x")),
         ])
-        let player = Player(engine: FakeEngine(), preloader: preloader, tagReader: reader)
+        reader.setComplete(cached)
+        let player = Player(engine: FakeEngine(), tagReader: reader)
         let recorder = UpdateRecorder()
         await player.observe { recorder.record($0) }
         await player.add([second, cached, partial, broken, last])  // nothing plays
@@ -144,7 +147,7 @@ struct PlayerQueueTagsTests {
         #expect(state.nowPlaying?.tags.title == "Second", "the current entry, not loaded, shows them too")
         #expect(state.nowPlaying?.displayTitle == "Second")
         // Once the download completes, the next look at the queue reads it.
-        preloader.set(partial, TrackDownload(length: 10, ranges: [0..<10]))
+        reader.setComplete(partial)
         await player.play()
         #expect(await recorder.waitUntil { _ in reader.read.count == 5 })
         #expect(reader.read.last == partial)
