@@ -340,7 +340,10 @@ public final class MPRISService: Sendable {
             }
             // Entries that are not playing change when their tags are read ahead.
             for (entry, before) in zip(new.queue, old.queue) where entry != before && entry.id != new.nowPlaying?.entry.id {
-                if metadata(entry) != metadata(before) { signals.append(("TrackMetadataChanged", [.objectPath(trackPath(entry.id)), metadata(entry)])) }
+                let changed = metadata(entry)
+                if changed != metadata(before) {
+                    signals.append(("TrackMetadataChanged", [.objectPath(trackPath(entry.id)), changed]))
+                }
             }
         }
         return signals

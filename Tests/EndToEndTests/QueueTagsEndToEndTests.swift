@@ -15,10 +15,22 @@ struct QueueTagsEndToEndTests {
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
 
+        let stream = try await daemon.client.subscribe(
+            matching: "type='signal',interface='org.mpris.MediaPlayer2.TrackList',member='TrackMetadataChanged'")
+        let log = SignalLog()
+        let listener = Task { for await message in stream { await log.append(message) } }
+        defer { listener.cancel() }
+
         // Nothing plays: both are read from their files.
         #expect(try daemon.spool("add", first.url.path, second.url.path).status == 0)
         let queued = try daemon.waitForSpool("queue") { $0.contains("2. \(second.title) – \(second.artist) (0:03)") }
         #expect(queued.hasPrefix("> 1. \(first.title) – \(first.artist) (0:03)  [local]"), "\(queued)")
+        // MPRIS TrackList clients hear of it.
+        let announced = await log.waitFor { messages in
+            messages.contains { $0.arguments.last?.stringVariantDictValue?["xesam:title"]?.stringValue == second.title }
+        }
+        let heard = await log.items.map(\.arguments)
+        #expect(announced, "no TrackMetadataChanged named \(second.title): \(heard)")
         #expect(try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == first.title } == first.title)
 
         // While one plays (paused before its end, so the engine has not opened what follows).
