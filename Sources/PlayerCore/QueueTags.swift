@@ -70,7 +70,7 @@ public enum QueueTagPolicy {
     /// know best): they replace what was read ahead, field by field.
     public static func heard(_ tags: TrackTags, duration: Duration?, in entry: QueueEntry) -> QueueEntry {
         var entry = entry
-        let shown = shown(tags.sanitized())
+        let shown = shown(tags).sanitized()  // cut first: lyrics of a megabyte are not cleaned for nothing
         let merged = shown.isEmpty ? entry.tags : (entry.tags ?? TrackTags()).merging(shown)
         entry.tags = merged.flatMap { $0.isEmpty ? nil : $0 }
         entry.duration = usable(duration) ?? entry.duration
@@ -81,7 +81,7 @@ public enum QueueTagPolicy {
     /// what is not known yet, so tags heard while the track played are never replaced.
     public static func read(_ found: ReadTags, into entry: QueueEntry) -> QueueEntry {
         var entry = entry
-        let shown = shown(found.tags.sanitized())
+        let shown = shown(found.tags).sanitized()
         let merged = shown.merging(entry.tags ?? TrackTags())
         entry.tags = merged.isEmpty ? entry.tags : merged
         entry.duration = entry.duration ?? usable(found.duration)
