@@ -339,10 +339,17 @@ public final class MPRISService: Sendable {
                     signals.append(("TrackAdded", [metadata(entry), .objectPath(after)]))
                 }
             }
-        } else if let now = new.nowPlaying, now.entry.id == old.nowPlaying?.entry.id,
-            metadata(now) != metadata(old.nowPlaying)
-        {
-            signals.append(("TrackMetadataChanged", [.objectPath(trackPath(now.entry.id)), metadata(now)]))
+        } else {
+            if let now = new.nowPlaying, now.entry.id == old.nowPlaying?.entry.id, metadata(now) != metadata(old.nowPlaying) {
+                signals.append(("TrackMetadataChanged", [.objectPath(trackPath(now.entry.id)), metadata(now)]))
+            }
+            // Entries that are not playing change when their tags are read ahead.
+            for (entry, before) in zip(new.queue, old.queue) where entry != before && entry.id != new.nowPlaying?.entry.id {
+                let changed = metadata(entry)
+                if changed != metadata(before) {
+                    signals.append(("TrackMetadataChanged", [.objectPath(trackPath(entry.id)), changed]))
+                }
+            }
         }
         return signals
     }
@@ -367,9 +374,10 @@ public final class MPRISService: Sendable {
         ]
     }
 
-    /// MPRIS metadata for a queue entry that is not playing (what the queue knows of it).
+    /// MPRIS metadata for a queue entry that is not playing (what the queue knows of it: the
+    /// tags heard when it played or read ahead from its bytes).
     static func metadata(_ entry: QueueEntry) -> DBusValue {
-        metadata(NowPlaying(entry: entry, tags: TrackTags(), duration: nil))
+        metadata(NowPlaying(entry: entry, tags: entry.tags ?? TrackTags(), duration: entry.duration))
     }
 
     /// MPRIS metadata for a track (only the NoTrack id when there is none).

@@ -1,5 +1,6 @@
 import DBusKit
 import Dispatch
+import EngineAPI
 import FoundationEssentials
 import PlayerCore
 import SpoolLog
@@ -140,17 +141,16 @@ extension MPRISService {
         ]
     }
 
-    /// The queue as a playlist: each track with the title Spool shows for it and, for the
-    /// current one, its length.
+    /// The queue as a playlist: each track with the title Spool shows for it and its length,
+    /// when known (the current one's as playing, the others' as heard or read ahead).
     static func playlistEntries(_ snapshot: PlayerSnapshot) -> [PlaylistEntry] {
         snapshot.queue.map { entry in
-            guard let playing = snapshot.nowPlaying, playing.entry.id == entry.id else {
-                return PlaylistEntry(url: entry.url, title: entry.title)
+            let playing = snapshot.nowPlaying.flatMap { $0.entry.id == entry.id ? $0 : nil }
+            let tags = playing?.tags ?? entry.tags ?? TrackTags()
+            let title = tags.title.map { title in
+                tags.artists.isEmpty ? title : "\(title) – \(tags.artists.joined(separator: ", "))"
             }
-            let title = playing.tags.title.map { title in
-                playing.tags.artists.isEmpty ? title : "\(title) – \(playing.tags.artists.joined(separator: ", "))"
-            }
-            return PlaylistEntry(url: entry.url, title: title ?? entry.title, duration: playing.duration)
+            return PlaylistEntry(url: entry.url, title: title ?? entry.title, duration: playing?.duration ?? entry.duration)
         }
     }
 

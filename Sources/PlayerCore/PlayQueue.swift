@@ -19,6 +19,11 @@ public struct QueueEntry: Sendable, Equatable, Codable {
     public let url: URL
     /// A title known before playing (from a playlist's EXTINF or Title line).
     public var title: String?
+    /// What the queue shows of its tags (title, artists, album), heard while it played or read
+    /// ahead from its bytes (see ``QueueTagPolicy``); nil while none are known.
+    public var tags: TrackTags?
+    /// Its length, heard while it played or read ahead with its tags.
+    public var duration: Duration?
 
     /// Creates an entry.
     public init(id: TrackID, url: URL, title: String? = nil) {
@@ -127,6 +132,13 @@ public struct PlayQueue: Sendable, Equatable {
     public mutating func setTitle(_ title: String, of id: TrackID) {
         guard let index = index(of: id) else { return }
         entries[index].title = title
+    }
+
+    /// Replaces an entry's tags and length (``QueueTagPolicy`` decides what they are).
+    public mutating func setTags(_ tags: TrackTags?, duration: Duration?, of id: TrackID) {
+        guard let index = index(of: id) else { return }
+        entries[index].tags = tags
+        entries[index].duration = duration
     }
 
     /// Empties the queue.

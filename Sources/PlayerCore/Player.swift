@@ -113,11 +113,11 @@ public actor Player {
     private let preloader: Preloader?
     private let preloadPolicy: PreloadPolicy
     let log = Logger(label: "player")
-    private var queue = PlayQueue()
+    var queue = PlayQueue()
     private var snapshot = PlayerSnapshot()
     private var observers: [@Sendable (PlayerUpdate) -> Void] = []
     /// The entry the engine has loaded (nil: the engine is idle).
-    private var loadedID: TrackID?
+    var loadedID: TrackID?
     /// The entry prepared in the engine for the gapless hand-over.
     private var preparedID: TrackID?
     /// The entry the engine committed to play after the current one (it said so at the end of
@@ -157,6 +157,8 @@ public actor Player {
     private var savedDurations: [TrackID: Duration?] = [:]
     /// Whether the sound server's pause paused playback, and whether its end resumes it.
     var interruptions: InterruptionPolicy
+    /// The tag read-ahead of queued tracks (``QueueTagPolicy``).
+    var tagReads: QueueTagReads
 
     /// Creates a player driving `engine`, remembering positions and the session in
     /// `memory`; `keyForURL` gives the stable key positions are saved under;
@@ -166,16 +168,19 @@ public actor Player {
     /// With a `preloader`, upcoming tracks are prepared as `preload` says (``PreloadPolicy``);
     /// without one, the engine is given the following track as soon as it is known.
     /// The sound server's requests to make way for another stream are followed as
-    /// `interruptions` says (``InterruptionPolicy``).
+    /// `interruptions` says (``InterruptionPolicy``). With a `tagReader`, the tags of queued
+    /// local and completely cached tracks are read ahead for the queue to show.
     public init(
         engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
         retryDelay: Duration = .milliseconds(500), preloader: Preloader? = nil,
         preload: PreloadSettings = PreloadSettings(),
         keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString },
         networkUp: @escaping @Sendable (URL) -> Bool = { NetworkState.isUp(forHost: $0.host) },
-        networkCheckInterval: Duration = .seconds(1), interruptions: InterruptionMode = .pause
+        networkCheckInterval: Duration = .seconds(1), interruptions: InterruptionMode = .pause,
+        tagReader: (any QueueTagReader)? = nil
     ) {
         self.interruptions = InterruptionPolicy(mode: interruptions)
+        self.tagReads = QueueTagReads(reader: tagReader)
         self.networkCheckInterval = networkCheckInterval
         self.engine = engine
         self.failures = FailurePolicy(retryDelay: retryDelay)
@@ -613,6 +618,7 @@ public actor Player {
             setNext(nil)  // the queue changed: the old follower leaves the engine at once
         }
         startPreloadTicker()
+        readAheadTags()  // a preload that completed a download makes its track's tags readable
     }
 
     /// The last preload plan, for clients that show what is prepared.
@@ -693,10 +699,7 @@ public actor Player {
             }
         case .tags(let id, let tags) where id == preparedID:
             pendingTags[id] = Self.merge(tags, into: pendingTags[id] ?? TrackTags())
-            if let title = tags.title, !title.isEmpty, queue.entry(id)?.title != title {
-                queue.setTitle(title, of: id)  // clients listing the queue see it before it plays
-                update { _ in }
-            }
+            heardAhead(tags, of: id)  // clients listing the queue see them before it plays
         case .buffering(let id, let waiting) where id == current:
             update { $0.buffering = waiting }
         case .seekable(let id, let seekable) where id == current:
@@ -719,14 +722,6 @@ public actor Player {
         default:
             break
         }
-    }
-
-    /// `tags` merged into `known`, but the first bitrate stays: decoders re-estimate it
-    /// several times a second, and every new value would reach every client as new metadata.
-    private static func merge(_ tags: TrackTags, into known: TrackTags) -> TrackTags {
-        var tags = tags
-        if known.bitrate != nil { tags.bitrate = nil }
-        return known.merging(tags)
     }
 
     /// The engine started the prepared entry without a gap.
@@ -883,6 +878,7 @@ public actor Player {
     func update(_ change: (inout PlayerSnapshot) -> Void) {
         var next = snapshot
         change(&next)
+        rememberShownTags(next.nowPlaying)
         next.queue = queue.entries
         next.loop = queue.loop
         next.shuffle = queue.shuffle
@@ -891,6 +887,7 @@ public actor Player {
         guard next != snapshot else { return }
         snapshot = next
         notify(.changed(next))
+        readAheadTags()
     }
 
     private func notify(_ update: PlayerUpdate) {

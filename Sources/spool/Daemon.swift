@@ -158,7 +158,8 @@ final class Daemon: Sendable {
         preload.concurrency = settings.preloadConcurrency
         player = Player(
             engine: engine, memory: memory, policy: resume, preloader: preloader, preload: preload,
-            keyForURL: keyForURL, interruptions: options.interruptions)
+            keyForURL: keyForURL, interruptions: options.interruptions,
+            tagReader: QueueTagReading(cache: try? cache.get(), namespace: namespace))
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(

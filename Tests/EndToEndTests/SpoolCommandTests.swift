@@ -73,9 +73,9 @@ struct SpoolCommandTests {
         #expect(queue.first?.hasPrefix("> 1. \(first.title)") == true, "\(queue)")
         #expect(queue.last?.hasPrefix("  2. ") == true, "\(queue)")
         #expect(queue.allSatisfy { $0.hasSuffix("[local]") }, "\(queue)")
-        // The status names the track that follows (by file name until its tags are read).
-        let status = try daemon.waitForSpool("status") { $0.contains("next: ") }
-        #expect(status.contains("next: \(second.url.lastPathComponent)  [local]"), "\(status)")
+        // The status names the track that follows, by its tags once they are read.
+        let status = try daemon.waitForSpool("status") { $0.contains("next: \(second.title)") }
+        #expect(status.contains("next: \(second.title) – \(second.artist)  [local]"), "\(status)")
 
         #expect(try daemon.spool("add", third.url.path).status == 0)
         _ = try daemon.waitForSpool("queue") { $0.split(separator: "\n").count == 3 }
