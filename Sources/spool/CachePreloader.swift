@@ -250,7 +250,7 @@ final class HeadJob: Sendable {
             return finish(noRanges ? "the origin ignores Range requests: the rest comes when it plays" : nil)
         }
         let metadata = entry.metadata
-        let held = RequestValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
+        let held = HTTPValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
         let request = RangeRequest(
             url: url, start: range.lowerBound, end: range.upperBound, knownLength: metadata.validator.length,
             condition: entry.cachedRanges.isEmpty ? nil : held.map { .ifRange($0) }, priority: .preload)
@@ -265,7 +265,7 @@ final class HeadJob: Sendable {
         switch event {
         case .response(let head), .changed(let head):
             // A changed version empties the entry (setMetadata never mixes versions); its body follows from 0.
-            let validator = EntryValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
+            let validator = CacheValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
             _ = try? entry.setMetadata(
                 EntryMetadata(url: url, validator: validator, contentType: head.contentType, acceptsRanges: head.honoursRange))
             if !head.honoursRange { state.withLock { $0.noRanges = true } }
