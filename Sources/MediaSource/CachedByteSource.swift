@@ -624,15 +624,13 @@ public final class CachedByteSource: ByteSource {
         if entry.bind(to: head, from: url) == true { state.overflow = ByteRuns() }
         state.validator = head.validator
         guard state.info == nil else { return }
-        let info = ResourceInfo(
-            length: head.totalLength, contentType: head.contentType,
-            randomAccess: head.honoursRange && head.totalLength != nil)
+        let info = ResourceInfo(response: head)
         state.info = info
         if let completion = state.openCompletion {
             state.openCompletion = nil
             callbacks.append { completion(.success(info)) }
         }
-        log.info("opened \(loggable(url)): \(info.length.map(String.init) ?? "unknown") bytes, \(info.randomAccess ? "range requests" : "no range support")")
+        log.info("opened \(loggable(url)): \(info.openedDescription)")
     }
 
     /// The disk is full or gone: the bytes are kept in memory so playback goes on. From then
