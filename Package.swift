@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit"]),
         .testTarget(
             name: "CacheFillingTests",
-            dependencies: ["CacheFilling", "MediaSource", "RangeCache", "Fetcher", "TestSupport"]),
+            dependencies: ["CacheFilling", "MediaSource", "RangeCache", "Fetcher", "PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
         // `make install-files` into a temporary DESTDIR, and D-Bus activation of the built daemon.
