@@ -5,6 +5,7 @@
 //   spool (executable) → MPRIS → DBusKit
 //                      → PlayerCore → EngineAPI
 //                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
+//                      → CacheFilling → MediaSource, PlayerCore (preloads, prefetches, source choice)
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)
 //   RangeCache (sparse data files + SQLite index; no networking) sits below the
 //   media source and the fetcher, which will read from and write into it.
@@ -50,6 +51,11 @@ let package = Package(
         .target(name: "StateStore", dependencies: ["SQLiteKit", "PlayerCore", "SpoolLog"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "SpoolLog"]),
         .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "SpoolLog"]),
+        // Fills the cache: which byte source a URL gets, preloading the heads PlayerCore's
+        // policy plans, prefetches a user asks for.
+        .target(
+            name: "CacheFilling",
+            dependencies: ["Fetcher", "MediaSource", "RangeCache", "PlayerCore", "SpoolLog"]),
         // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
         .executableTarget(name: "RangeCacheKillChild", dependencies: ["RangeCache"]),
         // Range cache benchmarks: `swift run -c release CacheBench`.
@@ -57,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "spool",
             dependencies: [
-                "SpoolLog", "SpoolConfig", "Fetcher", "MediaSource", "EngineAPI", "GStreamerEngine",
+                "SpoolLog", "SpoolConfig", "Fetcher", "MediaSource", "CacheFilling", "EngineAPI", "GStreamerEngine",
                 "PlayerCore", "StateStore", "DBusKit", "MPRIS",
             ]),
 
@@ -107,6 +113,9 @@ let package = Package(
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit", "PlayerCore", "EngineAPI", "TestDoubles"]),
+        .testTarget(
+            name: "CacheFillingTests",
+            dependencies: ["CacheFilling", "MediaSource", "RangeCache", "Fetcher", "PlayerCore", "EngineAPI", "TestSupport"]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
         // `make install-files` into a temporary DESTDIR, and D-Bus activation of the built daemon.

@@ -31,9 +31,21 @@ public enum FetchPriority: Int, Sendable, Comparable, CaseIterable, CustomString
     }
 }
 
-/// The version of a resource a caller holds: its entity tag and modification date, verbatim
-/// as the server sent them.
-public struct Validator: Sendable, Equatable, CustomStringConvertible {
+/// What an origin sent to name the version of a resource: its `ETag` and `Last-Modified`,
+/// verbatim. Requests carry it back as conditions (`If-Range`, `If-None-Match`), and a response
+/// is judged by it (``RequestCondition``). RangeCache's `CacheValidator` is the other meaning:
+/// the version a cache entry's bytes belong to, with the resource's length.
+///
+/// The rules for weak ETags, for both types (written here only; the cache applies the same
+/// comparison, plus the length, in `CacheValidator.isSameVersion(as:)`):
+/// - A weak tag (`W/"x"`) never guards a byte range: it is never sent as `If-Range`
+///   (RFC 9110 §13.1.5); the date is sent instead, or nothing.
+/// - Two strong tags decide alone: equal means the same bytes, whatever the dates say.
+/// - Otherwise the tags are compared as sent, weakness included, and the dates too: a weak tag
+///   matches only the same weak tag, never the strong tag it was made from (nginx's gzip turns
+///   `"x"` into `W/"x"` for other bytes). A validator on one side only is a difference:
+///   nothing shows the version is the same.
+public struct HTTPValidator: Sendable, Equatable, CustomStringConvertible {
     /// The ETag, quotes and any `W/` prefix included.
     public var etag: String?
     /// The Last-Modified date.
@@ -58,14 +70,9 @@ public struct Validator: Sendable, Equatable, CustomStringConvertible {
     /// nothing better and would cost the 200 that names a change in one round trip.
     public var ifRangeValue: String? { hasStrongETag ? etag : lastModified }
 
-    /// Whether bytes of `other` may be joined with bytes of this version. Equal strong ETags
-    /// decide alone (they promise identical bytes); otherwise every validator either side has
-    /// must be on the other side too and equal: the ETag as sent, so a weak tag matches only the
-    /// same weak tag (weak comparison) and never a strong one (nginx's gzip turns `"x"` into
-    /// `W/"x"` for other bytes), and the date. A validator on one side only is a difference:
-    /// nothing shows the version is the same. RangeCache's `Validator.isSameVersion(as:)` follows
-    /// the same rule, with the length besides.
-    func sameVersion(as other: Validator?) -> Bool {
+    /// Whether bytes of `other` may be joined with bytes of this version, by the weak-ETag
+    /// rules above; no `other` at all is a difference.
+    func sameVersion(as other: HTTPValidator?) -> Bool {
         guard let other else { return false }
         if hasStrongETag, other.hasStrongETag { return etag == other.etag }
         return etag == other.etag && lastModified == other.lastModified
@@ -78,16 +85,16 @@ public struct Validator: Sendable, Equatable, CustomStringConvertible {
 /// A condition sent with a request.
 public enum RequestCondition: Sendable, Equatable {
     /// `If-Range`: "send the range if the resource is still this version, else all of it".
-    /// The header goes out only with a strong ETag or a date (``Validator/ifRangeValue``). A 200
+    /// The header goes out only with a strong ETag or a date (``HTTPValidator/ifRangeValue``). A 200
     /// of another version is reported as ``TransferEvent/changed(_:)`` and its body delivered
-    /// from offset 0; a 206 whose validators differ from these (see `Validator.sameVersion`), or
+    /// from offset 0; a 206 whose validators differ from these (see `HTTPValidator.sameVersion`), or
     /// that names no version when no header could be sent, fails with
     /// ``FetchError/resourceChanged(_:)``: its bytes are never joined with the held ones.
-    case ifRange(Validator)
+    case ifRange(HTTPValidator)
     /// `If-None-Match` (and `If-Modified-Since`): a revalidation. A 304 is reported as
     /// ``TransferEvent/notModified(_:)``; a 200 or 206 as ``TransferEvent/changed(_:)`` with the
     /// new body from offset 0. Ask from byte 0 (and set `end` to bound what a change costs).
-    case ifNoneMatch(Validator)
+    case ifNoneMatch(HTTPValidator)
 }
 
 /// A request for the bytes of one resource from `start` on, up to `end` (exclusive) when set.
@@ -145,7 +152,7 @@ public struct ResponseHead: Sendable, Equatable {
     /// Whether the server answered a range request with a partial response.
     public var honoursRange: Bool { status == 206 }
     /// The version this response describes, for later `If-Range` or revalidation requests.
-    public var validator: Validator? { Validator(etag: etag, lastModified: lastModified) }
+    public var validator: HTTPValidator? { HTTPValidator(etag: etag, lastModified: lastModified) }
 
     /// Creates a response head; every field but the status is optional.
     public init(

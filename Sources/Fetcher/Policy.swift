@@ -103,7 +103,7 @@ enum ResponsePolicy {
             return judgePartial(head, plan: plan)
         case 200:
             let total = head.header("Content-Length").flatMap { Int64($0) }
-            let version = Validator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
+            let version = HTTPValidator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
             switch plan.condition {
             case .ifNoneMatch:
                 return .changed(total: total, declaredEnd: total)
@@ -158,7 +158,7 @@ enum ResponsePolicy {
             return .fail(.resourceChanged("Content-Range '\(contentRange)', expected length \(known)"))
         }
         if case .ifRange(let held) = plan.condition {
-            let served = Validator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
+            let served = HTTPValidator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
             if held.ifRangeValue != nil {
                 // The origin checked If-Range; still, a 206 naming another version is never
                 // joined with the held bytes (some servers and caches ignore If-Range).

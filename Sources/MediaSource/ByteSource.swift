@@ -16,6 +16,19 @@ public struct ResourceInfo: Sendable, Equatable {
         self.contentType = contentType
         self.randomAccess = randomAccess
     }
+
+    /// What the first response of an http(s) origin says: random access needs both ranges
+    /// and a known length.
+    public init(response head: ResponseHead) {
+        self.init(
+            length: head.totalLength, contentType: head.contentType,
+            randomAccess: head.honoursRange && head.totalLength != nil)
+    }
+
+    /// The facts in words, for the log line of an open.
+    public var openedDescription: String {
+        "\(length.map(String.init) ?? "unknown") bytes, \(randomAccess ? "range requests" : "no range support")"
+    }
 }
 
 /// Why a source cannot deliver bytes.

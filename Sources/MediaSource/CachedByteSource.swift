@@ -109,7 +109,7 @@ public final class CachedByteSource: ByteSource {
         var actions: [DownloadPlanner.Action] = []
         let failure: MediaSourceError? = state.withLock { state in
             guard !state.closed else { return .closed }
-            state.validator = HTTPValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
+            state.validator = metadata.validator.httpValidator
             if state.validator == nil, !entry.cachedRanges.isEmpty,
                 cachedLength.map({ !entry.cachedRanges.contains(0..<$0) }) ?? true
             {
@@ -341,8 +341,7 @@ public final class CachedByteSource: ByteSource {
         case .notModified: step = .notModified
         case .changed(let head), .response(let head):
             // Some origins ignore If-None-Match: compare the validators (and length) ourselves.
-            let served = CacheValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
-            step = .answered(sameVersion: served.isSameVersion(as: entry.metadata.validator))
+            step = .answered(sameVersion: entry.holdsVersion(of: head))
             answer = head
         case .status(.retrying(_, _, let reason)) where reason.unreachableServer != nil: step = .unreachable
         case .failed: step = .failed
@@ -455,13 +454,12 @@ public final class CachedByteSource: ByteSource {
         execute(actions)
     }
 
-    /// A request for `[start, end)`; with cached bytes it carries If-Range, so a changed
-    /// file answers with a whole new body instead of being spliced.
+    /// A request for `[start, end)`, conditional once bytes are cached
+    /// (``CacheEntry/continuationCondition(held:)``).
     private func request(_ start: Int64, end: Int64?, priority: FetchPriority, _ state: State) -> RangeRequest {
-        let hasBytes = !entry.cachedRanges.isEmpty
-        return RangeRequest(
+        RangeRequest(
             url: url, start: start, end: end, knownLength: state.info?.length,
-            condition: hasBytes ? state.validator.map { .ifRange($0) } : nil, priority: priority, resource: nil)
+            condition: entry.continuationCondition(held: state.validator), priority: priority, resource: nil)
     }
 
     /// What is here: the cached ranges and the bytes kept in memory when the disk was full.
@@ -502,7 +500,7 @@ public final class CachedByteSource: ByteSource {
             case .changed(let head):
                 // The file changed on the server: never splice it with what was cached.
                 let wasOpen = state.info != nil && state.openCompletion == nil
-                _ = try? entry.setMetadata(EntryMetadata())  // empties the entry
+                entry.forgetVersion()
                 state.overflow = ByteRuns()
                 if wasOpen {
                     log.warning("\(loggable(url)) changed on the server while playing: reopening it")
@@ -569,15 +567,15 @@ public final class CachedByteSource: ByteSource {
                 transfers.forget(key)
                 let role = state.planner.transfers.first { $0.key == key }?.role
                 state.planner.forget(key)
-                if role == .parked, !isChange(error) { return }  // set aside by a seek; nobody waits for it
+                if role == .parked, !error.meansResourceChanged { return }  // set aside by a seek; nobody waits for it
                 log.warning("\(loggable(url)): \(error)")
                 if let completion = state.openCompletion {
                     state.openCompletion = nil
                     let failure = MediaSourceError(downloadFailure: error)
                     state.failure = failure
                     callbacks.append { completion(.failure(failure)) }
-                } else if isChange(error) {
-                    _ = try? entry.setMetadata(EntryMetadata())
+                } else if error.meansResourceChanged {
+                    entry.forgetVersion()
                     state.failure = .readFailed("the resource changed on the server")
                     actions += state.planner.stopAll()
                 } else if state.planner.waiting != nil {
@@ -595,11 +593,6 @@ public final class CachedByteSource: ByteSource {
         for callback in callbacks { callback() }
     }
 
-    private func isChange(_ error: FetchError) -> Bool {
-        if case .resourceChanged = error { return true }
-        return false
-    }
-
     /// The transfer's bytes per second since its request was started: a lower bound of its
     /// throughput (the time includes the request's latency), so it never makes a reader wait
     /// for a transfer slower than it is, and it is known from the first bytes on.
@@ -614,8 +607,7 @@ public final class CachedByteSource: ByteSource {
     private func recordLength(_ length: Int64) {
         var metadata = entry.metadata
         guard metadata.validator.length == nil else { return }
-        metadata.validator = CacheValidator(
-            etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified, length: length)
+        metadata.validator.length = length
         _ = try? entry.setMetadata(metadata)
     }
 
@@ -629,21 +621,16 @@ public final class CachedByteSource: ByteSource {
 
     /// The first response: bind the entry to this version and finish opening.
     private func accept(_ head: ResponseHead, _ state: inout State, _ callbacks: inout [@Sendable () -> Void]) {
-        let validator = CacheValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
-        let metadata = EntryMetadata(
-            url: url, validator: validator, contentType: head.contentType, acceptsRanges: head.honoursRange)
-        if (try? entry.setMetadata(metadata)) == true { state.overflow = ByteRuns() }
+        if entry.bind(to: head, from: url) == true { state.overflow = ByteRuns() }
         state.validator = head.validator
         guard state.info == nil else { return }
-        let info = ResourceInfo(
-            length: head.totalLength, contentType: head.contentType,
-            randomAccess: head.honoursRange && head.totalLength != nil)
+        let info = ResourceInfo(response: head)
         state.info = info
         if let completion = state.openCompletion {
             state.openCompletion = nil
             callbacks.append { completion(.success(info)) }
         }
-        log.info("opened \(loggable(url)): \(info.length.map(String.init) ?? "unknown") bytes, \(info.randomAccess ? "range requests" : "no range support")")
+        log.info("opened \(loggable(url)): \(info.openedDescription)")
     }
 
     /// The disk is full or gone: the bytes are kept in memory so playback goes on. From then

@@ -148,15 +148,13 @@ public final class HTTPByteSource: ByteSource {
                     state.info = nil
                 }
                 if state.info == nil {
-                    let info = ResourceInfo(
-                        length: head.totalLength, contentType: head.contentType,
-                        randomAccess: head.honoursRange && head.totalLength != nil)
+                    let info = ResourceInfo(response: head)
                     state.info = info
                     if let completion = state.openCompletion {
                         callbacks.append { completion(.success(info)) }
                     }
                     state.openCompletion = nil
-                    log.info("opened \(loggable(url)): \(info.length.map(String.init) ?? "unknown") bytes, \(info.randomAccess ? "range requests" : "no range support")")
+                    log.info("opened \(loggable(url)): \(info.openedDescription)")
                 }
                 state.transfer?.next = head.bodyStart
             case .data(let bytes, let offset):

@@ -69,13 +69,15 @@ public struct CacheKey: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// What identifies one version of a remote resource: its entity tag, its
-/// modification date and its length. A cache entry is bound to the validator of
-/// the bytes it holds; see ``isSameVersion(as:)``.
-public struct Validator: Sendable, Hashable {
+/// The version of a remote resource a cache entry's bytes belong to: its entity
+/// tag, its modification date and its length. A cache entry is bound to the
+/// validator of the bytes it holds; see ``isSameVersion(as:)``. (What an origin
+/// sent, for requests, is the fetcher's `HTTPValidator`; this module does no
+/// networking and does not depend on it.)
+public struct CacheValidator: Sendable, Hashable {
     /// The entity tag without its `W/` prefix, quotes kept (`"abc"`).
     public var etag: String?
-    /// Whether the entity tag is weak (`W/"abc"`): it may not be used to join ranges.
+    /// Whether the entity tag is weak (`W/"abc"`): it never decides a comparison alone.
     public var etagIsWeak: Bool
     /// The `Last-Modified` header as sent.
     public var lastModified: String?
@@ -99,15 +101,13 @@ public struct Validator: Sendable, Hashable {
     public var etagHeader: String? { etag.map { etagIsWeak ? "W/" + $0 : $0 } }
 
     /// Whether bytes under `other` belong to the same version as bytes under
-    /// this validator. Lengths both sides know must agree. Then equal strong
-    /// entity tags decide alone (they promise identical bytes); otherwise every
-    /// validator either side has must be on the other side too and equal: the
-    /// entity tag with its weakness (a weak tag matches only the same weak tag,
-    /// never a strong one) and the date. A validator on one side only is a
-    /// difference. When neither side has any, only equal (or unknown) lengths
-    /// are taken as the same version. The fetcher's response policy judges a
-    /// 206 by the same rule (Fetcher's `Validator.sameVersion(as:)`).
-    public func isSameVersion(as other: Validator) -> Bool {
+    /// this validator: lengths both sides know must agree, then the tags and
+    /// dates compare by the weak-ETag rules written at the fetcher's
+    /// `HTTPValidator` (two strong tags decide alone; else tag, weakness
+    /// included, and date must be equal on both sides). When neither side has
+    /// a tag or a date, only equal (or unknown) lengths are taken as the same
+    /// version.
+    public func isSameVersion(as other: CacheValidator) -> Bool {
         if let length, let otherLength = other.length, length != otherLength { return false }
         if let etag, !etagIsWeak, other.etag != nil, !other.etagIsWeak { return etag == other.etag }
         return etagHeader == other.etagHeader && lastModified == other.lastModified

@@ -119,7 +119,7 @@ struct Index {
                     damaged.append(id)
                     return
                 }
-                var validator = Validator(etag: row.text(6), lastModified: row.text(8), length: row.integer(5))
+                var validator = CacheValidator(etag: row.text(6), lastModified: row.text(8), length: row.integer(5))
                 validator.etagIsWeak = (row.integer(7) ?? 0) != 0
                 var metadata = EntryMetadata(
                     validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 })

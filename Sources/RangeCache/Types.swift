@@ -10,14 +10,14 @@ public struct EntryMetadata: Sendable, Hashable {
     /// The URL as the index stores it; parsed only when asked for (opening stays cheap).
     var urlText: String?
     /// The version the bytes belong to; its `length` is the resource's total length when known.
-    public var validator: Validator
+    public var validator: CacheValidator
     /// The MIME type the origin declared.
     public var contentType: String?
     /// Whether the origin honours `Range` requests; nil when not yet known.
     public var acceptsRanges: Bool?
 
     /// Creates metadata; every field is optional.
-    public init(url: URL? = nil, validator: Validator = Validator(), contentType: String? = nil, acceptsRanges: Bool? = nil) {
+    public init(url: URL? = nil, validator: CacheValidator = CacheValidator(), contentType: String? = nil, acceptsRanges: Bool? = nil) {
         urlText = url?.absoluteString
         self.validator = validator
         self.contentType = contentType

@@ -29,7 +29,7 @@ func version(of entry: CacheEntry) -> Int {
 }
 
 func bump(_ entry: CacheEntry, to version: Int) throws {
-    try entry.setMetadata(EntryMetadata(validator: Validator(etag: "\"g\(version)\"", length: length)))
+    try entry.setMetadata(EntryMetadata(validator: CacheValidator(etag: "\"g\(version)\"", length: length)))
 }
 
 var random = SystemRandomNumberGenerator()

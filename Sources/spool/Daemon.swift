@@ -1,3 +1,4 @@
+import CacheFilling
 import DBusKit
 import Dispatch
 import EngineAPI
@@ -50,7 +51,7 @@ final class Daemon: Sendable {
     private let heapTrimmer = HeapTrimmer()
     private let meteredWatcher = Mutex<MeteredWatcher?>(nil)
     /// The playing sources, switched when the network becomes metered or stops being so.
-    private let meteredSources = MeteredSources()
+    private let playback = PlaybackSources()
     private let preloader: CachePreloader?
     /// The byte cache, or why it could not be opened (reported once the bus name is ours).
     private let cache: Result<RangeCache, CacheError>
@@ -96,35 +97,17 @@ final class Daemon: Sendable {
         self.cache = cache
         let namespace = settings.account
         let revalidator = Revalidator(interval: settings.revalidateInterval, wait: settings.revalidateWait)
-        let playback = PlaybackSources()
+        let playback = self.playback
         let readAhead = CachedByteSource.ReadAheadPolicy(
             threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes,
             meteredWindow: settings.readAheadMeteredWindow)
-        let meteredSources = self.meteredSources
+        let sources = SourceChooser(
+            cache: try? cache.get(), namespace: namespace, fetcher: fetcher, revalidator: revalidator,
+            readAhead: readAhead, playback: playback)
         let engine = try GStreamerEngine(
             audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art"),
             idleRelease: options.configuration.idleRelease
-        ) { url throws(MediaSourceError) in
-            switch url.scheme?.lowercased() {
-            case "file":
-                return FileByteSource(path: url.path)
-            case "http", "https":
-                guard case .success(let cache) = cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
-                    return HTTPByteSource(url: url, fetcher: fetcher)  // no cache: stream from memory
-                }
-                // A download that continues an incomplete entry (with If-Range) or fetches it fresh
-                // validates it: replaying it soon after needs no conditional request.
-                let length = entry.metadata.validator.length
-                if length.map({ entry.contiguousLength(from: 0) < $0 }) ?? true { revalidator.markChecked(entry) }
-                let source = CachedByteSource(
-                    url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
-                playback.register(source, for: url)
-                meteredSources.follow(source)
-                return source
-            default:
-                throw .gone("unsupported URL scheme '\(url.scheme ?? "")'")
-            }
-        }
+        ) { url throws(MediaSourceError) in try sources.source(for: url) }
         let memory: PlaybackMemory
         do {
             memory = try SQLiteStateStore(directory: Daemon.stateDirectory())
@@ -163,7 +146,8 @@ final class Daemon: Sendable {
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(
-            cache: try? cache.get(), fetcher: fetcher, namespace: namespace, playback: playback, preloader: preloader)
+            cache: try? cache.get(), namespace: namespace, playback: playback, preloader: preloader,
+            prefetcher: (try? cache.get()).map { Prefetcher(cache: $0, fetcher: fetcher, namespace: namespace) })
         let directories = BaseDirectories(environment: ProcessInfo.processInfo.environment)
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
@@ -205,8 +189,8 @@ final class Daemon: Sendable {
         log.notice("Spool \(SpoolVersion.string) ready as \(name)")
         let watcher = await SleepWatcher(player: player)
         sleepWatcher.withLock { $0 = watcher }
-        let metered = await MeteredWatcher(forced: configuration.networkMetered.forced) { [player, meteredSources] metered in
-            meteredSources.setMetered(metered)
+        let metered = await MeteredWatcher(forced: configuration.networkMetered.forced) { [player, playback] metered in
+            playback.setMetered(metered)
             await player.setMetered(metered)
         }
         meteredWatcher.withLock { $0 = metered }

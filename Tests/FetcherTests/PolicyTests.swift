@@ -14,7 +14,7 @@ struct PolicyTests {
         return ResponsePolicy.judge(fields, plan: AttemptPlan(start: start, end: end, knownLength: knownLength, condition: condition))
     }
 
-    private let v1 = Validator(etag: "\"v1\"", lastModified: nil)!
+    private let v1 = HTTPValidator(etag: "\"v1\"", lastModified: nil)!
 
     @Test func aMatchingPartialResponseIsAccepted() {
         #expect(judge(206, ["Content-Range": "bytes 100-199/1000"], start: 100, end: 200, knownLength: 1000)
@@ -58,19 +58,19 @@ struct PolicyTests {
         let later = "Wed, 15 Nov 2023 08:00:00 GMT"
         let range = "bytes 100-199/1000"
         let accepted = HeadVerdict.accept(bodyStart: 100, total: 1000, declaredEnd: 200)
-        func verdict(_ held: Validator, _ served: [String: String]) -> HeadVerdict {
+        func verdict(_ held: HTTPValidator, _ served: [String: String]) -> HeadVerdict {
             judge(206, served.merging(["Content-Range": range]) { a, _ in a }, start: 100, end: 200,
                 knownLength: 1000, condition: .ifRange(held))
         }
         func changed(_ verdict: HeadVerdict) -> Bool {
             if case .fail(.resourceChanged) = verdict { true } else { false }
         }
-        let strong = Validator(etag: "\"s1\"", lastModified: date)!
-        let weak = Validator(etag: "W/\"w1\"", lastModified: nil)!
-        let weakDated = Validator(etag: "W/\"w1\"", lastModified: date)!
-        let dated = Validator(etag: nil, lastModified: date)!
+        let strong = HTTPValidator(etag: "\"s1\"", lastModified: date)!
+        let weak = HTTPValidator(etag: "W/\"w1\"", lastModified: nil)!
+        let weakDated = HTTPValidator(etag: "W/\"w1\"", lastModified: date)!
+        let dated = HTTPValidator(etag: nil, lastModified: date)!
         // (held, served headers, joined?)
-        let table: [(Validator, [String: String], Bool)] = [
+        let table: [(HTTPValidator, [String: String], Bool)] = [
             // A strong ETag: sent as If-Range; equal strong tags decide alone.
             (strong, ["ETag": "\"s1\"", "Last-Modified": later], true),
             (strong, ["ETag": "\"s2\"", "Last-Modified": date], false),
@@ -100,7 +100,7 @@ struct PolicyTests {
     }
 
     @Test func aFullResponseToAWeakValidatorIsAChangeUnlessTheSameWeakTag() {
-        let weak = Validator(etag: "W/\"w1\"", lastModified: nil)!
+        let weak = HTTPValidator(etag: "W/\"w1\"", lastModified: nil)!
         #expect(judge(200, ["Content-Length": "500", "ETag": "W/\"w1\""], start: 100, condition: .ifRange(weak))
             == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
         #expect(judge(200, ["Content-Length": "500", "ETag": "W/\"w2\""], start: 100, condition: .ifRange(weak))
@@ -159,11 +159,11 @@ struct PolicyTests {
     }
 
     @Test func onlyStrongETagsGuardARange() {
-        #expect(Validator(etag: "W/\"x\"", lastModified: nil)?.ifRangeValue == nil)
-        #expect(Validator(etag: "W/\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue
+        #expect(HTTPValidator(etag: "W/\"x\"", lastModified: nil)?.ifRangeValue == nil)
+        #expect(HTTPValidator(etag: "W/\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue
             == "Tue, 14 Nov 2023 22:13:20 GMT")
-        #expect(Validator(etag: "\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue == "\"x\"")
-        #expect(Validator(etag: nil, lastModified: nil) == nil)
+        #expect(HTTPValidator(etag: "\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue == "\"x\"")
+        #expect(HTTPValidator(etag: nil, lastModified: nil) == nil)
     }
 
     @Test func contentRangeIsParsedStrictly() {
@@ -196,7 +196,7 @@ struct PolicyTests {
     @Test func aRefusalWhereTheBodyEndedCorrectsTheLength() {
         let refused = ["Content-Range": "bytes */900"]
         #expect(judge(416, refused, start: 900, knownLength: 1000, condition: .ifRange(v1)) == .endOfResource(total: 900))
-        let weak = Validator(etag: "W/\"v1\"", lastModified: nil)!
+        let weak = HTTPValidator(etag: "W/\"v1\"", lastModified: nil)!
         for verdict in [
             judge(416, refused, start: 800, knownLength: 1000, condition: .ifRange(v1)),
             judge(416, refused, start: 900, knownLength: 1000),

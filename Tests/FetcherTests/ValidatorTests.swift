@@ -16,7 +16,7 @@ struct ValidatorTests {
 
     @Test func anUnchangedResourceAnswersIfRangeWithTheRange() throws {
         let (origin, url) = try serve()
-        let version = try #require(Validator(etag: "\"v1\"", lastModified: nil))
+        let version = try #require(HTTPValidator(etag: "\"v1\"", lastModified: nil))
         let recorder = fetcher.record(
             RangeRequest(url: url, start: 30_000, knownLength: 100_000, condition: .ifRange(version)))
         expectDelivered(recorder, body[30_000...], from: 30_000)
@@ -41,7 +41,7 @@ struct ValidatorTests {
 
     @Test func aRevalidationOfAnUnchangedResourceIsNotModified() throws {
         let (origin, url) = try serve()
-        let version = try #require(Validator(etag: "\"v1\"", lastModified: nil))
+        let version = try #require(HTTPValidator(etag: "\"v1\"", lastModified: nil))
         let recorder = fetcher.record(RangeRequest(url: url, end: 4096, condition: .ifNoneMatch(version)))
         #expect(recorder.waitForEnd())
         #expect(recorder.contractViolation == nil)
@@ -60,7 +60,7 @@ struct ValidatorTests {
         let (origin, url) = try serve()
         let newBody = Data(body.reversed())
         origin.replace("/a.mp3", with: OriginResource(newBody, etag: "\"v2\""))
-        let version = try #require(Validator(etag: "\"v1\"", lastModified: HTTPDate.format(Date(timeIntervalSince1970: 1_600_000_000))))
+        let version = try #require(HTTPValidator(etag: "\"v1\"", lastModified: HTTPDate.format(Date(timeIntervalSince1970: 1_600_000_000))))
         let recorder = fetcher.record(RangeRequest(url: url, end: 4096, condition: .ifNoneMatch(version)))
         expectDelivered(recorder, newBody.prefix(4096))
         #expect(recorder.changes.map(\.etag) == ["\"v2\""])

@@ -27,26 +27,26 @@ import Testing
     }
 
     @Test func validatorsBindVersions() {
-        let strong = Validator(etag: "\"a\"", lastModified: "Mon", length: 10)
-        #expect(strong.isSameVersion(as: Validator(etag: "\"a\"", lastModified: "Tue", length: 10)))
-        #expect(!strong.isSameVersion(as: Validator(etag: "\"b\"", lastModified: "Mon", length: 10)))
-        #expect(!strong.isSameVersion(as: Validator(lastModified: "Mon", length: 10)), "the strong tag vanished")
-        let dated = Validator(lastModified: "Mon", length: 10)
-        #expect(dated.isSameVersion(as: Validator(lastModified: "Mon", length: 10)))
-        #expect(!dated.isSameVersion(as: Validator(lastModified: "Mon", length: 11)))
-        #expect(!dated.isSameVersion(as: Validator(lastModified: "Tue", length: 10)))
-        let weak = Validator(etag: "W/\"w\"", length: 10)
+        let strong = CacheValidator(etag: "\"a\"", lastModified: "Mon", length: 10)
+        #expect(strong.isSameVersion(as: CacheValidator(etag: "\"a\"", lastModified: "Tue", length: 10)))
+        #expect(!strong.isSameVersion(as: CacheValidator(etag: "\"b\"", lastModified: "Mon", length: 10)))
+        #expect(!strong.isSameVersion(as: CacheValidator(lastModified: "Mon", length: 10)), "the strong tag vanished")
+        let dated = CacheValidator(lastModified: "Mon", length: 10)
+        #expect(dated.isSameVersion(as: CacheValidator(lastModified: "Mon", length: 10)))
+        #expect(!dated.isSameVersion(as: CacheValidator(lastModified: "Mon", length: 11)))
+        #expect(!dated.isSameVersion(as: CacheValidator(lastModified: "Tue", length: 10)))
+        let weak = CacheValidator(etag: "W/\"w\"", length: 10)
         #expect(weak.etagIsWeak && weak.etag == "\"w\"" && weak.etagHeader == "W/\"w\"")
-        #expect(weak.isSameVersion(as: Validator(etag: "W/\"w\"", length: 10)))
-        #expect(!weak.isSameVersion(as: Validator(etag: "W/\"v\"", length: 10)))
-        #expect(!weak.isSameVersion(as: Validator(etag: "\"w\"", length: 10)), "weak never matches strong")
-        let weakDated = Validator(etag: "W/\"w\"", lastModified: "Mon", length: 10)
-        #expect(weakDated.isSameVersion(as: Validator(etag: "W/\"w\"", lastModified: "Mon", length: 10)))
-        #expect(!weakDated.isSameVersion(as: Validator(etag: "W/\"v\"", lastModified: "Mon", length: 10)),
+        #expect(weak.isSameVersion(as: CacheValidator(etag: "W/\"w\"", length: 10)))
+        #expect(!weak.isSameVersion(as: CacheValidator(etag: "W/\"v\"", length: 10)))
+        #expect(!weak.isSameVersion(as: CacheValidator(etag: "\"w\"", length: 10)), "weak never matches strong")
+        let weakDated = CacheValidator(etag: "W/\"w\"", lastModified: "Mon", length: 10)
+        #expect(weakDated.isSameVersion(as: CacheValidator(etag: "W/\"w\"", lastModified: "Mon", length: 10)))
+        #expect(!weakDated.isSameVersion(as: CacheValidator(etag: "W/\"v\"", lastModified: "Mon", length: 10)),
             "a changed weak tag is a new version even with the same date")
-        #expect(!weak.isSameVersion(as: Validator(length: 10)), "the weak tag vanished")
-        #expect(Validator(length: 10).isSameVersion(as: Validator(length: 10)))
-        #expect(!Validator(length: 10).isSameVersion(as: Validator(length: 11)))
+        #expect(!weak.isSameVersion(as: CacheValidator(length: 10)), "the weak tag vanished")
+        #expect(CacheValidator(length: 10).isSameVersion(as: CacheValidator(length: 10)))
+        #expect(!CacheValidator(length: 10).isSameVersion(as: CacheValidator(length: 11)))
     }
 
     @Test func sha256MatchesTheStandardVectors() {

@@ -53,12 +53,12 @@ import TestSupport
         let directory = try TemporaryDirectory(prefix: "spool-cache")
         let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
         let entry = try cache.entry(for: CacheKey(stable: "v"))!
-        let first = EntryMetadata(validator: Validator(etag: "\"1\"", length: 1000), contentType: "audio/mpeg")
+        let first = EntryMetadata(validator: CacheValidator(etag: "\"1\"", length: 1000), contentType: "audio/mpeg")
         #expect(try entry.setMetadata(first) == false)
         try entry.write(randomBytes(1000), at: 0)
-        #expect(try entry.setMetadata(EntryMetadata(validator: Validator(etag: "\"1\"", length: 1000), acceptsRanges: true)) == false)
+        #expect(try entry.setMetadata(EntryMetadata(validator: CacheValidator(etag: "\"1\"", length: 1000), acceptsRanges: true)) == false)
         #expect(entry.cachedRanges.count == 1000)
-        #expect(try entry.setMetadata(EntryMetadata(validator: Validator(etag: "\"2\"", length: 1000))) == true)
+        #expect(try entry.setMetadata(EntryMetadata(validator: CacheValidator(etag: "\"2\"", length: 1000))) == true)
         #expect(entry.cachedRanges.isEmpty && entry.durableRanges.isEmpty)
         #expect(entry.read(at: 0, maxLength: 10) == nil)
         #expect(entry.metadata.validator.etag == "\"2\"")
@@ -76,9 +76,9 @@ import TestSupport
         for length in [nil, Int64(1000)] {
             let entry = try cache.entry(for: url)
             // Neither ETag nor Last-Modified; the length known or not (a chunked body).
-            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: Validator(length: length))) == false)
+            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(length: length))) == false)
             try entry.write(randomBytes(1000), at: 0)
-            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: Validator(length: length), acceptsRanges: false)) == false,
+            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(length: length), acceptsRanges: false)) == false,
                 "the same facts again keep the bytes")
             #expect(entry.cachedRanges.count == 1000)
             #expect(try entry.setMetadata(EntryMetadata()) == true, "length \(String(describing: length))")
@@ -96,10 +96,10 @@ import TestSupport
         do {
             let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
             let entry = try cache.entry(for: url)
-            try entry.setMetadata(EntryMetadata(url: url, validator: Validator(etag: "\"1\"", length: 1500), acceptsRanges: false))
+            try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(etag: "\"1\"", length: 1500), acceptsRanges: false))
             try entry.write(bytes, at: 0)
             try entry.correctLength(1000)
-            #expect(entry.metadata.validator == Validator(etag: "\"1\"", length: 1000))
+            #expect(entry.metadata.validator == CacheValidator(etag: "\"1\"", length: 1000))
             #expect(entry.metadata.acceptsRanges == false)
             #expect(readAll(entry, 0..<1000) == bytes)
             entry.close()
@@ -113,7 +113,7 @@ import TestSupport
         // A byte held past a corrected end cannot be of this version: the entry is emptied.
         try entry.correctLength(600)
         #expect(entry.cachedRanges.isEmpty)
-        #expect(entry.metadata.validator == Validator(etag: "\"1\"", length: 600))
+        #expect(entry.metadata.validator == CacheValidator(etag: "\"1\"", length: 600))
     }
 
     @Test func aDirectoryTheUserChoseKeepsItsModeAndTheOnesSpoolMakesArePrivate() throws {
@@ -143,7 +143,7 @@ import TestSupport
         do {
             let cache = try RangeCache(directory: cacheDirectory, configuration: testConfiguration())
             let entry = try cache.entry(for: url)
-            try entry.setMetadata(EntryMetadata(url: url, validator: Validator(etag: "\"e\"")))
+            try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(etag: "\"e\"")))
             try entry.write(randomBytes(10_000), at: 0)
             try entry.flush()
             #expect(entry.metadata.url?.absoluteString == "https://cdn.example/secret-track.mp3")

@@ -45,7 +45,7 @@ struct PowerCutTests {
             (0..<2).map { version in randomBytes(sizes[resource], seed: seed << 8 | UInt64(resource << 4 | version)) }
         }
         func metadata(_ resource: Int, _ version: Int) -> EntryMetadata {
-            EntryMetadata(validator: Validator(etag: "\"r\(resource)v\(version)\"", length: Int64(sizes[resource])))
+            EntryMetadata(validator: CacheValidator(etag: "\"r\(resource)v\(version)\"", length: Int64(sizes[resource])))
         }
         do {
             let cache = try RangeCache(directory: directory.url, configuration: configuration)

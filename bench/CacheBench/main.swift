@@ -41,7 +41,7 @@ if !FileManager.default.fileExists(atPath: marker.path) {
         let url = URL(string: "https://example.org/track/\(index).mp3")!
         let entry = try cache.entry(for: CacheKey(stable: url.absoluteString))!
         try entry.setMetadata(EntryMetadata(
-            url: url, validator: Validator(etag: "\"\(index)-abcdef\"", lastModified: "Mon, 02 Mar 2026 10:00:00 GMT", length: 5_000_000),
+            url: url, validator: CacheValidator(etag: "\"\(index)-abcdef\"", lastModified: "Mon, 02 Mar 2026 10:00:00 GMT", length: 5_000_000),
             contentType: "audio/mpeg", acceptsRanges: true))
         for range in 0..<20 { try entry.write(bytes, at: Int64(range) * 4096) }
         entry.close()

@@ -1,6 +1,5 @@
 import Fetcher
 import FoundationEssentials
-import MPRIS
 import MediaSource
 import PlayerCore
 import RangeCache
@@ -13,7 +12,7 @@ import Synchronization
 /// that leaves the plan is cancelled at once; its bytes stay cached. The rest of the next
 /// track is not fetched here: the engine's source for it does that once the player hands
 /// it over (``PreloadPlan/handOverNext``).
-final class CachePreloader: Preloader {
+public final class CachePreloader: Preloader {
     private struct State {
         var plan = PreloadPlan()
         var jobs: [String: HeadJob] = [:]
@@ -39,7 +38,7 @@ final class CachePreloader: Preloader {
     /// origin's answer counts as a check of the entry for `revalidator`. `companions` is told of
     /// every track the plan prepares (its head fetched or already here), so what goes with a track (its lyrics) is fetched
     /// with it and a change to it sends no request; it must return at once.
-    init(
+    public init(
         cache: RangeCache, fetcher: Fetcher, namespace: String, playback: PlaybackSources, revalidator: Revalidator,
         concurrency: Int, companions: @escaping @Sendable (URL) -> Void = { _ in }
     ) {
@@ -52,11 +51,14 @@ final class CachePreloader: Preloader {
         self.concurrency = max(1, concurrency)
     }
 
-    func setChangeHandler(_ handler: @escaping @Sendable () -> Void) {
+    /// Sets what to call when a job ends, so the player plans again.
+    public func setChangeHandler(_ handler: @escaping @Sendable () -> Void) {
         state.withLock { $0.onChange = handler }
     }
 
-    func download(of url: URL) -> TrackDownload {
+    /// What the cache holds of `url` (read live from an open handle) and whether a preload job
+    /// or the playing source downloads it.
+    public func download(of url: URL) -> TrackDownload {
         guard Self.isRemote(url) else { return .localFile }
         let key = url.absoluteString
         let entry = state.withLock { state -> CacheEntry? in
@@ -77,7 +79,9 @@ final class CachePreloader: Preloader {
             length: entry.metadata.validator.length, ranges: entry.cachedRanges.ranges, downloading: downloading)
     }
 
-    func apply(_ plan: PreloadPlan) {
+    /// Makes the running jobs match `plan`: starts the heads it names (at most `concurrency` at
+    /// once, in order) and cancels at once every job no longer in it; bytes stay cached.
+    public func apply(_ plan: PreloadPlan) {
         let (cancelled, started, released) = state.withLock { state -> ([HeadJob], [HeadJob], [CacheEntry]) in
             state.plan = plan
             let window = Set(plan.items.map(\.url.absoluteString))
@@ -127,24 +131,22 @@ final class CachePreloader: Preloader {
     }
 
     /// Where every track of the current window stands, for clients.
-    func preparedTracks() -> [PreparedTrack] {
+    public func preparedTracks() -> [PreloadState] {
         let (plan, failures) = state.withLock { ($0.plan, $0.failures) }
         return plan.items.map { item in
             let download = download(of: item.url)
-            let length = download.length
             let headReady =
                 download.complete
-                || length.map { download.contains(0..<item.prefix) && download.contains(max(0, $0 - item.tail)..<$0) }
-                    == true
-            return PreparedTrack(
-                url: item.url.absoluteString, stage: item.stage.rawValue, headBytes: item.prefix + item.tail,
-                headReady: headReady, cachedBytes: download.cachedBytes, length: download.local ? nil : length,
-                complete: download.complete, error: failures[item.url.absoluteString])
+                || download.length.map {
+                    download.contains(0..<item.prefix) && download.contains(max(0, $0 - item.tail)..<$0)
+                } == true
+            return PreloadState(
+                item: item, download: download, headReady: headReady, error: failures[item.url.absoluteString])
         }
     }
 
     /// Stops every job and returns the handles (shutdown).
-    func stop() {
+    public func stop() {
         let (jobs, handles) = state.withLock { state in
             defer {
                 state.jobs.removeAll()
@@ -174,135 +176,14 @@ final class CachePreloader: Preloader {
     }
 }
 
-/// Fetches the prefix and the tail of one resource into its cache entry, one missing range
-/// at a time, at preload priority. Binds the entry to the version the origin serves, like a
-/// playing source would, so the bytes are the ones playback reads later.
-final class HeadJob: Sendable {
-    private struct State {
-        var transfer: TransferID?
-        var over = false
-        /// The origin ignores Range: what the first answer brought is all there is to take.
-        var noRanges = false
-    }
-
-    let url: URL
-    private let entry: CacheEntry
-    private let fetcher: Fetcher
-    private let pacer: SyncPacer
-    private let revalidator: Revalidator
-    private let prefix: Int64
-    private let tail: Int64
-    private let onEnd: @Sendable (HeadJob, String?) -> Void
-    private let state = Mutex(State())
-
-    init(
-        url: URL, entry: CacheEntry, fetcher: Fetcher, revalidator: Revalidator, prefix: Int64, tail: Int64,
-        onEnd: @escaping @Sendable (HeadJob, String?) -> Void
-    ) {
-        self.revalidator = revalidator
-        self.url = url
-        self.entry = entry
-        self.fetcher = fetcher
-        pacer = SyncPacer(fetcher: fetcher)
-        self.prefix = prefix
-        self.tail = tail
-        self.onEnd = onEnd
-    }
-
-    /// Whether part of the head is missing.
-    var hasWork: Bool { missingRange() != nil }
-
-    /// Starts with the first missing range.
-    func start() { next() }
-
-    /// Cancels the transfer; the bytes fetched so far stay cached.
-    func cancel() {
-        let transfer = state.withLock { state -> TransferID? in
-            guard !state.over else { return nil }
-            state.over = true
-            defer { state.transfer = nil }
-            return state.transfer
-        }
-        if let transfer { fetcher.cancel(transfer) }
-        try? entry.flush()
-        entry.close()
-    }
-
-    /// The first range of the head the entry lacks: the prefix first, then the tail.
-    private func missingRange() -> Range<Int64>? {
-        guard let length = entry.metadata.validator.length else {
-            return entry.missing(in: 0..<prefix).first  // the first answer tells the length
-        }
-        for range in [0..<min(prefix, length), max(0, length - tail)..<length] {
-            if let missing = entry.missing(in: range).first { return missing }
-        }
-        return nil
-    }
-
-    private func next() {
-        let range = state.withLock { state -> Range<Int64>?? in
-            guard !state.over else { return .none }
-            return .some(state.noRanges ? nil : missingRange())
-        }
-        guard let range else { return }  // cancelled
-        guard let range else {
-            let noRanges = state.withLock { $0.noRanges }
-            return finish(noRanges ? "the origin ignores Range requests: the rest comes when it plays" : nil)
-        }
-        let metadata = entry.metadata
-        let held = RequestValidator(etag: metadata.validator.etagHeader, lastModified: metadata.validator.lastModified)
-        let request = RangeRequest(
-            url: url, start: range.lowerBound, end: range.upperBound, knownLength: metadata.validator.length,
-            condition: entry.cachedRanges.isEmpty ? nil : held.map { .ifRange($0) }, priority: .preload)
-        state.withLock { state in
-            guard !state.over else { return }  // cancelled meanwhile
-            state.transfer = fetcher.start(request) { [weak self] id, event in self?.handle(event, of: id) }
-        }
-    }
-
-    private func handle(_ event: TransferEvent, of id: TransferID) {
-        guard state.withLock({ $0.transfer == id && !$0.over }) else { return }
-        switch event {
-        case .response(let head), .changed(let head):
-            // A changed version empties the entry (setMetadata never mixes versions); its body follows from 0.
-            let validator = EntryValidator(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
-            _ = try? entry.setMetadata(
-                EntryMetadata(url: url, validator: validator, contentType: head.contentType, acceptsRanges: head.honoursRange))
-            if !head.honoursRange { state.withLock { $0.noRanges = true } }
-            revalidator.markChecked(entry)  // the origin just named the version: no check needed soon
-        case .data(let bytes, let offset):
-            do throws(CacheError) {
-                try entry.write(bytes, at: offset)
-                pacer.wrote(id, to: entry)
-            } catch {
-                finish("cannot cache: \(error)")
-            }
-        case .finished:
-            entry.flushInBackground()  // this is the fetcher's thread
-            state.withLock { $0.transfer = nil }
-            next()
-        case .failed(let error):
-            if case .resourceChanged = error { _ = try? entry.setMetadata(EntryMetadata()) }
-            finish(error.description)
-        case .status(.endedShort(let length)):
-            // The body ended before its declared length on an origin without ranges: that is the end.
-            entry.flushInBackground()
-            _ = try? entry.correctLength(length)
-        case .notModified, .status:
-            break
-        }
-    }
-
-    private func finish(_ error: String?) {
-        let transfer = state.withLock { state -> TransferID?? in
-            guard !state.over else { return .none }
-            state.over = true
-            defer { state.transfer = nil }
-            return .some(state.transfer)
-        }
-        guard let transfer else { return }
-        if let transfer { fetcher.cancel(transfer) }
-        entry.closeInBackground()  // often on the fetcher's thread, which never waits for the disk
-        onEnd(self, error)
-    }
+/// Where one upcoming track of the preload window stands.
+public struct PreloadState: Sendable, Equatable {
+    /// The track, its stage and the size of its head, as the plan names it.
+    public var item: PreloadPlan.Item
+    /// What the cache holds of it and whether it downloads.
+    public var download: TrackDownload
+    /// Whether its head (prefix and tail) is cached, or all of it.
+    public var headReady: Bool
+    /// Why its preload failed, while it stays in the window (it is not retried).
+    public var error: String?
 }

@@ -1,0 +1,68 @@
+import Fetcher
+import Foundation
+import MediaSource
+import RangeCache
+import Testing
+import TestSupport
+
+@Suite("How a cache entry follows the origin's answers")
+struct EntryBindingTests {
+    let directory: TemporaryDirectory
+    let cache: RangeCache
+    let url = URL(string: "http://127.0.0.1:9/a.mp3")!
+
+    init() throws {
+        directory = try TemporaryDirectory(prefix: "spool-binding")
+        cache = try RangeCache(directory: directory.url)
+    }
+
+    private func head(etag: String? = "\"v1\"", lastModified: String? = nil, length: Int64 = 1000) -> ResponseHead {
+        ResponseHead(status: 206, totalLength: length, etag: etag, lastModified: lastModified, contentType: "audio/mpeg")
+    }
+
+    @Test func anEmptyEntryAsksWithoutAConditionAndOneWithBytesWithIfRange() throws {
+        let entry = try cache.entry(for: url)
+        defer { entry.close() }
+        entry.bind(to: head(), from: url)
+        let held = entry.metadata.validator.httpValidator
+        #expect(entry.continuationCondition(held: held) == nil, "nothing to splice with")
+        try entry.write(Data(repeating: 1, count: 100), at: 0)
+        #expect(entry.continuationCondition(held: held) == .ifRange(HTTPValidator(etag: "\"v1\"", lastModified: nil)!))
+        #expect(entry.continuationCondition(held: nil) == nil, "no version named: no condition")
+    }
+
+    @Test func aWeakTagKeepsItsWeaknessOnTheWayBackToTheOrigin() {
+        let held = CacheValidator(etag: "W/\"w\"", lastModified: "Mon").httpValidator
+        #expect(held?.etag == "W/\"w\"")
+        #expect(held?.ifRangeValue == "Mon", "a weak tag never guards a range; the date does")
+        #expect(CacheValidator(length: 10).httpValidator == nil)
+    }
+
+    @Test func anotherVersionEmptiesTheEntryAndTheSameKeepsItsBytes() throws {
+        let entry = try cache.entry(for: url)
+        defer { entry.close() }
+        entry.bind(to: head(), from: url)
+        try entry.write(Data(repeating: 1, count: 100), at: 0)
+        #expect(entry.bind(to: head(), from: url) == false)
+        #expect(entry.cachedRanges.contains(0..<100))
+        #expect(entry.holdsVersion(of: head()))
+        #expect(!entry.holdsVersion(of: head(etag: "\"v2\"")))
+        #expect(!entry.holdsVersion(of: head(length: 999)))
+        #expect(entry.bind(to: head(etag: "\"v2\""), from: url) == true)
+        #expect(entry.cachedRanges.isEmpty)
+        #expect(entry.metadata.validator == CacheValidator(etag: "\"v2\"", length: 1000))
+        #expect(entry.metadata.acceptsRanges == true)
+    }
+
+    @Test func aChangedResourceIsForgotten() throws {
+        let entry = try cache.entry(for: url)
+        defer { entry.close() }
+        entry.bind(to: head(), from: url)
+        try entry.write(Data(repeating: 1, count: 100), at: 0)
+        entry.forgetVersion()
+        #expect(entry.cachedRanges.isEmpty)
+        #expect(entry.metadata.validator == CacheValidator())
+        #expect(FetchError.resourceChanged("another total").meansResourceChanged)
+        #expect(!FetchError.httpStatus(404).meansResourceChanged)
+    }
+}
