@@ -88,7 +88,7 @@ public final class MPRISService: Sendable {
         let lists = playlists.map { [playlistsInterface($0)] } ?? []
         if let playlists {
             // Counted before the object is exported: the first read already has it.
-            let count = await onDisk { playlists.list().count }
+            let count = await artQueue.perform { playlists.list().count }
             published.withLock { $0.playlistCount = UInt32(clamping: count) }
         }
         connection.export(

@@ -2,6 +2,7 @@ import EngineAPI
 import Foundation
 import PlayerCore
 import Synchronization
+import TestDoubles
 import Testing
 
 /// A tag reader that answers from a table and records what it was asked, and how many reads
