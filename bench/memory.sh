@@ -23,19 +23,13 @@ if [ -z "${SPOOL:-}" ]; then
   swift build -c release --static-swift-stdlib --explicit-target-dependency-import-check error --product spool >/dev/null
   SPOOL=$PWD/.build/release/spool
 fi
+. bench/lib/encoders.sh
 export GST_REGISTRY=${GST_REGISTRY:-${XDG_CACHE_HOME:-$HOME/.cache}/gstreamer-1.0/registry.$(uname -m).bin}
 
 buffers=$((seconds * 44100 / 1024))
 encode() {  # format file
   local tail
-  case $1 in
-    mp3) tail="lamemp3enc ! xingmux ! id3v2mux" ;;
-    flac) tail="flacenc" ;;
-    vorbis) tail="vorbisenc ! oggmux" ;;
-    opus) tail="audioresample ! opusenc ! oggmux" ;;
-    m4a) tail="avenc_aac ! mp4mux faststart=true" ;;
-    wav) tail="wavenc" ;;
-  esac
+  tail=$(encoder_chain $1)
   gst-launch-1.0 -q audiotestsrc num-buffers=$buffers freq=440 ! audio/x-raw,rate=44100,channels=2 ! audioconvert ! $tail ! filesink location="$2"
 }
 extension() { case $1 in vorbis|opus) echo ogg ;; *) echo "$1" ;; esac; }

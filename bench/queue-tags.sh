@@ -19,18 +19,12 @@ if [ -z "${SPOOL:-}" ]; then
   swift build -c release --static-swift-stdlib --explicit-target-dependency-import-check error --product spool >/dev/null
   SPOOL=$PWD/.build/release/spool
 fi
+. bench/lib/encoders.sh
 export GST_REGISTRY=${GST_REGISTRY:-${XDG_CACHE_HOME:-$HOME/.cache}/gstreamer-1.0/registry.$(uname -m).bin}
 
 tone() {  # buffers format file
   local tail
-  case $2 in
-    mp3) tail="lamemp3enc ! xingmux ! id3v2mux" ;;
-    flac) tail="flacenc" ;;
-    ogg) tail="vorbisenc ! oggmux" ;;
-    opus) tail="audioresample ! opusenc ! oggmux" ;;
-    m4a) tail="avenc_aac ! mp4mux faststart=true" ;;
-    wav) tail="wavenc" ;;
-  esac
+  tail=$(encoder_chain $2)
   gst-launch-1.0 -q audiotestsrc num-buffers="$1" freq=440 ! audio/x-raw,rate=44100,channels=2 ! audioconvert \
     ! taginject tags="title=Queued $3,artist=Bench,album=Queue" ! $tail ! filesink location="$work/$3"
 }
