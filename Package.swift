@@ -7,10 +7,10 @@
 //                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
 //                      → CacheFilling → MediaSource, PlayerCore (preloads, prefetches, source choice)
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)
-//   RangeCache (sparse data files + SQLite index; no networking) sits below the
-//   media source and the fetcher, which will read from and write into it.
+//   MediaSource → RangeCache (sparse data files + SQLite index; no networking), Fetcher
 // RangeCache and StateStore reach SQLite through SQLiteKit.
-// Every module may use SpoolLog. C libraries are reached through the C* targets.
+// Every module may use Basics (logging, XDG folders, thread and queue helpers).
+// C libraries are reached through the C* targets.
 import PackageDescription
 
 let package = Package(
@@ -36,26 +36,26 @@ let package = Package(
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
 
         // MARK: Swift modules, lowest layer first
-        .target(name: "SpoolLog"),
-        .target(name: "SpoolConfig", dependencies: ["SpoolLog"]),
+        .target(name: "Basics"),
+        .target(name: "SpoolConfig", dependencies: ["Basics"]),
         // One SQLite connection type, for the cache index and the state store.
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
-        .target(name: "RangeCache", dependencies: ["SQLiteKit", "SpoolLog"]),
-        .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "SpoolLog"]),
-        .target(name: "MediaSource", dependencies: ["Fetcher", "RangeCache", "SpoolLog"]),
+        .target(name: "RangeCache", dependencies: ["SQLiteKit", "Basics"]),
+        .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "Basics"]),
+        .target(name: "MediaSource", dependencies: ["Fetcher", "RangeCache", "Basics"]),
         .target(name: "EngineAPI"),
         .target(
             name: "GStreamerEngine",
-            dependencies: ["CGStreamer", "EngineAPI", "MediaSource", "SpoolLog"]),
-        .target(name: "PlayerCore", dependencies: ["EngineAPI", "SpoolLog"]),
-        .target(name: "StateStore", dependencies: ["SQLiteKit", "PlayerCore", "SpoolLog"]),
-        .target(name: "DBusKit", dependencies: ["CDBus", "SpoolLog"]),
-        .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "SpoolLog"]),
+            dependencies: ["CGStreamer", "EngineAPI", "MediaSource", "Basics"]),
+        .target(name: "PlayerCore", dependencies: ["EngineAPI", "Basics"]),
+        .target(name: "StateStore", dependencies: ["SQLiteKit", "PlayerCore", "Basics"]),
+        .target(name: "DBusKit", dependencies: ["CDBus", "Basics"]),
+        .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "Basics"]),
         // Fills the cache: which byte source a URL gets, preloading the heads PlayerCore's
         // policy plans, prefetches a user asks for.
         .target(
             name: "CacheFilling",
-            dependencies: ["Fetcher", "MediaSource", "RangeCache", "PlayerCore", "SpoolLog"]),
+            dependencies: ["Fetcher", "MediaSource", "RangeCache", "PlayerCore", "Basics"]),
         // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
         .executableTarget(name: "RangeCacheKillChild", dependencies: ["RangeCache"]),
         // Range cache benchmarks: `swift run -c release CacheBench`.
@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "spool",
             dependencies: [
-                "SpoolLog", "SpoolConfig", "Fetcher", "MediaSource", "CacheFilling", "EngineAPI", "GStreamerEngine",
+                "Basics", "SpoolConfig", "Fetcher", "MediaSource", "CacheFilling", "EngineAPI", "GStreamerEngine",
                 "PlayerCore", "StateStore", "DBusKit", "MPRIS",
             ]),
 
@@ -109,9 +109,9 @@ let package = Package(
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(
             name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
-        .testTarget(name: "SpoolLogTests", dependencies: ["SpoolLog"]),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
-        .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "SpoolLog", "TestSupport"]),
+        .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "Basics", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit", "PlayerCore", "EngineAPI", "TestDoubles"]),
         .testTarget(
             name: "CacheFillingTests",

@@ -3,7 +3,7 @@ import FoundationEssentials
 import MediaSource
 import PlayerCore
 import RangeCache
-import SpoolLog
+import Basics
 import Synchronization
 
 /// Carries out the player's preload plans in the range cache: for every upcoming track the

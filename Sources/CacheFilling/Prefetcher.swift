@@ -2,7 +2,7 @@ import Fetcher
 import FoundationEssentials
 import MediaSource
 import RangeCache
-import SpoolLog
+import Basics
 import Synchronization
 
 /// Fills whole cache entries a user asked for ahead of play: a ``CachedByteSource`` opened in

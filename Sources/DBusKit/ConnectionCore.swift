@@ -1,6 +1,6 @@
 import Dispatch
 import Glibc
-import SpoolLog
+import Basics
 import Synchronization
 
 /// The outcome of a method call: its results or the error reply.

@@ -1,6 +1,6 @@
 internal import CDBus
 import Glibc
-import SpoolLog
+import Basics
 
 /// The connection thread's side: the only code that touches the libdbus
 /// connection after start-up. It sleeps in poll() on the connection's socket

@@ -1,7 +1,7 @@
 internal import CDBus
 import Dispatch
 import FoundationEssentials
-import SpoolLog
+import Basics
 import Synchronization
 
 /// A signal received through `DBusConnection.signals(matching:)`.

@@ -1,6 +1,6 @@
 import Dispatch
 import FoundationEssentials
-import SpoolLog
+import Basics
 import Synchronization
 
 /// Spool's resilient HTTP range fetcher. One thread owns libcurl's multi handle and every

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import SpoolLog
+import Basics
 
 /// Tunables of a ``Fetcher``. The defaults are the production values; tests shorten the times.
 public struct FetcherConfiguration: Sendable {

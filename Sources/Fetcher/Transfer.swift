@@ -1,5 +1,5 @@
 import FoundationEssentials
-import SpoolLog
+import Basics
 internal import CCurlShim
 
 /// Signature of the re-resolve hook: the request's original URL in, a URL to try next out

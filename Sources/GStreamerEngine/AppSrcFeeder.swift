@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import MediaSource
-import SpoolLog
+import Basics
 import Synchronization
 internal import CGStreamer
 

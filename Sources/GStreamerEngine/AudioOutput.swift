@@ -1,6 +1,6 @@
 import EngineAPI
 import FoundationEssentials
-import SpoolLog
+import Basics
 internal import CGStreamer
 
 /// Chooses and builds the audio sink: the user's own description, else the

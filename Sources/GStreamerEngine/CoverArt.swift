@@ -1,5 +1,5 @@
 import FoundationEssentials
-import SpoolLog
+import Basics
 internal import CGStreamer
 
 /// Writes embedded cover art to disk once, named by the SHA-256 of its bytes,

@@ -1,6 +1,6 @@
 import Dispatch
 import EngineAPI
-import SpoolLog
+import Basics
 internal import CGStreamer
 
 /// Letting go of the pipeline after a long pause or stop (see ``IdleRelease``), and bringing a

@@ -2,7 +2,7 @@ import Dispatch
 import EngineAPI
 import FoundationEssentials
 import MediaSource
-import SpoolLog
+import Basics
 import Synchronization
 internal import CGStreamer
 

@@ -2,7 +2,7 @@ import Dispatch
 import FoundationEssentials
 import Glibc
 import PlayerCore
-import SpoolLog
+import Basics
 
 extension MPRISService {
     /// `snapshot` with an estimated length for a local MP3 whose length the engine has not

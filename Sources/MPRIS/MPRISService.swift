@@ -3,7 +3,7 @@ import Dispatch
 import EngineAPI
 import FoundationEssentials
 import PlayerCore
-import SpoolLog
+import Basics
 import Synchronization
 
 /// Exports the player on D-Bus as an MPRIS 2 media player at

@@ -3,7 +3,7 @@ import Dispatch
 import EngineAPI
 import FoundationEssentials
 import PlayerCore
-import SpoolLog
+import Basics
 
 extension MPRISService {
     /// The MPRIS playlists interface.

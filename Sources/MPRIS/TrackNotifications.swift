@@ -2,7 +2,7 @@ import DBusKit
 import Dispatch
 import FoundationEssentials
 import PlayerCore
-import SpoolLog
+import Basics
 import Synchronization
 
 /// What a desktop notification about the playing track says.

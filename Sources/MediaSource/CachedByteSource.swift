@@ -2,7 +2,7 @@ import Dispatch
 import Fetcher
 import FoundationEssentials
 import RangeCache
-import SpoolLog
+import Basics
 import Synchronization
 
 // One file though past 500 lines: opening, revalidation and the fetcher's events all change

@@ -1,6 +1,6 @@
 import Fetcher
 import FoundationEssentials
-import SpoolLog
+import Basics
 import Synchronization
 
 /// Bytes of an http(s) resource, fetched with range requests as the reader

@@ -1,6 +1,6 @@
 import EngineAPI
 import FoundationEssentials
-import SpoolLog
+import Basics
 import Synchronization
 
 /// MPRIS's three playback states, which are also the player's.

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import SpoolLog
+import Basics
 
 /// A track to queue, as a source names it.
 public typealias TrackItem = (url: URL, title: String?)

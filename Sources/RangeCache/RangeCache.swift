@@ -1,7 +1,7 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import SpoolLog
+import Basics
 import Synchronization
 
 /// A disk cache of byte ranges of remote resources. Each resource (entry) has a

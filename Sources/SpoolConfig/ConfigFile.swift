@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import SpoolLog
+import Basics
 
 /// The configuration file, read but not yet interpreted: which key was set
 /// to which text on which line. The format, one setting a line:

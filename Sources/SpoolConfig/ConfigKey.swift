@@ -1,4 +1,4 @@
-import SpoolLog
+import Basics
 
 /// One setting: its name in the file, its type, its default and what it does.
 /// The flag and the environment variable follow from the name:

@@ -1,4 +1,4 @@
-import SpoolLog
+import Basics
 
 /// A kind of value a setting can hold: parsed from the text of a config-file
 /// line, an environment variable or a flag, and written back the same way.

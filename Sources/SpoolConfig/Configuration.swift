@@ -1,5 +1,5 @@
 import FoundationEssentials
-import SpoolLog
+import Basics
 
 /// Where an effective value came from.
 public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {

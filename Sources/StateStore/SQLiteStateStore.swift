@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PlayerCore
-import SpoolLog
+import Basics
 import Synchronization
 internal import SQLiteKit
 

@@ -1,5 +1,5 @@
 import SpoolConfig
-import SpoolLog
+import Basics
 
 /// What `spool cache stats` prints: each counter of `CacheStats()` under a label people
 /// read, or (with `--json`) one JSON object under the daemon's own names for scripts.

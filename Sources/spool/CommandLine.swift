@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
 import SpoolConfig
-import SpoolLog
+import Basics
 
 /// The exit statuses of every `spool` command.
 enum ExitStatus {

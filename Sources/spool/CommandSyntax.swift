@@ -1,7 +1,7 @@
 import FoundationEssentials
 import GStreamerEngine
 import SpoolConfig
-import SpoolLog
+import Basics
 
 /// What a word on the command line is, so that completions know what to offer for it.
 enum ArgumentKind: Sendable, Equatable {

@@ -5,7 +5,7 @@ import Glibc
 import MPRIS
 import PlayerCore
 import SpoolConfig
-import SpoolLog
+import Basics
 
 /// One `spool` subcommand that talks to the daemon: its usage line, its help and what it does.
 struct ControlCommand: Sendable {

@@ -11,7 +11,7 @@ import MediaSource
 import PlayerCore
 import RangeCache
 import SpoolConfig
-import SpoolLog
+import Basics
 import StateStore
 import Synchronization
 

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import SpoolLog
+import Basics
 
 /// A shell `spool completions` writes a script for.
 enum Shell: String, CaseIterable, Sendable {

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import SpoolLog
+import Basics
 
 /// A seek target as the user writes it: `90`, `1:30`, `1h2m3s`, `50%`, each optionally `+`/`-` (relative).
 enum SeekTarget: Equatable {

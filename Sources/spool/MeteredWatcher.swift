@@ -1,7 +1,7 @@
 import DBusKit
 import FoundationEssentials
 import PlayerCore
-import SpoolLog
+import Basics
 import Synchronization
 
 /// Follows whether the network is metered and applies the answer at once: with

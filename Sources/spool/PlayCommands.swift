@@ -3,7 +3,7 @@ import FoundationEssentials
 import Glibc
 import MPRIS
 import PlayerCore
-import SpoolLog
+import Basics
 
 /// How long `spool play` waits for the first track to start or fail.
 let startWaitLimit: Duration = .seconds(5)

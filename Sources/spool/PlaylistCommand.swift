@@ -2,7 +2,7 @@ import DBusKit
 import FoundationEssentials
 import Glibc
 import MPRIS
-import SpoolLog
+import Basics
 
 /// `spool playlist save|ls|load|add|rm`: saved playlists, through the daemon (which writes them
 /// as extended M3U in `$XDG_DATA_HOME/spool/playlists` and lists the music folder's too).

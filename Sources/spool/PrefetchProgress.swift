@@ -1,4 +1,4 @@
-import SpoolLog
+import Basics
 
 /// A download's speed over its last few seconds: long enough to smooth the bursts in which
 /// bytes arrive, short enough that time left follows a change of speed.

@@ -5,7 +5,7 @@ import GStreamerEngine
 import MediaSource
 import PlayerCore
 import RangeCache
-import SpoolLog
+import Basics
 
 /// Reads the tags of queued tracks for the player: local files, and http tracks the cache holds
 /// completely (read from the cache alone: never a request). One read at a time, on a utility

@@ -3,7 +3,7 @@ import Fetcher
 import FoundationEssentials
 import PlayerCore
 import RangeCache
-import SpoolLog
+import Basics
 import Synchronization
 
 /// The `.lrc` file beside an http(s) track (`…/song.mp3` → `…/song.lrc`). It costs one request

@@ -1,7 +1,7 @@
 import DBusKit
 import FoundationEssentials
 import PlayerCore
-import SpoolLog
+import Basics
 import Synchronization
 
 /// Pauses and saves when the system is about to sleep (logind's PrepareForSleep

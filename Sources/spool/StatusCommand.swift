@@ -2,7 +2,7 @@ import DBusKit
 import FoundationEssentials
 import Glibc
 import MPRIS
-import SpoolLog
+import Basics
 
 /// Where a block of status lines goes: redrawn in place on a terminal, appended when piped.
 final class Screen: @unchecked Sendable {

@@ -1,7 +1,7 @@
 import DBusKit
 import FoundationEssentials
 import MPRIS
-import SpoolLog
+import Basics
 
 /// What `spool status` knows at one moment, read from the daemon's Player and Spool1
 /// properties: the one value the status lines, `--json` and `--format` are all made from,

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import SpoolLog
+import Basics
 
 /// A `spool status --format` template in playerctl's style: text with `{{name}}`
 /// placeholders, optionally wrapped in one function (`{{lc(status)}}`,

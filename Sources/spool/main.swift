@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import SpoolLog
+import Basics
 
 // `spool <command> [arguments]`: each command lives in its own file; this one only dispatches.
 var arguments = Array(CommandLine.arguments.dropFirst())

@@ -1,11 +1,11 @@
 import Foundation
-import SpoolLog
+import Basics
 import Testing
 
-/// SpoolLog's stand-ins for `String(format:)` and `trimmingCharacters(in:)`
+/// Basics's stand-ins for `String(format:)` and `trimmingCharacters(in:)`
 /// (the daemon does not import Foundation, issue #5) answer as Foundation does.
-/// Here because SpoolLog has no test target of its own and this one links it.
-@Suite("SpoolLog's stand-ins for Foundation")
+/// Here because Basics has no test target of its own and this one links it.
+@Suite("Basics's stand-ins for Foundation")
 struct FoundationGapsTests {
     @Test func cFormatMatchesStringFormat() {
         #expect(cFormat("%ld:%02ld:%02ld", 1, 2, 3) == String(format: "%d:%02d:%02d", 1, 2, 3))

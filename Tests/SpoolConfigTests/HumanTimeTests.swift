@@ -1,4 +1,4 @@
-import SpoolLog
+import Basics
 import Testing
 
 @Suite("Times in messages, rounded for people")

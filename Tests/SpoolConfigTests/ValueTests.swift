@@ -1,4 +1,4 @@
-import SpoolLog
+import Basics
 import Testing
 
 @testable import SpoolConfig

@@ -8,7 +8,7 @@
 //     pwrite + one fsync at the end (target within 1.5×).
 import Foundation
 import RangeCache
-import SpoolLog
+import Basics
 
 let work = URL(fileURLWithPath: CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "/tmp/spool-cachebench")
 try? FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)

@@ -1,6 +1,6 @@
 import Dispatch
 import Glibc
-import SpoolLog
+import Basics
 import Synchronization
 import Testing
 

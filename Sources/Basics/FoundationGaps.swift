@@ -4,7 +4,7 @@ import Glibc
 // libFoundation, FoundationInternationalization and the ICU data, megabytes of
 // resident memory that a headless player has no use for. These are
 // the few things Spool used from Foundation that FoundationEssentials lacks.
-// They live here because SpoolLog is the one module every layer may import.
+// They live here because Basics is the one module every layer may import.
 
 /// Starts a detached thread named `name` that runs `body`, as Foundation's
 /// `Thread` did. Linux keeps 15 bytes of a thread name; the rest is cut.

@@ -1,4 +1,4 @@
-import SpoolLog
+import Basics
 import Testing
 
 @Suite("Log lines for a terminal and for journald")

@@ -1,5 +1,5 @@
 import Foundation
-import SpoolLog
+import Basics
 import Testing
 
 @Suite("XDG base directories")
