@@ -3,97 +3,10 @@ import FoundationEssentials
 import Basics
 import Synchronization
 
-/// MPRIS's three playback states, which are also the player's.
-public enum PlaybackStatus: String, Sendable, Equatable {
-    /// Audio is playing.
-    case playing = "Playing"
-    /// A track is current and paused (or restored from the last session, not yet loaded).
-    case paused = "Paused"
-    /// Nothing is playing; Play starts the current track from its beginning.
-    case stopped = "Stopped"
-}
-
-/// The track the player is on, with what is known of it so far.
-public struct NowPlaying: Sendable, Equatable {
-    /// The queue entry.
-    public var entry: QueueEntry
-    /// Tags read from the stream.
-    public var tags: TrackTags
-    /// Length, once the engine knows it.
-    public var duration: Duration?
-    /// Whether the track can seek (known length and an origin that honours ranges).
-    public var seekable = false
-    /// The track's lyrics, parsed: set by whoever reads them (the MPRIS layer, off the player's
-    /// executor, from a `.lrc` file or the tags); the player itself leaves them nil.
-    public var lyrics: Lyrics?
-
-    /// Creates what is known of a playing entry.
-    public init(entry: QueueEntry, tags: TrackTags, duration: Duration?, seekable: Bool = false) {
-        self.entry = entry
-        self.tags = tags
-        self.duration = duration
-        self.seekable = seekable
-    }
-
-    /// A title to show: the tag, else the playlist's title, else the file name. Playlist titles
-    /// and file names hold anything tags can (a NUL, which no D-Bus string may carry, control
-    /// characters): they are cleaned as tags are.
-    public var displayTitle: String {
-        if let title = tags.title, !title.isEmpty { return title }
-        if let title = entry.title.flatMap({ TagText.clean($0) }) { return title }
-        let name = entry.url.lastPathComponent
-        let decoded = name.isEmpty ? entry.url.absoluteString : removingPercentEncoding(name) ?? name
-        return TagText.clean(decoded) ?? entry.url.absoluteString
-    }
-}
-
-/// Everything a client may show about the player, as one value.
-public struct PlayerSnapshot: Sendable, Equatable {
-    /// Playing, paused or stopped.
-    public var status: PlaybackStatus = .stopped
-    /// The current track, if any.
-    public var nowPlaying: NowPlaying?
-    /// The queue in list order.
-    public var queue: [QueueEntry] = []
-    /// Output volume, 0.0–1.0.
-    public var volume: Double = 1.0
-    /// Playback rate (1.0 is normal speed).
-    public var rate: Double = 1.0
-    /// The slowest rate offered.
-    public var minimumRate: Double = 1.0
-    /// The fastest rate offered.
-    public var maximumRate: Double = 1.0
-    /// Loop mode.
-    public var loop: LoopMode = .none
-    /// Shuffle on or off.
-    public var shuffle = false
-    /// Whether the queue holds anything.
-    public var hasTracks: Bool { !queue.isEmpty }
-    /// Whether Next has somewhere to go.
-    public var canGoNext = false
-    /// Whether Previous has somewhere to go.
-    public var canGoPrevious = false
-    /// The last playback error, for clients to show; cleared when a track plays.
-    public var lastError: String?
-    /// Playback waits for bytes from the network.
-    public var buffering = false
-    /// Metered rules are in force (``MeteredNetwork``): preload and read-ahead are limited.
-    public var metered = false
-    /// Paused because the sound server gave another stream precedence (a call); playback goes on
-    /// when the server allows it, unless the listener acts first (see ``InterruptionPolicy``).
-    public var interrupted = false
-
-    /// Creates the idle snapshot.
-    public init() {}
-}
-
-/// What observers of the player hear.
-public enum PlayerUpdate: Sendable, Equatable {
-    /// The snapshot changed.
-    case changed(PlayerSnapshot)
-    /// The position jumped (seek, loop restart, resumed start); playback continues from `position`.
-    case seeked(Duration)
-}
+// One file though past 500 lines: the actor's state is private to the commands, engine events
+// and timers below, which all change it; split across files, each of its twenty-odd stored
+// properties would have to be open to every type of the module. Tags read ahead and
+// interruptions, which need little of it, are extensions in files of their own.
 
 /// The one owner of player state: the queue, the current track, status, rate,
 /// volume, loop and shuffle, and what is remembered of them. Commands come from
