@@ -27,14 +27,14 @@ INSTALLED := \
 	$(DATADIR)/fish/vendor_completions.d/spool.fish \
 	$(DATADIR)/man/man1/spool.1
 
-.PHONY: run test build build-debug deps deps-test clean install install-files uninstall
+.PHONY: run test build build-debug lint format deps deps-test clean install install-files uninstall
 
 ## make run: install what is missing, build in release mode, start the daemon.
 run: deps build
 	scripts/run-daemon.sh .build/release/spool
 
-## make test: install what is missing, build, run every test.
-test: deps-test
+## make test: install what is missing, check the formatting, build, run every test.
+test: deps-test lint
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	SWIFT=$(SWIFT) scripts/run-tests.sh $(SWIFT_FLAGS)
 
@@ -46,6 +46,15 @@ RELEASE_FLAGS := -c release --static-swift-stdlib
 
 build:
 	$(SWIFT) build $(RELEASE_FLAGS) $(SWIFT_FLAGS)
+
+# The code follows .swift-format (the toolchain's swift-format); `make format` applies it.
+FORMATTED := Sources Tests bench Package.swift
+
+lint:
+	$(SWIFT) format lint --strict --recursive $(FORMATTED)
+
+format:
+	$(SWIFT) format --in-place --recursive $(FORMATTED)
 
 build-debug:
 	$(SWIFT) build $(SWIFT_FLAGS)

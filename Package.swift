@@ -16,7 +16,7 @@ import PackageDescription
 let package = Package(
     name: "Spool",
     products: [
-        .executable(name: "spool", targets: ["spool"]),
+        .executable(name: "spool", targets: ["spool"])
     ],
     targets: [
         // MARK: C libraries (Debian -dev packages, found through pkg-config)
@@ -27,7 +27,8 @@ let package = Package(
             name: "CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(
-            name: "CGStreamer", pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-audio-1.0 gstreamer-controller-1.0",
+            name: "CGStreamer",
+            pkgConfig: "gstreamer-1.0 gstreamer-app-1.0 gstreamer-audio-1.0 gstreamer-controller-1.0",
             providers: [.apt(["libgstreamer1.0-dev", "libgstreamer-plugins-base1.0-dev"])]),
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
@@ -76,7 +77,9 @@ let package = Package(
         // Next with the next track preloaded: latency to audio and requests (none expected).
         .executableTarget(
             name: "PreloadBench",
-            dependencies: ["PlayerCore", "EngineAPI", "GStreamerEngine", "MediaSource", "RangeCache", "Fetcher", "TestSupport"],
+            dependencies: [
+                "PlayerCore", "EngineAPI", "GStreamerEngine", "MediaSource", "RangeCache", "Fetcher", "TestSupport",
+            ],
             path: "bench/PreloadBench"),
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
         // Reads of held bytes while every data sync takes 500 ms.
@@ -105,17 +108,22 @@ let package = Package(
             name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "RangeCache", "TestSupport"]),
         .testTarget(
             name: "GStreamerEngineTests",
-            dependencies: ["GStreamerEngine", "EngineAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer", "TestSupport"]),
+            dependencies: [
+                "GStreamerEngine", "EngineAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer", "TestSupport",
+            ]),
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(
-            name: "StateStoreTests", dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
+            name: "StateStoreTests",
+            dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "Basics", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit", "PlayerCore", "EngineAPI", "TestDoubles"]),
         .testTarget(
             name: "CacheFillingTests",
-            dependencies: ["CacheFilling", "MediaSource", "RangeCache", "Fetcher", "PlayerCore", "EngineAPI", "TestSupport"]),
+            dependencies: [
+                "CacheFilling", "MediaSource", "RangeCache", "Fetcher", "PlayerCore", "EngineAPI", "TestSupport",
+            ]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),
         // `make install-files` into a temporary DESTDIR, and D-Bus activation of the built daemon.

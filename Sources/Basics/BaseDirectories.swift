@@ -22,7 +22,8 @@ public struct BaseDirectories: Sendable, Equatable {
 
     /// The folders `environment` names (usually `ProcessInfo.processInfo.environment`).
     public init(environment: [String: String]) {
-        let home = environment["HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
+        let home =
+            environment["HOME"].flatMap { $0.isEmpty ? nil : URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser
         func folder(_ variable: String, default relative: String) -> URL {
             environment[variable].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
@@ -52,10 +53,13 @@ public struct BaseDirectories: Sendable, Equatable {
             let trimmed = line.trimmingPrefix(while: \.isWhitespace)
             guard trimmed.hasPrefix("XDG_MUSIC_DIR=") else { continue }
             var value = String(trimmed.dropFirst("XDG_MUSIC_DIR=".count))
-            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
+            if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 {
+                value = String(value.dropFirst().dropLast())
+            }
             if value.hasPrefix("$HOME") { value = home + value.dropFirst("$HOME".count) }
             guard value.hasPrefix("/"),
-                URL(fileURLWithPath: value).standardizedFileURL.path != URL(fileURLWithPath: home).standardizedFileURL.path
+                URL(fileURLWithPath: value).standardizedFileURL.path
+                    != URL(fileURLWithPath: home).standardizedFileURL.path
             else { return nil }
             return URL(fileURLWithPath: value)
         }

@@ -22,7 +22,10 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable {
     /// Parses a level name (`"debug"`, `"WARNING"`, `"warn"`); nil when unknown.
     public init?(name: String) {
         let lowered = name.lowercased()
-        if lowered == "warn" { self = .warning; return }
+        if lowered == "warn" {
+            self = .warning
+            return
+        }
         guard let level = LogLevel.allCases.first(where: { $0.name == lowered }) else { return nil }
         self = level
     }

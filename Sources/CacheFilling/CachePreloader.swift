@@ -1,9 +1,9 @@
+import Basics
 import Fetcher
 import FoundationEssentials
 import MediaSource
 import PlayerCore
 import RangeCache
-import Basics
 import Synchronization
 
 /// Carries out the player's preload plans in the range cache: for every upcoming track the

@@ -1,8 +1,8 @@
+import Basics
 import Fetcher
 import FoundationEssentials
 import MediaSource
 import RangeCache
-import Basics
 import Synchronization
 
 /// Fills whole cache entries a user asked for ahead of play: a ``CachedByteSource`` opened in

@@ -1,6 +1,6 @@
+import Basics
 import Dispatch
 import Glibc
-import Basics
 import Synchronization
 
 /// The outcome of a method call: its results or the error reply.

@@ -1,6 +1,6 @@
+import Basics
 internal import CDBus
 import Glibc
-import Basics
 
 /// The connection thread's side: the only code that touches the libdbus
 /// connection after start-up. It sleeps in poll() on the connection's socket
@@ -89,7 +89,8 @@ final class ConnectionLoop {
     private func pollTimeout() -> Int32 {
         guard let next = pending.values.map(\.deadline).min() else { return -1 }
         let remaining = ContinuousClock.now.duration(to: next)
-        let milliseconds = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+        let milliseconds =
+            remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
         return Int32(clamping: max(0, milliseconds + 1))
     }
 
@@ -231,7 +232,8 @@ final class ConnectionLoop {
         // reading it.
         let unicast = header.destination != nil
         let candidates = subscriptions.values.filter {
-            $0.rule.matchesHeader(sender: header.sender, path: path, interface: interface, member: member, unicast: unicast)
+            $0.rule.matchesHeader(
+                sender: header.sender, path: path, interface: interface, member: member, unicast: unicast)
         }
         guard !candidates.isEmpty else { return }
         core.signalBodiesRead.add(1, ordering: .relaxed)

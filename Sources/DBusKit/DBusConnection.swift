@@ -1,7 +1,7 @@
+import Basics
 internal import CDBus
 import Dispatch
 import FoundationEssentials
-import Basics
 import Synchronization
 
 /// A signal received through `DBusConnection.signals(matching:)`.

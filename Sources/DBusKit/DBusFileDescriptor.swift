@@ -25,7 +25,9 @@ public final class DBusFileDescriptor: Sendable, Equatable, CustomStringConverti
     /// Throws `Failed` when `dup` fails (no descriptors left, or a closed one).
     public convenience init(duplicating descriptor: Int32) throws {
         let copy = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
-        guard copy >= 0 else { throw DBusError.failed("cannot duplicate file descriptor \(descriptor): errno \(errno)") }
+        guard copy >= 0 else {
+            throw DBusError.failed("cannot duplicate file descriptor \(descriptor): errno \(errno)")
+        }
         self.init(taking: copy)
     }
 

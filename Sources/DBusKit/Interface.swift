@@ -222,7 +222,9 @@ enum Introspection {
                 + " access=\"\(property.access.introspectionName)\"/>\n"
         }
         for signal in interface.signals {
-            let arguments = signal.arguments.map { "<arg name=\"\(escape($0.name))\" type=\"\(escape($0.signature))\"/>" }
+            let arguments = signal.arguments.map {
+                "<arg name=\"\(escape($0.name))\" type=\"\(escape($0.signature))\"/>"
+            }
             element("signal", name: signal.name, children: arguments, into: &xml)
         }
         xml += "  </interface>\n"

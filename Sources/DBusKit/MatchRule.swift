@@ -48,7 +48,9 @@ struct MatchRule: Sendable {
     /// who owns it before delivering a broadcast for this rule.
     func matches(_ signal: DBusSignalMessage) -> Bool {
         matchesHeader(sender: signal.sender, path: signal.path, interface: signal.interface, member: signal.member)
-            && fields.allSatisfy { key, value in Self.isHeaderKey(key) || matches(argumentKey: key, value: value, signal) }
+            && fields.allSatisfy { key, value in
+                Self.isHeaderKey(key) || matches(argumentKey: key, value: value, signal)
+            }
     }
 
     /// Whether a signal with these header fields can match, judged on every key

@@ -33,15 +33,16 @@ enum ObjectDispatch {
         } else {
             candidates = available
         }
-        guard let found = candidates.lazy.compactMap({ entry in entry.interface.method(named: member).map { (entry, $0) } }).first
-        else {
+        let methods = candidates.lazy.compactMap { entry in entry.interface.method(named: member).map { (entry, $0) } }
+        guard let found = methods.first else {
             let scope = header.interface.map { "interface '\($0)'" } ?? "path '\(path)'"
             throw DBusError.unknownMethod("No method '\(member)' with signature '\(header.signature)' on \(scope)")
         }
         let (entry, method) = found
         guard header.signature == method.inSignature else {
             throw DBusError.invalidArgs(
-                "\(entry.interface.name).\(member) expects arguments '\(method.inSignature)', got '\(header.signature)'")
+                "\(entry.interface.name).\(member) expects arguments '\(method.inSignature)', got '\(header.signature)'"
+            )
         }
         return (entry.isStandard ? entry.interface.name : nil, method)
     }

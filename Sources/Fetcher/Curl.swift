@@ -1,9 +1,9 @@
+internal import CCurl
+internal import CCurlShim
 import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
-internal import CCurl
-internal import CCurlShim
 
 /// `curl_global_init`, once per process (SIGPIPE ignored as well: libcurl writes to sockets).
 enum CurlGlobal {

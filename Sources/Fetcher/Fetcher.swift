@@ -1,6 +1,6 @@
+import Basics
 import Dispatch
 import FoundationEssentials
-import Basics
 import Synchronization
 
 /// Spool's resilient HTTP range fetcher. One thread owns libcurl's multi handle and every

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Basics
+import FoundationEssentials
 
 /// How urgently a transfer's bytes are needed, lowest first. While a transfer of a
 /// higher priority is receiving, every running transfer of a lower priority is paused

@@ -1,6 +1,6 @@
+import Basics
 import FoundationEssentials
 import Glibc
-import Basics
 
 /// Tunables of a ``Fetcher``. The defaults are the production values; tests shorten the times.
 public struct FetcherConfiguration: Sendable {
@@ -132,7 +132,8 @@ enum ResponsePolicy {
                 // answered 200, not 416.
                 return .endOfResource(total: served)
             }
-            return .fail(.resourceChanged("416 for byte \(plan.start), length \(served.map(String.init) ?? "?") not \(total)"))
+            return .fail(
+                .resourceChanged("416 for byte \(plan.start), length \(served.map(String.init) ?? "?") not \(total)"))
         case 401, 403, 410:
             return .reresolve(status: status)
         case _ where isRetryable(status: status):
@@ -183,11 +184,14 @@ enum ResponsePolicy {
     /// every byte delivered so far (`bodyEnd` at `next`): such an origin cannot be asked for the
     /// rest, and starting it again from byte 0 would download the file twice to end at the same
     /// byte. Anything else continues at `next` (a range request can check the length for free).
-    static func shortBodyEndsResource(status: Int, acceptRanges: String?, code: Int, bodyEnd: Int64, next: Int64) -> Bool {
+    static func shortBodyEndsResource(status: Int, acceptRanges: String?, code: Int, bodyEnd: Int64, next: Int64)
+        -> Bool
+    {
         guard status == 200, code == CurlCode.partialFile, bodyEnd == next, next > 0 else { return false }
-        let offersRanges = acceptRanges?.lowercased().split(separator: ",").contains {
-            $0.trimmingWhitespace() == "bytes"
-        } ?? false
+        let offersRanges =
+            acceptRanges?.lowercased().split(separator: ",").contains {
+                $0.trimmingWhitespace() == "bytes"
+            } ?? false
         return !offersRanges
     }
 
@@ -213,7 +217,8 @@ enum ResponsePolicy {
         else { return nil }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = .gmt
-        let date = DateComponents(year: year, month: month + 1, day: day, hour: clock[0], minute: clock[1], second: clock[2])
+        let date = DateComponents(
+            year: year, month: month + 1, day: day, hour: clock[0], minute: clock[1], second: clock[2])
         guard date.isValidDate(in: calendar) else { return nil }
         return calendar.date(from: date)
     }

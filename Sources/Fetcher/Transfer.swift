@@ -1,6 +1,6 @@
-import FoundationEssentials
 import Basics
 internal import CCurlShim
+import FoundationEssentials
 
 /// Signature of the re-resolve hook: the request's original URL in, a URL to try next out
 /// (nil: give up).
@@ -134,7 +134,8 @@ final class Transfer {
         case .running(let attempt) where !paused && now - lastProgress >= env.configuration.stallTimeout:
             emit(.status(.stalled(seconds: now - lastProgress)))
             stopAttempt(attempt)
-            interrupted(attempt, reason: .transport(code: 28, message: "no data for \(Int(now - lastProgress)) s"), now: now)
+            interrupted(
+                attempt, reason: .transport(code: 28, message: "no data for \(Int(now - lastProgress)) s"), now: now)
         case .running(let attempt) where !paused:
             switch speed.judge(now: now) {
             case .pending: break
@@ -155,10 +156,13 @@ final class Transfer {
         stopAttempt(attempt)
         let configuration = env.configuration
         guard slowWindows < configuration.maxSlowAttempts else {
-            env.log.warning("transfer \(id): \(Int(rate.rounded())) bytes/s on \(slowWindows) connections in a row; giving up")
+            env.log.warning(
+                "transfer \(id): \(Int(rate.rounded())) bytes/s on \(slowWindows) connections in a row; giving up")
             return fail(.tooSlow(bytesPerSecond: rate, minimum: configuration.minimumRate))
         }
-        env.log.info("transfer \(id): \(Int(rate.rounded())) bytes/s, below \(Int(configuration.minimumRate)); reconnecting at \(next)")
+        env.log.info(
+            "transfer \(id): \(Int(rate.rounded())) bytes/s, below \(Int(configuration.minimumRate)); reconnecting at \(next)"
+        )
         emit(.status(.reconnecting(from: next)))
         startAttempt(now: now)
     }
@@ -372,19 +376,24 @@ final class Transfer {
                 total = next  // no length was declared: a clean end is the end of the resource
                 return finish()
             }
-            if let declared = end, ResponsePolicy.shortBodyEndsResource(
-                status: attempt.easy.status, acceptRanges: attempt.easy.header("Accept-Ranges"), code: code,
-                bodyEnd: attempt.offset, next: next)
+            if let declared = end,
+                ResponsePolicy.shortBodyEndsResource(
+                    status: attempt.easy.status, acceptRanges: attempt.easy.header("Accept-Ranges"), code: code,
+                    bodyEnd: attempt.offset, next: next)
             {
-                env.log.info("transfer \(id): body ended at byte \(next) of the \(declared) declared, and the origin offers no ranges: that is its end")
+                env.log.info(
+                    "transfer \(id): body ended at byte \(next) of the \(declared) declared, and the origin offers no ranges: that is its end"
+                )
                 total = next
                 self.end = next
                 emit(.status(.endedShort(length: next)))
                 return finish()
             }
             if code != CurlCode.ok, !CurlCode.retryable.contains(code) { return fail(transportError) }
-            let reason = code == CurlCode.ok
-                ? FetchError.transport(code: 18, message: "body ended at byte \(next) of \(end.map(String.init) ?? "?")")
+            let reason =
+                code == CurlCode.ok
+                ? FetchError.transport(
+                    code: 18, message: "body ended at byte \(next) of \(end.map(String.init) ?? "?")")
                 : transportError
             interrupted(attempt, reason: reason, now: now)
         case .notModified?, .endOfResource?:

@@ -4,10 +4,13 @@ import Synchronization
 extension Fetcher {
     /// Downloads a small resource whole (a playlist), refusing more than `limit` bytes; at
     /// `priority` (a playlist is waited for, lyrics are not).
-    public func fetchWhole(_ url: URL, limit: Int = 4 << 20, priority: FetchPriority = .playback) async throws(FetchError) -> Data {
+    public func fetchWhole(_ url: URL, limit: Int = 4 << 20, priority: FetchPriority = .playback)
+        async throws(FetchError) -> Data
+    {
         let collected = Mutex<(body: Data, continuation: CheckedContinuation<Result<Data, FetchError>, Never>?)>(
             (Data(), nil))
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Data, FetchError>, Never>) in
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<Data, FetchError>, Never>) in
             collected.withLock { $0.continuation = continuation }
             start(RangeRequest(url: url, priority: priority)) { [weak self] transferID, event in
                 var outcome: Result<Data, FetchError>?

@@ -1,9 +1,9 @@
+import Basics
+internal import CGStreamer
 import Dispatch
 import FoundationEssentials
 import MediaSource
-import Basics
 import Synchronization
-internal import CGStreamer
 
 /// Feeds one `appsrc` from a ``ByteSource`` in random-access mode (or, when told, in
 /// seekable push mode, where appsrc asks the same way: seek-data on a seek, need-data to go on).
@@ -115,7 +115,8 @@ final class AppSrcFeeder: Sendable {
     /// new appsrc: the old one's callbacks are ignored from then on.
     func attach(to appsrc: UnsafeMutablePointer<GstAppSrc>) {
         gst_object_ref(UnsafeMutableRawPointer(appsrc))
-        let pad = gst_element_get_static_pad(UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self), "src")
+        let pad = gst_element_get_static_pad(
+            UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self), "src")
         let previous = lock.withLock { box -> UnsafeMutablePointer<GstAppSrc>? in
             defer {
                 box.state.appsrc = appsrc
@@ -188,14 +189,14 @@ final class AppSrcFeeder: Sendable {
 
     static let onUpstreamEvent:
         @convention(c) (UnsafeMutablePointer<GstPad>?, UnsafeMutablePointer<GstPadProbeInfo>?, gpointer?) ->
-        GstPadProbeReturn = { pad, info, context in
-            guard let pad, let context, let data = info?.pointee.data else { return GST_PAD_PROBE_OK }
-            let event = data.assumingMemoryBound(to: GstEvent.self)
-            if event.pointee.type == GST_EVENT_FLUSH_START {
-                Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().invalidatePending(on: pad)
+            GstPadProbeReturn = { pad, info, context in
+                guard let pad, let context, let data = info?.pointee.data else { return GST_PAD_PROBE_OK }
+                let event = data.assumingMemoryBound(to: GstEvent.self)
+                if event.pointee.type == GST_EVENT_FLUSH_START {
+                    Unmanaged<AppSrcFeeder>.fromOpaque(context).takeUnretainedValue().invalidatePending(on: pad)
+                }
+                return GST_PAD_PROBE_OK
             }
-            return GST_PAD_PROBE_OK
-        }
 
     static let release: @convention(c) (gpointer?) -> Void = { context in
         guard let context else { return }

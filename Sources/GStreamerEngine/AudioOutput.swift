@@ -1,7 +1,7 @@
-import EngineAPI
-import FoundationEssentials
 import Basics
 internal import CGStreamer
+import EngineAPI
+import FoundationEssentials
 
 /// Chooses and builds the audio sink: the user's own description, else the
 /// desktop's sound server, else ALSA, else a null sink that keeps real time;
@@ -32,7 +32,7 @@ enum AudioOutput {
         let volumeInput = gst_element_get_static_pad(volume.element, "sink")
         defer { gst_object_unref(UnsafeMutableRawPointer(volumeInput)) }
         guard gst_element_link(volume.element, sink) != 0,
-              let ghost = gst_ghost_pad_new("sink", volumeInput), gst_element_add_pad(bin, ghost) != 0
+            let ghost = gst_ghost_pad_new("sink", volumeInput), gst_element_add_pad(bin, ghost) != 0
         else {
             gst_object_unref(UnsafeMutableRawPointer(bin))
             throw EngineError("the volume element does not link to the audio sink")

@@ -1,6 +1,6 @@
-import FoundationEssentials
 import Basics
 internal import CGStreamer
+import FoundationEssentials
 
 /// Writes embedded cover art to disk once, named by the SHA-256 of its bytes,
 /// so every track of an album shares one file and clients get a `file://` URL.
@@ -20,8 +20,9 @@ struct CoverArtStore: Sendable {
     /// Extracts the first `image` (else `preview-image`) of a tag list and stores it; nil when there is none.
     func store(from list: UnsafeMutablePointer<GstTagList>) -> URL? {
         var sample: OpaquePointer?
-        guard gst_tag_list_get_sample(list, "image", &sample) != 0
-            || gst_tag_list_get_sample(list, "preview-image", &sample) != 0,
+        guard
+            gst_tag_list_get_sample(list, "image", &sample) != 0
+                || gst_tag_list_get_sample(list, "preview-image", &sample) != 0,
             let sample
         else { return nil }
         defer { gst_sample_unref(sample) }

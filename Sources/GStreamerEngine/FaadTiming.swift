@@ -35,36 +35,37 @@ enum FaadTiming {
     }
 
     /// On a streaming thread: replaces a segment event that ``shifted(start:stop:time:rate:)`` moves.
-    private static let onEvent: @convention(c) (
-        UnsafeMutablePointer<GstPad>?, UnsafeMutablePointer<GstPadProbeInfo>?, gpointer?
-    ) -> GstPadProbeReturn = { pad, info, _ in
-        guard let pad, let info, let data = info.pointee.data else { return GST_PAD_PROBE_OK }
-        let event = data.assumingMemoryBound(to: GstEvent.self)
-        guard event.pointee.type == GST_EVENT_SEGMENT else { return GST_PAD_PROBE_OK }
-        var parsed: UnsafePointer<GstSegment>?
-        gst_event_parse_segment(event, &parsed)
-        guard let parsed, parsed.pointee.format == GST_FORMAT_TIME, let caps = gst_pad_get_current_caps(pad)
-        else { return GST_PAD_PROBE_OK }
-        var rate: gint = 0
-        let known = gst_structure_get_int(gst_caps_get_structure(caps, 0), "rate", &rate) != 0
-        gst_caps_unref(caps)
-        let open = GstClockTime.max
-        guard known,
-            let moved = shifted(
-                start: parsed.pointee.start, stop: parsed.pointee.stop == open ? nil : parsed.pointee.stop,
-                time: parsed.pointee.time, rate: Int(rate)),
-            let copy = gst_segment_copy(parsed)
-        else { return GST_PAD_PROBE_OK }
-        let shift = parsed.pointee.start - moved.start
-        copy.pointee.start = moved.start
-        copy.pointee.stop = moved.stop ?? open
-        if copy.pointee.position >= shift { copy.pointee.position -= shift }
-        let replacement = gst_event_new_segment(copy)
-        gst_segment_free(copy)
-        guard let replacement else { return GST_PAD_PROBE_OK }
-        gst_event_set_seqnum(replacement, gst_event_get_seqnum(event))
-        gst_event_unref(event)
-        info.pointee.data = UnsafeMutableRawPointer(replacement)
-        return GST_PAD_PROBE_OK
-    }
+    private static let onEvent:
+        @convention(c) (
+            UnsafeMutablePointer<GstPad>?, UnsafeMutablePointer<GstPadProbeInfo>?, gpointer?
+        ) -> GstPadProbeReturn = { pad, info, _ in
+            guard let pad, let info, let data = info.pointee.data else { return GST_PAD_PROBE_OK }
+            let event = data.assumingMemoryBound(to: GstEvent.self)
+            guard event.pointee.type == GST_EVENT_SEGMENT else { return GST_PAD_PROBE_OK }
+            var parsed: UnsafePointer<GstSegment>?
+            gst_event_parse_segment(event, &parsed)
+            guard let parsed, parsed.pointee.format == GST_FORMAT_TIME, let caps = gst_pad_get_current_caps(pad)
+            else { return GST_PAD_PROBE_OK }
+            var rate: gint = 0
+            let known = gst_structure_get_int(gst_caps_get_structure(caps, 0), "rate", &rate) != 0
+            gst_caps_unref(caps)
+            let open = GstClockTime.max
+            guard known,
+                let moved = shifted(
+                    start: parsed.pointee.start, stop: parsed.pointee.stop == open ? nil : parsed.pointee.stop,
+                    time: parsed.pointee.time, rate: Int(rate)),
+                let copy = gst_segment_copy(parsed)
+            else { return GST_PAD_PROBE_OK }
+            let shift = parsed.pointee.start - moved.start
+            copy.pointee.start = moved.start
+            copy.pointee.stop = moved.stop ?? open
+            if copy.pointee.position >= shift { copy.pointee.position -= shift }
+            let replacement = gst_event_new_segment(copy)
+            gst_segment_free(copy)
+            guard let replacement else { return GST_PAD_PROBE_OK }
+            gst_event_set_seqnum(replacement, gst_event_get_seqnum(event))
+            gst_event_unref(event)
+            info.pointee.data = UnsafeMutableRawPointer(replacement)
+            return GST_PAD_PROBE_OK
+        }
 }

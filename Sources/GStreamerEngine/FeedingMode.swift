@@ -1,6 +1,6 @@
+internal import CGStreamer
 import EngineAPI
 import FoundationEssentials
-internal import CGStreamer
 
 /// How a track's bytes reach GStreamer and how its seeks are asked for: pure decisions, made
 /// from the track's URL and type and from which bytes the source holds.
@@ -102,7 +102,9 @@ struct ElementRef: @unchecked Sendable {
     /// bitrate it measured); nil before it can tell.
     func byte(at time: Duration) -> Int64? {
         var bytes: gint64 = 0
-        guard gst_element_query_convert(pointer, GST_FORMAT_TIME, gint64(nanoseconds(time)), GST_FORMAT_BYTES, &bytes) != 0,
+        guard
+            gst_element_query_convert(pointer, GST_FORMAT_TIME, gint64(nanoseconds(time)), GST_FORMAT_BYTES, &bytes)
+                != 0,
             bytes >= 0
         else { return nil }
         return Int64(bytes)

@@ -1,6 +1,6 @@
+internal import CGStreamer
 import Dispatch
 import FoundationEssentials
-internal import CGStreamer
 
 /// `gst_init`, once per process, before any other GStreamer call.
 public enum GStreamer {
@@ -70,7 +70,10 @@ public enum GStreamer {
     static func warmUp() {
         DispatchQueue.global(qos: .utility).async {
             initialize()
-            for name in ["uridecodebin", "decodebin", "typefind", "appsrc", "audioconvert", "audioresample", "id3demux", "mpegaudioparse"] {
+            for name in [
+                "uridecodebin", "decodebin", "typefind", "appsrc", "audioconvert", "audioresample", "id3demux",
+                "mpegaudioparse",
+            ] {
                 guard let element = gst_element_factory_make(name, nil) else { continue }
                 gst_object_unref(UnsafeMutableRawPointer(gst_object_ref_sink(UnsafeMutableRawPointer(element))))
             }
@@ -87,7 +90,8 @@ public enum GStreamer {
         initialize()
         guard let wanted = gst_caps_from_string(caps) else { return nil }
         defer { gst_caps_unref(wanted) }
-        let decoders = gst_element_factory_list_get_elements(decoderOfAudio, GstRank(rawValue: GST_RANK_MARGINAL.rawValue))
+        let decoders = gst_element_factory_list_get_elements(
+            decoderOfAudio, GstRank(rawValue: GST_RANK_MARGINAL.rawValue))
         defer { gst_plugin_feature_list_free(decoders) }
         // Both lists are by decreasing rank, as decodebin tries them.
         let matching = gst_element_factory_list_filter(decoders, wanted, GST_PAD_SINK, 0)
@@ -211,7 +215,10 @@ func streamURI(of element: UnsafeMutablePointer<GstObject>?, below top: UnsafeMu
         defer { gst_object_unref(current) }
         if UnsafeMutableRawPointer(current) == top { return nil }
         let type = current.withMemoryRebound(to: GTypeInstance.self, capacity: 1) { $0.pointee.g_class }
-        if let type, g_object_class_find_property(UnsafeMutableRawPointer(type).assumingMemoryBound(to: GObjectClass.self), "uri") != nil {
+        if let type,
+            g_object_class_find_property(
+                UnsafeMutableRawPointer(type).assumingMemoryBound(to: GObjectClass.self), "uri") != nil
+        {
             return stringProperty(current, "uri")
         }
         object = gst_object_get_parent(current)

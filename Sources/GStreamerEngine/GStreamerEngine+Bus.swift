@@ -1,10 +1,10 @@
+import Basics
+internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
 import MediaSource
-import Basics
 import Synchronization
-internal import CGStreamer
 
 /// The bus thread: GStreamer's messages turned into engine events, each routed to the track
 /// whose stream it concerns (stream starts, prerolls and seeks done, tags, durations, errors).
@@ -61,7 +61,9 @@ extension GStreamerEngine {
             if let from, from == next?.uri || from == broken {
                 // The next track's stream broke while the current one still plays: it plays to its
                 // end, and the player loads the next track again then and hears its own error.
-                log.error("\(next.map { "\($0.track.id)" } ?? "a dropped track") (next): \(text) (\(takeGString(debug) ?? ""))")
+                log.error(
+                    "\(next.map { "\($0.track.id)" } ?? "a dropped track") (next): \(text) (\(takeGString(debug) ?? ""))"
+                )
                 control.async { [self] in dropBrokenNext(uri: from) }
                 return
             }
@@ -137,7 +139,8 @@ extension GStreamerEngine {
         let playing = stringProperty(playbin, "current-uri")
         // Still the previous track's position: its samples are not all played yet.
         var switchPosition: gint64 = -1
-        let positionKnown = gst_element_query_position(playbin, GST_FORMAT_TIME, &switchPosition) != 0 && switchPosition >= 0
+        let positionKnown =
+            gst_element_query_position(playbin, GST_FORMAT_TIME, &switchPosition) != 0 && switchPosition >= 0
         enum Start {
             case first(TrackID)
             case handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, audibleIn: Duration)
@@ -156,7 +159,9 @@ extension GStreamerEngine {
                 // Announced when it is heard: until then the previous track's end still sounds,
                 // and that end is the position reported.
                 state.unannounced = (
-                    next.track.id, next.feeder?.seekable ?? false, old?.track.id, audibleIn > .zero ? old?.duration : nil)
+                    next.track.id, next.feeder?.seekable ?? false, old?.track.id,
+                    audibleIn > .zero ? old?.duration : nil
+                )
                 return .handedOver(next.track.id, old?.feeder, needsRate: state.rate != 1, audibleIn: audibleIn)
             }
             if let current = state.current, current.uri == playing {
@@ -211,7 +216,10 @@ extension GStreamerEngine {
         reportDuration(of: current)
         control.async { [self] in
             enum Next {
-                case seek(Duration, exact: Bool), reconfigure(Duration), seeked(playing: Bool, silent: Bool), stale, nothing
+                case seek(Duration, exact: Bool)
+                case reconfigure(Duration)
+                case seeked(playing: Bool, silent: Bool)
+                case stale, nothing
             }
             let next = shared.withLock { state -> Next in
                 guard let now = state.current, now.uri == current.uri else { return .nothing }

@@ -1,10 +1,10 @@
+import Basics
+internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
 import MediaSource
-import Basics
 import Synchronization
-internal import CGStreamer
 
 /// The gapless hand-over and playbin's streaming-thread callbacks: giving playbin the
 /// prepared next track at about-to-finish, attaching feeders to the sources playbin makes,
@@ -32,7 +32,9 @@ extension GStreamerEngine {
         // group's activation), so a state change that waited for it runs after the activation.
         defer { activated?.signal() }
         guard let feeder else {
-            log.error("source-setup for an unknown source \(uri ?? "without a URI") (known: \(shared.withLock { Array($0.feeders.keys) }))")
+            log.error(
+                "source-setup for an unknown source \(uri ?? "without a URI") (known: \(shared.withLock { Array($0.feeders.keys) }))"
+            )
             return
         }
         feeder.attach(to: UnsafeMutableRawPointer(source).assumingMemoryBound(to: GstAppSrc.self))
@@ -57,11 +59,13 @@ extension GStreamerEngine {
     }
 
     static let onElementAdded:
-        @convention(c) (UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<GstElement>?, gpointer?) ->
-        Void = { _, _, element, context in
-            guard let element, let context else { return }
-            Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().elementAdded(element)
-        }
+        @convention(c) (
+            UnsafeMutableRawPointer?, UnsafeMutableRawPointer?, UnsafeMutablePointer<GstElement>?, gpointer?
+        ) ->
+            Void = { _, _, element, context in
+                guard let element, let context else { return }
+                Unmanaged<GStreamerEngine>.fromOpaque(context).takeUnretainedValue().elementAdded(element)
+            }
 
     /// On a streaming thread: keeps the newest parser (playbin builds one per stream), and
     /// starts loading a slow decoder the track needs once its demuxer or parser is there (the
@@ -72,7 +76,10 @@ extension GStreamerEngine {
         let klass = String(cString: metadata)
         if klass.contains("Decoder") { FaadTiming.attach(to: element) }
         if klass.contains("Demuxer") || klass.contains("Parser"),
-            let caps = shared.withLock({ state in defer { state.decoderToPreload = nil }; return state.decoderToPreload })
+            let caps = shared.withLock({ state in
+                defer { state.decoderToPreload = nil }
+                return state.decoderToPreload
+            })
         {
             GStreamer.preloadDecoder(for: caps)
         }
@@ -94,7 +101,9 @@ extension GStreamerEngine {
     /// prepared next track, if its source is open. Nothing else happens here.
     func aboutToFinish() {
         let (next, parser) = shared.withLock { state -> (Prepared?, ElementRef?) in
-            guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else { return (nil, nil) }
+            guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else {
+                return (nil, nil)
+            }
             state.handedOver = true
             state.activating = (next.uri, DispatchSemaphore(value: 0))
             // The next stream's parser, if its format has one, is added once playbin has the URI;

@@ -1,7 +1,7 @@
-import Dispatch
-import EngineAPI
 import Basics
 internal import CGStreamer
+import Dispatch
+import EngineAPI
 
 /// Letting go of the pipeline after a long pause or stop (see ``IdleRelease``), and bringing a
 /// paused track back where it was.
@@ -36,7 +36,8 @@ extension GStreamerEngine {
     private func idleWaitEnded(_ token: UInt64) {
         let decision = shared.withLock { state -> IdleRelease.Decision in
             guard state.busRunning else { return .stale }
-            let settled = (state.current?.phase.isSettled ?? true) && state.unannounced == nil
+            let settled =
+                (state.current?.phase.isSettled ?? true) && state.unannounced == nil
                 && state.released?.resuming != true && !state.outputKept
             return state.idleRelease.waitEnded(token, settled: settled)
         }

@@ -1,10 +1,10 @@
+import Basics
+internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
 import MediaSource
-import Basics
 import Synchronization
-internal import CGStreamer
 
 /// The engine's work on its control queue: opening a track's source, starting, rebuilding
 /// and tearing down the pipeline, seeking, and the watchdog of a start that never comes.
@@ -67,7 +67,9 @@ extension GStreamerEngine {
     }
 
     /// Starts the opened `track` at `position`; `resumed`: it comes back after the idle release.
-    func start(_ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration, resumed: Bool = false) {
+    func start(
+        _ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration, resumed: Bool = false
+    ) {
         let uri = TypeHint.uri(
             "appsrc://spool/\(track.id.rawValue)-\(generation)", url: track.url, contentType: feeder.info.contentType)
         let playing = shared.withLock { state -> Bool in
@@ -142,7 +144,9 @@ extension GStreamerEngine {
         if wanted == .none && filter != .none && !stopped { wanted = .passThrough }
         switch wanted {
         case .none:
-            if filter != .none { setProperty(playbin, "audio-filter", object: nil as UnsafeMutablePointer<GstElement>?) }
+            if filter != .none {
+                setProperty(playbin, "audio-filter", object: nil as UnsafeMutablePointer<GstElement>?)
+            }
         case .passThrough, .scaletempo:
             guard let element = gst_element_factory_make(wanted == .scaletempo ? "scaletempo" : "identity", nil) else {
                 log.warning("cannot create the rate filter")
@@ -177,7 +181,10 @@ extension GStreamerEngine {
         gst_element_set_state(playbin, GST_STATE_READY)
         // Everything on the bus before this marker belongs to the pipeline before the rebuild.
         if let structure = gst_structure_new_empty(Self.restartMarkerName) {
-            gst_bus_post(bus, gst_message_new_application(UnsafeMutableRawPointer(playbin).assumingMemoryBound(to: GstObject.self), structure))
+            gst_bus_post(
+                bus,
+                gst_message_new_application(
+                    UnsafeMutableRawPointer(playbin).assumingMemoryBound(to: GstObject.self), structure))
         }
         installRateFilter(stopped: false)
         setProperty(playbin, "uri", uri)

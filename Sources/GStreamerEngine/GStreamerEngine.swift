@@ -1,10 +1,10 @@
+import Basics
+internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
 import MediaSource
-import Basics
 import Synchronization
-internal import CGStreamer
 
 /// The playback engine on GStreamer: a `playbin` whose source for every track
 /// is an `appsrc` (URI `appsrc://spool/N-G.ext`, see ``TypeHint``) fed by Spool's media source, so every
@@ -183,7 +183,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             return state.latestLoad
         }
         control.async { [self] in
-            guard shared.withLock({ $0.latestLoad == ticket && $0.busRunning }) else { return }  // superseded, or shut down
+            // Superseded, or shut down.
+            guard shared.withLock({ $0.latestLoad == ticket && $0.busRunning }) else { return }
             transportChanged(to: playing ? .playing : .paused)
             loadNow(track, at: position, playing: playing)
         }
@@ -225,7 +226,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 guard let released = state.released, !released.resuming else { return false }
                 state.released?.next = track
                 return true
-            }) { return }
+            }) {
+                return
+            }
             let (old, generation) = shared.withLock { state -> (Prepared?, UInt64) in
                 if state.next?.track == track { return (nil, state.generation) }
                 if state.handedOver { return (nil, state.generation) }  // playbin already has it
@@ -306,12 +309,18 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     public func seek(to target: Duration) {
         shared.withLock { $0.pendingSeek = target }
         control.async { [self] in
-            guard let position = shared.withLock({ state -> Duration? in
-                defer { state.pendingSeek = nil }
-                return state.pendingSeek
-            }) else { return }  // a later seek in the burst took it
+            guard
+                let position = shared.withLock({ state -> Duration? in
+                    defer { state.pendingSeek = nil }
+                    return state.pendingSeek
+                })
+            else { return }  // a later seek in the burst took it
             enum Plan {
-                case seek(exact: Bool), later, reload(EngineTrack, EngineTrack?, playing: Bool), released(TrackID), nothing
+                case seek(exact: Bool)
+                case later
+                case reload(EngineTrack, EngineTrack?, playing: Bool)
+                case released(TrackID)
+                case nothing
             }
             let plan = shared.withLock { state -> Plan in
                 if let released = state.released {
@@ -351,7 +360,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     public func setRate(_ rate: Double) {
         let clamped = min(Self.rates.upperBound, max(Self.rates.lowerBound, rate))
         control.async { [self] in
-            enum Plan { case seek(exact: Bool), reconfigure, nothing }
+            enum Plan {
+                case seek(exact: Bool)
+                case reconfigure, nothing
+            }
             let plan = shared.withLock { state -> Plan in
                 guard state.rate != clamped else { return .nothing }
                 state.rate = clamped

@@ -13,7 +13,9 @@ enum HandOverTiming {
     /// How long after the announcement the new track is heard: the previous track's remaining
     /// media time at `rate`, or zero when its length or position is unknown or out of range.
     static func audibleDelay(previousLength: Duration?, positionAtSwitch: Duration?, rate: Double) -> Duration {
-        guard let previousLength, let positionAtSwitch, rate > 0, positionAtSwitch <= previousLength else { return .zero }
+        guard let previousLength, let positionAtSwitch, rate > 0, positionAtSwitch <= previousLength else {
+            return .zero
+        }
         let tail = (previousLength - positionAtSwitch) / rate
         return tail <= longestTail ? tail : .zero
     }

@@ -44,7 +44,9 @@ enum ID3Lyrics {
         case 1, 2:
             var bigEndian = encoding == 2
             var units = bytes[...]
-            if encoding == 1, bytes.count >= 2, (bytes[0], bytes[1]) == (0xFF, 0xFE) || (bytes[0], bytes[1]) == (0xFE, 0xFF) {
+            if encoding == 1, bytes.count >= 2,
+                (bytes[0], bytes[1]) == (0xFF, 0xFE) || (bytes[0], bytes[1]) == (0xFE, 0xFF)
+            {
                 bigEndian = bytes[0] == 0xFE
                 units = units.dropFirst(2)
             }

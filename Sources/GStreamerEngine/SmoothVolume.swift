@@ -1,6 +1,6 @@
+internal import CGStreamer
 import FoundationEssentials
 import Synchronization
-internal import CGStreamer
 
 /// The output's gain: a `volume` element whose gain moves to a new value along a
 /// straight line, sample by sample, instead of jumping.
@@ -101,17 +101,18 @@ final class SmoothVolume: @unchecked Sendable {
     }
 
     private static let onProbe:
-        @convention(c) (UnsafeMutablePointer<GstPad>?, UnsafeMutablePointer<GstPadProbeInfo>?, gpointer?) -> GstPadProbeReturn = {
-            _, info, context in
-            guard let info, let context, let data = info.pointee.data else { return GST_PAD_PROBE_OK }
-            let volume = Unmanaged<SmoothVolume>.fromOpaque(context).takeUnretainedValue()
-            if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
-                volume.willProcess(data.assumingMemoryBound(to: GstBuffer.self))
-            } else if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue != 0 {
-                volume.saw(data.assumingMemoryBound(to: GstEvent.self))
+        @convention(c) (UnsafeMutablePointer<GstPad>?, UnsafeMutablePointer<GstPadProbeInfo>?, gpointer?) ->
+            GstPadProbeReturn = {
+                _, info, context in
+                guard let info, let context, let data = info.pointee.data else { return GST_PAD_PROBE_OK }
+                let volume = Unmanaged<SmoothVolume>.fromOpaque(context).takeUnretainedValue()
+                if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_BUFFER.rawValue != 0 {
+                    volume.willProcess(data.assumingMemoryBound(to: GstBuffer.self))
+                } else if info.pointee.type.rawValue & GST_PAD_PROBE_TYPE_EVENT_DOWNSTREAM.rawValue != 0 {
+                    volume.saw(data.assumingMemoryBound(to: GstEvent.self))
+                }
+                return GST_PAD_PROBE_OK
             }
-            return GST_PAD_PROBE_OK
-        }
 
     /// Keeps what turns a buffer into stream time and samples: the segment and the format.
     private func saw(_ event: UnsafeMutablePointer<GstEvent>) {

@@ -1,9 +1,9 @@
+internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
 import MediaSource
 import Synchronization
-internal import CGStreamer
 
 /// Reads a track's tags and length without playing it, from bytes that are all here (a local
 /// file, a complete cached copy): a pipeline of its own, `appsrc ! decodebin ! fakesink`, fed
@@ -43,7 +43,8 @@ public enum TagProbe {
             source.close()
             return nil
         }
-        guard let launched = gst_parse_launch("appsrc name=source ! decodebin caps=\"\(stopCaps)\" ! fakesink", nil) else {
+        guard let launched = gst_parse_launch("appsrc name=source ! decodebin caps=\"\(stopCaps)\" ! fakesink", nil)
+        else {
             source.close()
             return nil
         }
@@ -52,7 +53,9 @@ public enum TagProbe {
         defer { gst_object_unref(UnsafeMutableRawPointer(pipeline)) }
         let feeder = AppSrcFeeder(source: source, info: info, label: "tags")
         defer { feeder.detach() }  // after the pipeline stopped: closes the source
-        guard let element = gst_bin_get_by_name(UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self), "source")
+        guard
+            let element = gst_bin_get_by_name(
+                UnsafeMutableRawPointer(pipeline).assumingMemoryBound(to: GstBin.self), "source")
         else { return nil }
         gst_uri_handler_set_uri(OpaquePointer(element), TypeHint.uri("appsrc://spool/tags", url: url), nil)
         feeder.attach(to: UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstAppSrc.self))
@@ -73,7 +76,9 @@ public enum TagProbe {
             opened.signal()
         }
         let left = deadline - .now
-        guard left > .zero, opened.wait(timeout: .now() + .nanoseconds(Int(nanoseconds(left)))) == .success else { return nil }
+        guard left > .zero, opened.wait(timeout: .now() + .nanoseconds(Int(nanoseconds(left)))) == .success else {
+            return nil
+        }
         return result.get()
     }
 
@@ -82,12 +87,15 @@ public enum TagProbe {
         from bus: UnsafeMutablePointer<GstBus>, of pipeline: UnsafeMutablePointer<GstElement>,
         before deadline: ContinuousClock.Instant
     ) -> Found? {
-        let wanted = [GST_MESSAGE_TAG, GST_MESSAGE_ASYNC_DONE, GST_MESSAGE_ERROR, GST_MESSAGE_EOS].reduce(0) { $0 | $1.rawValue }
+        let wanted = [GST_MESSAGE_TAG, GST_MESSAGE_ASYNC_DONE, GST_MESSAGE_ERROR, GST_MESSAGE_EOS].reduce(0) {
+            $0 | $1.rawValue
+        }
         var tags = TrackTags()
         while true {
             let left = deadline - .now
             guard left > .zero,
-                let message = gst_bus_timed_pop_filtered(bus, GstClockTime(nanoseconds(left)), GstMessageType(rawValue: wanted))
+                let message = gst_bus_timed_pop_filtered(
+                    bus, GstClockTime(nanoseconds(left)), GstMessageType(rawValue: wanted))
             else { return nil }
             defer { gst_message_unref(message) }
             switch message.pointee.type {

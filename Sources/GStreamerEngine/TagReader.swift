@@ -1,5 +1,5 @@
-import EngineAPI
 internal import CGStreamer
+import EngineAPI
 
 /// Reads the tags Spool shows from a GStreamer tag list.
 enum TagReader {
@@ -50,7 +50,8 @@ enum TagReader {
             var sample: OpaquePointer?
             guard gst_tag_list_get_sample_index(list, tag, index, &sample) != 0, let sample else { continue }
             defer { gst_sample_unref(sample) }
-            guard let buffer = gst_sample_get_buffer(sample), gst_buffer_get_size(buffer) <= TagText.maximumLyricsSize else {
+            guard let buffer = gst_sample_get_buffer(sample), gst_buffer_get_size(buffer) <= TagText.maximumLyricsSize
+            else {
                 continue
             }
             var version: gint = 4
@@ -60,7 +61,9 @@ enum TagReader {
             var map = GstMapInfo()
             guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { continue }
             defer { gst_buffer_unmap(buffer, &map) }
-            guard let data = map.data, map.size >= 4, data[0] == UInt8(ascii: "U"), data[1] == UInt8(ascii: "S") else { continue }
+            guard let data = map.data, map.size >= 4, data[0] == UInt8(ascii: "U"), data[1] == UInt8(ascii: "S") else {
+                continue
+            }
             let frame = Array(UnsafeBufferPointer(start: data, count: Int(map.size)))
             if let text = ID3Lyrics.text(ofFrame: frame, version: Int(version)) { return text }
         }

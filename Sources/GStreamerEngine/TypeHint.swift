@@ -45,7 +45,9 @@ enum TypeHint {
             return known
         }
         guard let contentType else { return nil }
-        let essence = contentType.split(separator: ";").first.map { String($0.filter { !$0.isWhitespace }).lowercased() }
+        let essence = contentType.split(separator: ";").first.map {
+            String($0.filter { !$0.isWhitespace }).lowercased()
+        }
         return essence.flatMap { mimeTypes[$0] }
     }
 

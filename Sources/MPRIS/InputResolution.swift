@@ -38,13 +38,15 @@ extension MPRISService {
         if playlistLeft, playlists != nil {
             // The queue the playlist made is gone: it is no longer the active one.
             connection.emitPropertiesChanged(
-                path: Self.objectPath, interface: Self.playlistsInterface, changed: [("ActivePlaylist", activePlaylistValue())])
+                path: Self.objectPath, interface: Self.playlistsInterface,
+                changed: [("ActivePlaylist", activePlaylistValue())])
         }
         guard parts.contains(where: { if case .fetch = $0 { true } else { false } }) else {
-            await apply(parts.flatMap { part -> [TrackItem] in
-                if case .ready(let items) = part { return items }
-                return []
-            })
+            await apply(
+                parts.flatMap { part -> [TrackItem] in
+                    if case .ready(let items) = part { return items }
+                    return []
+                })
             return
         }
         let resolver = self.resolver
@@ -66,7 +68,9 @@ extension MPRISService {
             }
             guard let self else { return }
             guard self.published.withLock({ $0.replacements }) == generation else {
-                self.log.info("dropping the playlist \(texts.count == 1 ? URL(string: texts[0])?.lastPathComponent ?? "" : ""): the queue was replaced since")
+                self.log.info(
+                    "dropping the playlist \(texts.count == 1 ? URL(string: texts[0])?.lastPathComponent ?? "" : ""): the queue was replaced since"
+                )
                 return
             }
             await apply(items)

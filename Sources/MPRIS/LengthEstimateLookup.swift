@@ -1,8 +1,8 @@
+import Basics
 import Dispatch
 import FoundationEssentials
 import Glibc
 import PlayerCore
-import Basics
 
 extension MPRISService {
     /// `snapshot` with an estimated length for a local MP3 whose length the engine has not
@@ -34,7 +34,9 @@ extension MPRISService {
                 return !state.flushScheduled
             }
             if changed {
-                self.log.debug("estimated the length of \(track.entry.url.lastPathComponent) from its bitrate: \(length!.forPeople)")
+                self.log.debug(
+                    "estimated the length of \(track.entry.url.lastPathComponent) from its bitrate: \(length!.forPeople)"
+                )
                 self.scheduleFlush()
             }
         }

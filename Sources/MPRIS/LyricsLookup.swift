@@ -51,7 +51,8 @@ extension MPRISService {
                 let url = track.entry.url
                 Task { [weak self] in
                     guard let text = await remoteLyrics(url), let queue = self?.artQueue else { return }
-                    queue.async { [weak self] in self?.publishLyrics(text, id: id, tagText: tagText, fromSidecar: true) }
+                    queue.async { [weak self] in self?.publishLyrics(text, id: id, tagText: tagText, fromSidecar: true)
+                    }
                 }
             }
         }
@@ -78,13 +79,17 @@ extension MPRISService {
             else { return false }
             state.lyrics.lyrics = lyrics
             state.lyrics.fromSidecar = fromSidecar
-            guard state.snapshot.nowPlaying?.entry.id == id, state.snapshot.nowPlaying?.lyrics != lyrics else { return false }
+            guard state.snapshot.nowPlaying?.entry.id == id, state.snapshot.nowPlaying?.lyrics != lyrics else {
+                return false
+            }
             state.snapshot.nowPlaying?.lyrics = lyrics
             defer { state.flushScheduled = true }
             return !state.flushScheduled
         }
         if let lyrics {
-            log.debug("lyrics of \(id): \(lyrics.lines.count) timed lines\(fromSidecar ? " from a .lrc file" : " from the tags")")
+            log.debug(
+                "lyrics of \(id): \(lyrics.lines.count) timed lines\(fromSidecar ? " from a .lrc file" : " from the tags")"
+            )
         }
         if changed { scheduleFlush() }
         followLyrics()
@@ -126,12 +131,15 @@ extension MPRISService {
         }
         if signal, hasSpoolInterface {
             connection.emitPropertiesChanged(
-                path: Self.objectPath, interface: Self.spoolInterface, changed: [("LyricsLine", .int32(Int32(clamping: index)))])
+                path: Self.objectPath, interface: Self.spoolInterface,
+                changed: [("LyricsLine", .int32(Int32(clamping: index)))])
         }
         guard timed, playing, rate > 0 else { return }
         let next = lyrics!.nextChange(after: position)
-        let wait = next.map { min(Self.lyricsRecheck, ($0 - position) / rate + Self.lyricsMargin) } ?? Self.lyricsRecheck
-        let nanoseconds = Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
+        let wait =
+            next.map { min(Self.lyricsRecheck, ($0 - position) / rate + Self.lyricsMargin) } ?? Self.lyricsRecheck
+        let nanoseconds =
+            Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
         lyricsQueue.asyncAfter(deadline: .now() + .nanoseconds(max(1_000_000, nanoseconds))) { [weak self] in
             self?.updateLyricsLine(generation: generation)
         }

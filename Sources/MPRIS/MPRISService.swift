@@ -1,9 +1,9 @@
+import Basics
 import DBusKit
 import Dispatch
 import EngineAPI
 import FoundationEssentials
 import PlayerCore
-import Basics
 import Synchronization
 
 /// Exports the player on D-Bus as an MPRIS 2 media player at
@@ -92,7 +92,8 @@ public final class MPRISService: Sendable {
             published.withLock { $0.playlistCount = UInt32(clamping: count) }
         }
         connection.export(
-            path: Self.objectPath, interfaces: [rootInterface(), playerInterface(), trackListInterface()] + lists + spool)
+            path: Self.objectPath,
+            interfaces: [rootInterface(), playerInterface(), trackListInterface()] + lists + spool)
         await player.observe { [weak self] update in self?.playerDidUpdate(update) }
     }
 
@@ -168,7 +169,9 @@ public final class MPRISService: Sendable {
                     return []
                 },
                 DBusMethod("Seek", in: "x", argumentNames: ["Offset"]) { arguments in
-                    guard case .int64(let offset) = arguments.first else { throw DBusError.invalidArgs("Seek takes an offset in microseconds") }
+                    guard case .int64(let offset) = arguments.first else {
+                        throw DBusError.invalidArgs("Seek takes an offset in microseconds")
+                    }
                     let state = await player.state
                     guard let current = state.nowPlaying else { return [] }
                     // Any Int64 offset arrives here: keep the target within what MPRIS can report.
@@ -196,7 +199,9 @@ public final class MPRISService: Sendable {
                     return []
                 },
                 DBusMethod("OpenUri", in: "s", argumentNames: ["Uri"]) { [weak service = self] arguments in
-                    guard case .string(let text) = arguments.first else { throw DBusError.invalidArgs("OpenUri takes a URI") }
+                    guard case .string(let text) = arguments.first else {
+                        throw DBusError.invalidArgs("OpenUri takes a URI")
+                    }
                     try await service?.queueInputs([text], replacing: true) { await player.open($0) }
                     return []
                 },
@@ -230,7 +235,9 @@ public final class MPRISService: Sendable {
                         guard let volume = value.doubleValue else { throw DBusError.invalidArgs("Volume is a double") }
                         apply { await player.setVolume(volume) }
                     }),
-                DBusProperty("Position", signature: "x") { [weak self] in .int64(Int64((self?.shownPosition() ?? .zero).microseconds)) },
+                DBusProperty("Position", signature: "x") { [weak self] in
+                    .int64(Int64((self?.shownPosition() ?? .zero).microseconds))
+                },
                 DBusProperty("MinimumRate", signature: "d") { read("MinimumRate") },
                 DBusProperty("MaximumRate", signature: "d") { read("MaximumRate") },
                 DBusProperty("CanGoNext", signature: "b") { read("CanGoNext") },
@@ -265,18 +272,24 @@ public final class MPRISService: Sendable {
         return DBusInterface(
             Self.trackListInterface,
             methods: [
-                DBusMethod("GetTracksMetadata", in: "ao", out: "aa{sv}", argumentNames: ["TrackIds"], resultNames: ["Metadata"]) { arguments in
+                DBusMethod(
+                    "GetTracksMetadata", in: "ao", out: "aa{sv}", argumentNames: ["TrackIds"], resultNames: ["Metadata"]
+                ) { arguments in
                     let wanted = arguments.first?.arrayValues?.compactMap(\.objectPathValue) ?? []
                     let state = snapshot()
                     let values = wanted.compactMap { path -> DBusValue? in
-                        guard let entry = state.queue.first(where: { Self.trackPath($0.id) == path }) else { return nil }
+                        guard let entry = state.queue.first(where: { Self.trackPath($0.id) == path }) else {
+                            return nil
+                        }
                         if let now = state.nowPlaying, now.entry.id == entry.id { return Self.metadata(now) }
                         return Self.metadata(entry)
                     }
                     return [.array(elementSignature: "a{sv}", values)]
                 },
-                DBusMethod("AddTrack", in: "sob", argumentNames: ["Uri", "AfterTrack", "SetAsCurrent"]) { [weak service = self] arguments in
-                    guard arguments.count == 3, let uri = arguments[0].stringValue, let after = arguments[1].objectPathValue,
+                DBusMethod("AddTrack", in: "sob", argumentNames: ["Uri", "AfterTrack", "SetAsCurrent"]) {
+                    [weak service = self] arguments in
+                    guard arguments.count == 3, let uri = arguments[0].stringValue,
+                        let after = arguments[1].objectPathValue,
                         let makeCurrent = arguments[2].boolValue
                     else { throw DBusError.invalidArgs("AddTrack takes a URI, a track id and a boolean") }
                     let anchor = after == Self.noTrack ? nil : idFor(after)
@@ -310,10 +323,16 @@ public final class MPRISService: Sendable {
                 DBusProperty("CanEditTracks", signature: "b") { .boolean(true) },
             ],
             signals: [
-                DBusSignal("TrackListReplaced", arguments: [(name: "Tracks", signature: "ao"), (name: "CurrentTrack", signature: "o")]),
-                DBusSignal("TrackAdded", arguments: [(name: "Metadata", signature: "a{sv}"), (name: "AfterTrack", signature: "o")]),
+                DBusSignal(
+                    "TrackListReplaced",
+                    arguments: [(name: "Tracks", signature: "ao"), (name: "CurrentTrack", signature: "o")]),
+                DBusSignal(
+                    "TrackAdded",
+                    arguments: [(name: "Metadata", signature: "a{sv}"), (name: "AfterTrack", signature: "o")]),
                 DBusSignal("TrackRemoved", arguments: [(name: "TrackId", signature: "o")]),
-                DBusSignal("TrackMetadataChanged", arguments: [(name: "TrackId", signature: "o"), (name: "Metadata", signature: "a{sv}")]),
+                DBusSignal(
+                    "TrackMetadataChanged",
+                    arguments: [(name: "TrackId", signature: "o"), (name: "Metadata", signature: "a{sv}")]),
             ])
     }
 
@@ -327,9 +346,14 @@ public final class MPRISService: Sendable {
             let keptInOrder = newIDs.filter(kept.contains) == oldIDs.filter(kept.contains)
             if kept.isEmpty || !keptInOrder {
                 let current = new.nowPlaying.map { trackPath($0.entry.id) } ?? noTrack
-                signals.append(("TrackListReplaced", [
-                    .array(elementSignature: "o", newIDs.map { .objectPath(trackPath($0)) }), .objectPath(current),
-                ]))
+                signals.append(
+                    (
+                        "TrackListReplaced",
+                        [
+                            .array(elementSignature: "o", newIDs.map { .objectPath(trackPath($0)) }),
+                            .objectPath(current),
+                        ]
+                    ))
             } else {
                 for id in oldIDs where !kept.contains(id) {
                     signals.append(("TrackRemoved", [.objectPath(trackPath(id))]))
@@ -340,11 +364,14 @@ public final class MPRISService: Sendable {
                 }
             }
         } else {
-            if let now = new.nowPlaying, now.entry.id == old.nowPlaying?.entry.id, metadata(now) != metadata(old.nowPlaying) {
+            if let now = new.nowPlaying, now.entry.id == old.nowPlaying?.entry.id,
+                metadata(now) != metadata(old.nowPlaying)
+            {
                 signals.append(("TrackMetadataChanged", [.objectPath(trackPath(now.entry.id)), metadata(now)]))
             }
             // Entries that are not playing change when their tags are read ahead.
-            for (entry, before) in zip(new.queue, old.queue) where entry != before && entry.id != new.nowPlaying?.entry.id {
+            for (entry, before) in zip(new.queue, old.queue)
+            where entry != before && entry.id != new.nowPlaying?.entry.id {
                 let changed = metadata(entry)
                 if changed != metadata(before) {
                     signals.append(("TrackMetadataChanged", [.objectPath(trackPath(entry.id)), changed]))
@@ -370,7 +397,8 @@ public final class MPRISService: Sendable {
             "CanGoPrevious": .boolean(snapshot.canGoPrevious),
             "CanPlay": .boolean(snapshot.hasTracks),
             "CanPause": .boolean(loaded),
-            "CanSeek": .boolean(loaded && snapshot.nowPlaying?.seekable == true && snapshot.nowPlaying?.duration != nil),
+            "CanSeek": .boolean(
+                loaded && snapshot.nowPlaying?.seekable == true && snapshot.nowPlaying?.duration != nil),
         ]
     }
 
@@ -445,7 +473,8 @@ public final class MPRISService: Sendable {
 
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
-        var spoolChanges: [(String, DBusValue)] = []  // LastError, Buffering, Metered, Interrupted and Lyrics of org.spool.Spool1
+        // LastError, Buffering, Metered, Interrupted and Lyrics of org.spool.Spool1.
+        var spoolChanges: [(String, DBusValue)] = []
         var notice: (metadata: [String: DBusValue], playing: Bool)?
         let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
             state.flushScheduled = false
@@ -454,7 +483,9 @@ public final class MPRISService: Sendable {
                 .sorted { $0.key < $1.key }
                 .map { ($0.key, $0.value) }
             state.signalled = current
-            notice = (current["Metadata"]?.stringVariantDictValue ?? [:], current["PlaybackStatus"]?.stringValue == "Playing")
+            notice = (
+                current["Metadata"]?.stringVariantDictValue ?? [:], current["PlaybackStatus"]?.stringValue == "Playing"
+            )
             let trackList = state.signalledSnapshot.map { Self.trackListSignals(from: $0, to: state.snapshot) } ?? []
             if let before = state.signalledSnapshot {
                 let lastError = state.inputError ?? state.snapshot.lastError
@@ -481,10 +512,12 @@ public final class MPRISService: Sendable {
         }
         if let notifier, let notice { notifier.consider(metadata: notice.metadata, playing: notice.playing) }
         if !spoolChanges.isEmpty, status != nil {
-            connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.spoolInterface, changed: spoolChanges)
+            connection.emitPropertiesChanged(
+                path: Self.objectPath, interface: Self.spoolInterface, changed: spoolChanges)
         }
         for (name, arguments) in trackList {
-            connection.emitSignal(path: Self.objectPath, interface: Self.trackListInterface, name: name, arguments: arguments)
+            connection.emitSignal(
+                path: Self.objectPath, interface: Self.trackListInterface, name: name, arguments: arguments)
         }
         guard !changed.isEmpty else { return }
         log.debug("PropertiesChanged: \(changed.map(\.0).joined(separator: ", "))")

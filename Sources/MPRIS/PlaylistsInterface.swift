@@ -1,9 +1,9 @@
+import Basics
 import DBusKit
 import Dispatch
 import EngineAPI
 import FoundationEssentials
 import PlayerCore
-import Basics
 
 extension MPRISService {
     /// The MPRIS playlists interface.
@@ -56,18 +56,23 @@ extension MPRISService {
                     else { throw DBusError.invalidArgs("no such playlist") }
                     let all = await self.artQueue.perform { library.list() }
                     self.publishPlaylistCount(all.count)
-                    guard let playlist = all.first(where: { $0.name == name }) else { throw DBusError.invalidArgs("no such playlist") }
+                    guard let playlist = all.first(where: { $0.name == name }) else {
+                        throw DBusError.invalidArgs("no such playlist")
+                    }
                     try await self.queueInputs([playlist.file.path], replacing: true) { await player.open($0) }
                     self.published.withLock { $0.activePlaylist = (name, $0.replacements) }
                     self.connection.emitPropertiesChanged(
-                        path: Self.objectPath, interface: Self.playlistsInterface, changed: [("ActivePlaylist", self.activePlaylistValue())])
+                        path: Self.objectPath, interface: Self.playlistsInterface,
+                        changed: [("ActivePlaylist", self.activePlaylistValue())])
                     return []
                 },
                 DBusMethod(
-                    "GetPlaylists", in: "uusb", out: "a(oss)", argumentNames: ["Index", "MaxCount", "Order", "ReverseOrder"],
+                    "GetPlaylists", in: "uusb", out: "a(oss)",
+                    argumentNames: ["Index", "MaxCount", "Order", "ReverseOrder"],
                     resultNames: ["Playlists"]
                 ) { [weak self] arguments in
-                    guard arguments.count == 4, let index = arguments[0].uint32Value, let count = arguments[1].uint32Value,
+                    guard arguments.count == 4, let index = arguments[0].uint32Value,
+                        let count = arguments[1].uint32Value,
                         let order = arguments[2].stringValue, case .boolean(let reverse) = arguments[3]
                     else { throw DBusError.invalidArgs("expected (uusb)") }
                     var playlists = await self?.artQueue.perform({ library.list() }) ?? []
@@ -75,7 +80,8 @@ extension MPRISService {
                     switch order {
                     case "Alphabetical": break
                     case "ModifiedDate": playlists.sort { ($0.modified, $0.name) < ($1.modified, $1.name) }
-                    default: throw DBusError.invalidArgs("order \(order) is not supported; use Alphabetical or ModifiedDate")
+                    default:
+                        throw DBusError.invalidArgs("order \(order) is not supported; use Alphabetical or ModifiedDate")
                     }
                     if reverse { playlists.reverse() }
                     let page = playlists.dropFirst(Int(index)).prefix(Int(count))
@@ -99,12 +105,17 @@ extension MPRISService {
     /// AddToPlaylist and RemovePlaylist.
     func playlistMethods(_ library: PlaylistLibrary) -> [DBusMethod] {
         @Sendable func name(_ arguments: [DBusValue]) throws -> String {
-            guard let name = arguments.first?.stringValue else { throw DBusError.invalidArgs("expected a playlist name") }
-            do throws(PlaylistError) { try PlaylistLibrary.check(name) } catch { throw DBusError.invalidArgs(error.description) }
+            guard let name = arguments.first?.stringValue else {
+                throw DBusError.invalidArgs("expected a playlist name")
+            }
+            do throws(PlaylistError) { try PlaylistLibrary.check(name) } catch {
+                throw DBusError.invalidArgs(error.description)
+            }
             return name
         }
         return [
-            DBusMethod("SavePlaylist", in: "s", out: "u", argumentNames: ["Name"], resultNames: ["Tracks"]) { [weak self] arguments in
+            DBusMethod("SavePlaylist", in: "s", out: "u", argumentNames: ["Name"], resultNames: ["Tracks"]) {
+                [weak self] arguments in
                 let name = try name(arguments)
                 guard let self else { return [.uint32(0)] }
                 let entries = self.published.withLock { Self.playlistEntries($0.snapshot) }
@@ -122,7 +133,8 @@ extension MPRISService {
                 for text in texts {
                     switch TrackInput.parse(text) {
                     case .success(.remote(let url)): entries.append(PlaylistEntry(url: url))
-                    case .success(.local(let path)) where path.hasPrefix("/"): entries.append(PlaylistEntry(url: URL(fileURLWithPath: path)))
+                    case .success(.local(let path)) where path.hasPrefix("/"):
+                        entries.append(PlaylistEntry(url: URL(fileURLWithPath: path)))
                     case .success: throw DBusError.invalidArgs("'\(text)' is not an absolute path")
                     case .failure(let problem): throw DBusError.invalidArgs(problem.description)
                     }
@@ -132,9 +144,11 @@ extension MPRISService {
                 await self?.playlistsChanged(library)
                 return []
             },
-            DBusMethod("RemovePlaylist", in: "s", out: "b", argumentNames: ["Name"], resultNames: ["Removed"]) { [weak self] arguments in
+            DBusMethod("RemovePlaylist", in: "s", out: "b", argumentNames: ["Name"], resultNames: ["Removed"]) {
+                [weak self] arguments in
                 let name = try name(arguments)
-                let removed = try await self?.writingPlaylists { () throws(PlaylistError) in try library.remove(name) } ?? false
+                let removed =
+                    try await self?.writingPlaylists { () throws(PlaylistError) in try library.remove(name) } ?? false
                 if removed { await self?.playlistsChanged(library) }
                 return [.boolean(removed)]
             },
@@ -150,7 +164,8 @@ extension MPRISService {
             let title = tags.title.map { title in
                 tags.artists.isEmpty ? title : "\(title) – \(tags.artists.joined(separator: ", "))"
             }
-            return PlaylistEntry(url: entry.url, title: title ?? entry.title, duration: playing?.duration ?? entry.duration)
+            return PlaylistEntry(
+                url: entry.url, title: title ?? entry.title, duration: playing?.duration ?? entry.duration)
         }
     }
 
@@ -171,12 +186,15 @@ extension MPRISService {
             return state.playlistCount != value
         }
         guard announce || changed else { return }
-        connection.emitPropertiesChanged(path: Self.objectPath, interface: Self.playlistsInterface, changed: [("PlaylistCount", .uint32(value))])
+        connection.emitPropertiesChanged(
+            path: Self.objectPath, interface: Self.playlistsInterface, changed: [("PlaylistCount", .uint32(value))])
     }
 
     /// Runs `body` (playlist file writes) on the art queue, off the D-Bus thread; its error
     /// becomes a D-Bus error with the same message.
-    func writingPlaylists<T: Sendable>(_ body: @escaping @Sendable () throws(PlaylistError) -> T) async throws(DBusError) -> T {
+    func writingPlaylists<T: Sendable>(_ body: @escaping @Sendable () throws(PlaylistError) -> T)
+        async throws(DBusError) -> T
+    {
         do throws(PlaylistError) {
             return try await artQueue.perform(body)
         } catch {

@@ -17,7 +17,8 @@ extension MPRISService {
         if snapshot.queue != state.snapshot.queue || state.sidecars.isEmpty {
             readFolders(of: snapshot, &state)
         }
-        guard let folder = SidecarArt.folder(of: snapshot.nowPlaying), let known = state.sidecars[folder], let known else {
+        guard let folder = SidecarArt.folder(of: snapshot.nowPlaying), let known = state.sidecars[folder], let known
+        else {
             return snapshot
         }
         var patched = snapshot

@@ -76,13 +76,14 @@ extension MPRISService {
         let lastError: @Sendable () -> String? = { [weak self] in
             self?.published.withLock { $0.inputError ?? $0.snapshot.lastError }
         }
-        let queueInputs: @Sendable ([DBusValue], Bool, @escaping @Sendable ([TrackItem]) async -> Void) async throws -> Void = {
-            [weak self] arguments, replacing, apply in
-            guard let texts = arguments.first?.stringArrayValue, !texts.isEmpty else {
-                throw DBusError.invalidArgs("expected one or more URIs or paths")
+        let queueInputs:
+            @Sendable ([DBusValue], Bool, @escaping @Sendable ([TrackItem]) async -> Void) async throws -> Void = {
+                [weak self] arguments, replacing, apply in
+                guard let texts = arguments.first?.stringArrayValue, !texts.isEmpty else {
+                    throw DBusError.invalidArgs("expected one or more URIs or paths")
+                }
+                try await self?.queueInputs(texts, replacing: replacing, apply)
             }
-            try await self?.queueInputs(texts, replacing: replacing, apply)
-        }
         let current: @Sendable () -> CachedResource? = {
             snapshot().nowPlaying.flatMap { status.cacheState(of: $0.entry.url) }
         }
@@ -101,7 +102,8 @@ extension MPRISService {
                     let state = snapshot()
                     let entries = state.queue.map { entry -> DBusValue in
                         let playing = state.nowPlaying.flatMap { $0.entry.id == entry.id ? $0 : nil }
-                        var fields = (playing.map { Self.metadata($0) } ?? Self.metadata(entry)).stringVariantDictEntries
+                        var fields = (playing.map { Self.metadata($0) } ?? Self.metadata(entry))
+                            .stringVariantDictEntries
                         fields.append(("spool:current", .boolean(playing != nil)))
                         if let cached = status.cacheState(of: entry.url) { fields += Self.cacheFields(cached) }
                         return .stringVariantDict(fields)
@@ -111,7 +113,9 @@ extension MPRISService {
                 DBusMethod("CacheStats", out: "a{sv}", resultNames: ["Stats"]) { _ in
                     [.stringVariantDict(status.cacheStats().map { ($0.name, .int64($0.value)) })]
                 },
-                DBusMethod("CacheEntries", in: "s", out: "aa{sv}", argumentNames: ["Namespace"], resultNames: ["Entries"]) { arguments in
+                DBusMethod(
+                    "CacheEntries", in: "s", out: "aa{sv}", argumentNames: ["Namespace"], resultNames: ["Entries"]
+                ) { arguments in
                     let namespace = arguments.first?.stringValue ?? ""
                     let entries = status.cachedResources(namespace: namespace.isEmpty ? nil : namespace)
                     return [.array(elementSignature: "a{sv}", entries.map { .stringVariantDict(Self.cacheFields($0)) })]
@@ -133,7 +137,9 @@ extension MPRISService {
                         switch TrackInput.parse(text) {
                         case .success(.remote(let url)): return url
                         case .failure(let problem): throw DBusError.invalidArgs(problem.description)
-                        case .success(.local): throw DBusError.invalidArgs("only http(s) URLs can be prefetched, not '\(text.prefix(200))'")
+                        case .success(.local):
+                            throw DBusError.invalidArgs(
+                                "only http(s) URLs can be prefetched, not '\(text.prefix(200))'")
                         }
                     }
                     for url in urls {
@@ -157,10 +163,13 @@ extension MPRISService {
                     .string(snapshot().nowPlaying.map { status.downloadState(of: $0.entry.url) } ?? "")
                 },
                 DBusProperty("Prefetches", signature: "aa{sv}") {
-                    .array(elementSignature: "a{sv}", status.prefetches().map { .stringVariantDict(Self.cacheFields($0)) })
+                    .array(
+                        elementSignature: "a{sv}", status.prefetches().map { .stringVariantDict(Self.cacheFields($0)) })
                 },
                 DBusProperty("Preloads", signature: "aa{sv}") {
-                    .array(elementSignature: "a{sv}", status.preparedTracks().map { .stringVariantDict(Self.preloadFields($0)) })
+                    .array(
+                        elementSignature: "a{sv}",
+                        status.preparedTracks().map { .stringVariantDict(Self.preloadFields($0)) })
                 },
                 DBusProperty("Lyrics", signature: "a(xs)") { Self.lyricsValue(snapshot().nowPlaying?.lyrics) },
                 DBusProperty("LyricsLine", signature: "i") { [weak self] in .int32(self?.currentLyricsLine() ?? -1) },

@@ -1,8 +1,8 @@
+import Basics
 import DBusKit
 import Dispatch
 import FoundationEssentials
 import PlayerCore
-import Basics
 import Synchronization
 
 /// What a desktop notification about the playing track says.
@@ -153,7 +153,9 @@ final class TrackNotifier: Sendable {
 
     private func show(_ notice: TrackNotice) async {
         let replaces = state.withLock { $0.shownID }
-        var hints: [(String, DBusValue)] = [("desktop-entry", .string("spool")), ("category", .string("x-spool.track"))]
+        var hints: [(String, DBusValue)] = [
+            ("desktop-entry", .string("spool")), ("category", .string("x-spool.track")),
+        ]
         if let art = notice.art { hints.append(("image-path", .string(art))) }
         do {
             let reply = try await connection.call(

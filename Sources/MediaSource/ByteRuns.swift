@@ -84,8 +84,10 @@ struct ByteRuns {
             let range = chunk.start..<(chunk.start + Int64(chunk.bytes.count))
             for keep in kept where keep.overlaps(range) {
                 let part = range.clamped(to: keep)
-                let bytes = part == range
-                    ? chunk.bytes : Self.copy(chunk.bytes, Int(part.lowerBound - chunk.start)..<Int(part.upperBound - chunk.start))
+                let bytes =
+                    part == range
+                    ? chunk.bytes
+                    : Self.copy(chunk.bytes, Int(part.lowerBound - chunk.start)..<Int(part.upperBound - chunk.start))
                 result.append((part.lowerBound, bytes))
                 total += Int64(part.count)
             }
@@ -105,7 +107,11 @@ struct ByteRuns {
         var high = chunks.count
         while low < high {
             let middle = (low + high) / 2
-            if chunks[middle].start + Int64(chunks[middle].bytes.count) <= offset { low = middle + 1 } else { high = middle }
+            if chunks[middle].start + Int64(chunks[middle].bytes.count) <= offset {
+                low = middle + 1
+            } else {
+                high = middle
+            }
         }
         return low
     }

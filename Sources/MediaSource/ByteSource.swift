@@ -129,7 +129,9 @@ public protocol ByteSource: AnyObject, Sendable {
 
 extension ByteSource {
     /// Sources whose reads never wait for a download answer as they always do.
-    public func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+    public func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void)
+        -> ReadOutcome
+    {
         read(at: offset, maxLength: maxLength, wake: wake)
     }
 

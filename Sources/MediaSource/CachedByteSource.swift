@@ -1,8 +1,8 @@
+import Basics
 import Dispatch
 import Fetcher
 import FoundationEssentials
 import RangeCache
-import Basics
 import Synchronization
 
 // One file though past 500 lines: opening, revalidation and the fetcher's events all change
@@ -116,7 +116,9 @@ public final class CachedByteSource: ByteSource {
                 // Neither ETag nor Last-Modified: nothing can tell whether the origin still has the
                 // file these bytes came from, and a changed file of the same length would be spliced
                 // with them. A partial entry of such an origin is fetched again from byte 0.
-                log.info("\(loggable(url)): the origin names no version (no ETag, no Last-Modified); not resuming, fetching it from the start")
+                log.info(
+                    "\(loggable(url)): the origin names no version (no ETag, no Last-Modified); not resuming, fetching it from the start"
+                )
                 try? entry.drop()
             }
             let held = held(state)
@@ -127,7 +129,8 @@ public final class CachedByteSource: ByteSource {
                 let info = ResourceInfo(
                     length: length, contentType: metadata.contentType, randomAccess: rangesSupported || complete)
                 if complete, let validator = state.validator, revalidator?.claim(resource) == true,
-                    revalidateLocked(&state, against: validator, opening: info, rangesSupported: rangesSupported, completion)
+                    revalidateLocked(
+                        &state, against: validator, opening: info, rangesSupported: rangesSupported, completion)
                 {
                     return nil  // opens with the origin's answer, or from the cache at the deadline
                 }
@@ -146,7 +149,9 @@ public final class CachedByteSource: ByteSource {
         if let failure { return completion(.failure(failure)) }
         execute(actions)
         if let opened {
-            log.info("opened \(loggable(url)) from the cache (\(entry.contiguousLength(from: 0)) of \(opened.length ?? 0) bytes)")
+            log.info(
+                "opened \(loggable(url)) from the cache (\(entry.contiguousLength(from: 0)) of \(opened.length ?? 0) bytes)"
+            )
             completion(.success(opened))
         }
     }
@@ -223,21 +228,23 @@ public final class CachedByteSource: ByteSource {
     /// length): a seek a few seconds of audio ahead of a running download may wait for it.
     /// Zero or less forgets it.
     public func setByteRate(_ bytesPerSecond: Double) {
-        execute(state.withLock { state in
-            state.planner.setByteRate(bytesPerSecond)
-            return state.metered ? applyReadAhead(&state) : []
-        })
+        execute(
+            state.withLock { state in
+                state.planner.setByteRate(bytesPerSecond)
+                return state.metered ? applyReadAhead(&state) : []
+            })
     }
 
     /// Turns metered rules on or off: the read-ahead keeps the policy's metered window of audio
     /// from now on (a download past it stops at its next bytes) or goes back to the large-file
     /// rule (an idle download goes on at once). Without a read-ahead policy nothing changes.
     public func setMetered(_ metered: Bool) {
-        execute(state.withLock { state in
-            guard state.metered != metered, !state.closed else { return [] }
-            state.metered = metered
-            return applyReadAhead(&state)
-        })
+        execute(
+            state.withLock { state in
+                guard state.metered != metered, !state.closed else { return [] }
+                state.metered = metered
+                return applyReadAhead(&state)
+            })
     }
 
     private func applyReadAhead(_ state: inout State) -> [DownloadPlanner.Action] {
@@ -324,7 +331,8 @@ public final class CachedByteSource: ByteSource {
         state.revalidation = id
         guard holds else { return false }
         state.heldOpen = HeldOpen(info: info, rangesSupported: rangesSupported, completion: completion, since: .now)
-        let nanoseconds = Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
+        let nanoseconds =
+            Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
             self?.advanceRevalidation(.deadline, of: id)
         }
@@ -421,11 +429,13 @@ public final class CachedByteSource: ByteSource {
         for action in actions {
             switch action {
             case .start(let key, let from, let to, let priority):
-                guard let request = state.withLock({ state -> RangeRequest? in
-                    guard !state.closed else { return nil }
-                    state.meters[key] = (.now, from)
-                    return request(from, end: to, priority: priority, state)
-                }) else { continue }
+                guard
+                    let request = state.withLock({ state -> RangeRequest? in
+                        guard !state.closed else { return nil }
+                        state.meters[key] = (.now, from)
+                        return request(from, end: to, priority: priority, state)
+                    })
+                else { continue }
                 // Bytes the cache does not hold go to the network: a miss, which the cache cannot
                 // see itself, as this source reads it only where the bytes are.
                 entry.countMiss()
@@ -436,7 +446,8 @@ public final class CachedByteSource: ByteSource {
             case .setPriority(let key, let priority):
                 transfers.setPriority(key, priority)
             case .scheduleSeek(let delay):
-                let nanoseconds = Int(delay.components.seconds) * 1_000_000_000
+                let nanoseconds =
+                    Int(delay.components.seconds) * 1_000_000_000
                     + Int(delay.components.attoseconds / 1_000_000_000)
                 DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
                     self?.seekIntervalEnded()
@@ -523,7 +534,9 @@ public final class CachedByteSource: ByteSource {
                 }
             case .status(.endedShort(let length)):
                 // The origin overstated the length: the stream ends here, for this play and the next.
-                log.info("\(loggable(url)) ends at byte \(length), before the \(state.info?.length.map(String.init) ?? "?") declared")
+                log.info(
+                    "\(loggable(url)) ends at byte \(length), before the \(state.info?.length.map(String.init) ?? "?") declared"
+                )
                 effects = state.planner.resourceEnds(at: length, reportedBy: key, cached: held(state))
                 state.info?.length = length
                 try? entry.flush()
@@ -533,7 +546,9 @@ public final class CachedByteSource: ByteSource {
             case .status(let status):
                 state.transferStatus = Self.describe(status)
                 let isParked = state.planner.transfers.first { $0.key == key }?.role == .parked
-                if case .retrying(_, _, let reason) = status, !isParked, let error = Self.unreachable(reason, retrying: true) {
+                if case .retrying(_, _, let reason) = status, !isParked,
+                    let error = Self.unreachable(reason, retrying: true)
+                {
                     // No connection at all: a reader waiting for bytes learns it now, while the
                     // transfer keeps retrying in the background (its next read tries at once).
                     state.unreachable = error

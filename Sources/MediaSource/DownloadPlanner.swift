@@ -133,7 +133,9 @@ public struct DownloadPlanner: Sendable {
 
     /// The transfer's measured rate. A reader that waits for this transfer only because its rate
     /// was not known yet gets its own request once the rate says the wait is long.
-    public mutating func setRate(_ rate: Double, of key: Int, cached: RangeSet, now: ContinuousClock.Instant) -> [Action] {
+    public mutating func setRate(_ rate: Double, of key: Int, cached: RangeSet, now: ContinuousClock.Instant)
+        -> [Action]
+    {
         guard let index = index(of: key) else { return [] }
         transfers[index].rate = rate
         guard main?.key == key else { return [] }
@@ -214,8 +216,12 @@ public struct DownloadPlanner: Sendable {
         let isProbe = !continuesPlayback && available == 0 && read.maxLength <= Self.probeMaxRead
         waiting = read
         waitingIsProbe = isProbe
-        return (.wait, arrange(for: missing, isProbe: isProbe, continuesPlayback: continuesPlayback || available > 0,
-                               cached: cached, now: now))
+        return (
+            .wait,
+            arrange(
+                for: missing, isProbe: isProbe, continuesPlayback: continuesPlayback || available > 0,
+                cached: cached, now: now)
+        )
     }
 
     /// The reader stopped waiting (a seek, a stop).
@@ -394,7 +400,8 @@ public struct DownloadPlanner: Sendable {
     private mutating func stopAtHeldBytes(cached: RangeSet) -> [Action] {
         var actions: [Action] = []
         for transfer in transfers where transfer.role != .probe {
-            guard transfer.end.map({ transfer.next < $0 }) ?? true, isHeld(transfer.next, cached: cached, excluding: transfer.key)
+            guard transfer.end.map({ transfer.next < $0 }) ?? true,
+                isHeld(transfer.next, cached: cached, excluding: transfer.key)
             else { continue }
             actions.append(.cancel(key: transfer.key))
             remove(transfer.key)
@@ -415,12 +422,16 @@ public struct DownloadPlanner: Sendable {
             }
         }
         if windowEnd != nil { return refillWindow(cached: cached) }
-        if let index = transfers.firstIndex(where: { $0.role == .parked && !isHeld($0.next, cached: cached, excluding: $0.key) }) {
+        if let index = transfers.firstIndex(where: {
+            $0.role == .parked && !isHeld($0.next, cached: cached, excluding: $0.key)
+        }) {
             // The seek's transfer is done: the one it set aside goes on as the read-ahead.
             transfers[index].role = .main
             return [.setPriority(key: transfers[index].key, background ? .preload : .readAhead)]
         }
-        guard resource?.rangesSupported == true, let missing = nextToFetch(length: length, cached: cached) else { return [] }
+        guard resource?.rangesSupported == true, let missing = nextToFetch(length: length, cached: cached) else {
+            return []
+        }
         return start(at: missing, priority: .readAhead, cached: cached)
     }
 
@@ -449,7 +460,10 @@ public struct DownloadPlanner: Sendable {
     /// Makes a parked transfer the main one again if it reaches `offset` soon (the current main
     /// one is parked in its place); nil when none does.
     private mutating func resumeParked(reaching offset: Int64) -> [Action]? {
-        guard let index = transfers.firstIndex(where: { $0.role == .parked && $0.reaches(offset, within: waitAhead(for: $0)) })
+        guard
+            let index = transfers.firstIndex(where: {
+                $0.role == .parked && $0.reaches(offset, within: waitAhead(for: $0))
+            })
         else { return nil }
         let key = transfers[index].key
         var actions = parkMain()

@@ -64,7 +64,11 @@ final class FetcherTransfers: Sendable {
                 return (false, nil)
             }
         }
-        if follow.cancel { fetcher.cancel(id) } else if let priority = follow.priority { fetcher.setPriority(id, priority) }
+        if follow.cancel {
+            fetcher.cancel(id)
+        } else if let priority = follow.priority {
+            fetcher.setPriority(id, priority)
+        }
     }
 
     /// Cancels transfer `key`, now or when its start comes.

@@ -1,6 +1,6 @@
+import Basics
 import Fetcher
 import FoundationEssentials
-import Basics
 import Synchronization
 
 /// Bytes of an http(s) resource, fetched with range requests as the reader
@@ -238,7 +238,9 @@ extension HTTPByteSource {
         fetcher.cancel(transfer.id)
         state.transfer = nil
         state.stoppedByWindow = true
-        log.debug("\(loggable(url)): \(window.capacity) bytes held ahead of byte \(state.reader); download paused at \(transfer.next)")
+        log.debug(
+            "\(loggable(url)): \(window.capacity) bytes held ahead of byte \(state.reader); download paused at \(transfer.next)"
+        )
     }
 
     /// Starts the download stopped by the window again once the reader used half of it.

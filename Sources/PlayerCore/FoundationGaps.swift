@@ -58,7 +58,8 @@ func expandingTilde(_ path: String) -> String {
     guard path.hasPrefix("~") else { return path }
     let end = path.firstIndex(of: "/") ?? path.endIndex
     let user = String(path[path.index(after: path.startIndex)..<end])
-    let home = user.isEmpty
+    let home =
+        user.isEmpty
         ? FileManager.default.homeDirectoryForCurrentUser : FileManager.default.homeDirectory(forUser: user)
     guard let home else { return path }
     var expanded = home.path + path[end...]
@@ -72,11 +73,14 @@ func expandingTilde(_ path: String) -> String {
 /// before digits, digits before letters. Names equal by those rules fall back
 /// to plain string order, so the order is total.
 func naturallyPrecedes(_ lhs: String, _ rhs: String) -> Bool {
-    var left = lhs[...], right = rhs[...]
+    var left = lhs[...]
+    var right = rhs[...]
     while let l = left.first, let r = right.first {
         if l.isASCIIDigit, r.isASCIIDigit {
-            let leftDigits = left.prefix(while: \.isASCIIDigit), rightDigits = right.prefix(while: \.isASCIIDigit)
-            let leftValue = leftDigits.drop { $0 == "0" }, rightValue = rightDigits.drop { $0 == "0" }
+            let leftDigits = left.prefix(while: \.isASCIIDigit)
+            let rightDigits = right.prefix(while: \.isASCIIDigit)
+            let leftValue = leftDigits.drop { $0 == "0" }
+            let rightValue = rightDigits.drop { $0 == "0" }
             if leftValue.count != rightValue.count { return leftValue.count < rightValue.count }
             if leftValue != rightValue { return leftValue < rightValue }
             left = left.dropFirst(leftDigits.count)

@@ -138,7 +138,9 @@ public struct Lyrics: Sendable, Equatable {
     private static func metadataTag(_ text: Substring) -> (String, Substring)? {
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let key = text[..<colon]
-        guard !key.isEmpty, key.count <= 16, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "#") }) else { return nil }
+        guard !key.isEmpty, key.count <= 16, key.allSatisfy({ $0.isASCII && ($0.isLetter || $0 == "#") }) else {
+            return nil
+        }
         return (key.lowercased(), text[text.index(after: colon)...])
     }
 

@@ -28,7 +28,9 @@ public enum LyricsFile {
         var bytes = [UInt8](repeating: 0, count: min(maximumSize, max(0, Int(info.st_size))))
         var filled = 0
         while filled < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + filled, $0.count - filled) }
+            let got = bytes.withUnsafeMutableBytes {
+                Glibc.read(descriptor, $0.baseAddress! + filled, $0.count - filled)
+            }
             if got < 0 && errno == EINTR { continue }
             guard got > 0 else { break }
             filled += got
@@ -42,7 +44,9 @@ public enum LyricsFile {
     /// of its own, or with the audio itself when it ignores the path: neither is lyrics.
     public static func isText(_ bytes: [UInt8]) -> Bool {
         guard !bytes.isEmpty else { return false }
-        if bytes.count >= 2, bytes[0] == 0xFF && bytes[1] == 0xFE || bytes[0] == 0xFE && bytes[1] == 0xFF { return true }
+        if bytes.count >= 2, bytes[0] == 0xFF && bytes[1] == 0xFE || bytes[0] == 0xFE && bytes[1] == 0xFF {
+            return true
+        }
         let head = bytes.prefix(4096)
         guard !head.contains(0) else { return false }
         let opening = String(decoding: head.prefix(64), as: UTF8.self)

@@ -1,6 +1,6 @@
+import Basics
 import EngineAPI
 import FoundationEssentials
-import Basics
 import Synchronization
 
 // One file though past 500 lines: the actor's state is private to the commands, engine events
@@ -160,8 +160,10 @@ public actor Player {
             shuffle: saved.shuffle)
         // The session file is the other way tags enter: one saved by an older Spool (or edited) holds them raw.
         var tags = saved.currentTags?.sanitized() ?? TrackTags()
-        if let art = tags.artURL, art.isFileURL, !FileManager.default.fileExists(atPath: art.path) { tags.artURL = nil }  // evicted since
-        let duration = saved.currentDuration ?? queue.current.flatMap { memory.position(forKey: keyForURL($0.url))?.duration }
+        // Art evicted since.
+        if let art = tags.artURL, art.isFileURL, !FileManager.default.fileExists(atPath: art.path) { tags.artURL = nil }
+        let duration =
+            saved.currentDuration ?? queue.current.flatMap { memory.position(forKey: keyForURL($0.url))?.duration }
         restoredStart = saved.position > .zero ? saved.position : nil
         rewindOnPlay = true
         let rate = min(snapshot.maximumRate, max(snapshot.minimumRate, saved.rate))
@@ -221,7 +223,9 @@ public actor Player {
                 startCurrent(playing: snapshot.status == .playing)
             } else {
                 unload(status: .stopped)
-                update { $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) } }
+                update {
+                    $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) }
+                }
             }
         }
         queueChanged()
@@ -361,7 +365,9 @@ public actor Player {
         case .playing, .paused:
             startCurrent(playing: snapshot.status == .playing)
         case .stopped:
-            update { $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) } }
+            update {
+                $0.nowPlaying = self.queue.current.map { NowPlaying(entry: $0, tags: TrackTags(), duration: nil) }
+            }
             saveSession()
         }
     }

@@ -58,14 +58,17 @@ public struct PlaylistLibrary: Sendable {
     public func list() -> [PlaylistInfo] {
         var found: [String: PlaylistInfo] = [:]
         for (directory, isSpools) in [(musicFolder, false), (folder, true)] {
-            guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else { continue }
+            guard let directory, let names = try? FileManager.default.contentsOfDirectory(atPath: directory.path) else {
+                continue
+            }
             for name in names {
                 let file = directory.appendingPathComponent(name)
                 guard ["m3u", "m3u8"].contains(file.pathExtension.lowercased()) else { continue }
                 var info = stat()
                 guard stat(file.path, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG else { continue }
                 let title = String(name.prefix(upTo: name.lastIndex(of: ".")!))
-                let modified = Date(timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
+                let modified = Date(
+                    timeIntervalSince1970: Double(info.st_mtim.tv_sec) + Double(info.st_mtim.tv_nsec) / 1e9)
                 found[title] = PlaylistInfo(name: title, file: file, modified: modified, isSpools: isSpools)
             }
         }
@@ -90,7 +93,9 @@ public struct PlaylistLibrary: Sendable {
             guard let text = try? String(contentsOf: current.file, encoding: .utf8) else {
                 throw PlaylistError("cannot read \(current.file.path)")
             }
-            existing = PlaylistParser.parse(text, base: current.file).map { PlaylistEntry(url: $0.url, title: $0.title) }
+            existing = PlaylistParser.parse(text, base: current.file).map {
+                PlaylistEntry(url: $0.url, title: $0.title)
+            }
         }
         try save(name, entries: existing + entries)
     }
@@ -101,7 +106,9 @@ public struct PlaylistLibrary: Sendable {
         try Self.check(name)
         let file = folder.appendingPathComponent(name + ".m3u")
         guard FileManager.default.fileExists(atPath: file.path) else { return false }
-        guard unlink(file.path) == 0 else { throw PlaylistError("cannot remove \(file.path): \(String(cString: strerror(errno)))") }
+        guard unlink(file.path) == 0 else {
+            throw PlaylistError("cannot remove \(file.path): \(String(cString: strerror(errno)))")
+        }
         return true
     }
 
@@ -122,7 +129,8 @@ public struct PlaylistLibrary: Sendable {
 
     /// A playlist's name becomes a file's name: not empty, no `/`, not starting with a dot.
     public static func check(_ name: String) throws(PlaylistError) {
-        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), !name.contains("\0"), name.utf8.count <= 200 else {
+        guard !name.isEmpty, !name.contains("/"), !name.hasPrefix("."), !name.contains("\0"), name.utf8.count <= 200
+        else {
             throw PlaylistError("'\(name)' cannot be a playlist name: use a plain name without '/' or a leading '.'")
         }
     }

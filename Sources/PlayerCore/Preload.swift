@@ -220,7 +220,8 @@ public struct PreloadPolicy: Sendable, Equatable {
         let metered = situation.metered
         let trigger = metered ? min(settings.trigger, settings.meteredLead) : settings.trigger
         plan.triggered = (!metered && situation.current.complete) || remaining.map { $0 < trigger } == true
-        plan.paused = plan.triggered && !situation.current.complete
+        plan.paused =
+            plan.triggered && !situation.current.complete
             && bufferedAhead(situation).map { $0 < settings.lowWater } == true
         let urgent = remaining.map { $0 < settings.handOverLead } == true
         if let following = situation.following, plan.triggered {
@@ -234,7 +235,9 @@ public struct PreloadPolicy: Sendable, Equatable {
             let tail = upcoming.download.length.map { min(settings.tail, $0) } ?? settings.tail
             var item = PreloadPlan.Item(id: upcoming.id, url: upcoming.url, stage: .waiting, prefix: prefix, tail: tail)
             let handedOver = plan.handOverNext && upcoming.id == situation.following?.id
-            let cost = handedOver ? (upcoming.download.length ?? prefix + tail) : min(prefix + tail, upcoming.download.length ?? .max)
+            let cost =
+                handedOver
+                ? (upcoming.download.length ?? prefix + tail) : min(prefix + tail, upcoming.download.length ?? .max)
             if upcoming.download.complete {
                 item.stage = .complete
             } else if !plan.triggered {

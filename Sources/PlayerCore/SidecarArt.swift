@@ -16,7 +16,8 @@ public enum SidecarArt {
             guard let dot = file.lastIndex(of: ".") else { continue }
             let base = file[..<dot].lowercased()
             let suffix = file[file.index(after: dot)...].lowercased()
-            guard let nameRank = names.firstIndex(of: base), let extensionRank = extensions.firstIndex(of: suffix) else {
+            guard let nameRank = names.firstIndex(of: base), let extensionRank = extensions.firstIndex(of: suffix)
+            else {
                 continue
             }
             let rank = nameRank * extensions.count + extensionRank

@@ -36,7 +36,8 @@ public enum TrackInput: Equatable, Sendable {
         guard schemes.contains(lowered) else {
             // `name:thing` without `//` may be a file name with a colon in it.
             if !rest.hasPrefix("//") { return .success(.local(path: text)) }
-            return .failure(TrackInputError("'\(shown(text))' is not a supported URL: use http://, https://, file:// or a path"))
+            return .failure(
+                TrackInputError("'\(shown(text))' is not a supported URL: use http://, https://, file:// or a path"))
         }
         if let space = text.unicodeScalars.first(where: { $0.properties.isWhitespace }) {
             let hint = space == " " ? "; write a space as %20" : ""
@@ -49,7 +50,8 @@ public enum TrackInput: Equatable, Sendable {
         let authority = afterSlashes.prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         if lowered == "file" {
             guard authority.isEmpty || authority.lowercased() == "localhost" else {
-                return .failure(TrackInputError("'\(shown(text))' names another machine; file:// URLs are local (file:///path)"))
+                return .failure(
+                    TrackInputError("'\(shown(text))' names another machine; file:// URLs are local (file:///path)"))
             }
             let path = afterSlashes.dropFirst(authority.count)
             guard path.hasPrefix("/"), path.count > 1, let url = URL(string: text), url.isFileURL else {
@@ -86,7 +88,9 @@ public enum TrackInput: Equatable, Sendable {
         guard let colon = text.firstIndex(of: ":") else { return nil }
         let name = text[..<colon]
         guard let first = name.unicodeScalars.first, first.isASCIILetter,
-            name.unicodeScalars.allSatisfy({ $0.isASCIILetter || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0) })
+            name.unicodeScalars.allSatisfy({
+                $0.isASCIILetter || ("0"..."9").contains($0) || "+-.".unicodeScalars.contains($0)
+            })
         else { return nil }
         return String(name)
     }
@@ -103,7 +107,8 @@ public enum TrackInput: Equatable, Sendable {
             guard after.isEmpty || after.hasPrefix(":") else { return "has text after its [address]" }
             port = String(after.dropFirst())
             let inside = host.dropFirst().dropLast()
-            guard !inside.isEmpty, inside.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." })
+            guard !inside.isEmpty,
+                inside.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." })
             else { return "has an invalid IPv6 address" }
         } else if let colon = hostAndPort.lastIndex(of: ":") {
             host = String(hostAndPort[..<colon])
@@ -117,9 +122,12 @@ public enum TrackInput: Equatable, Sendable {
         }
         if !host.hasPrefix("[") {
             let allowed = host.unicodeScalars.allSatisfy { scalar in
-                scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-._%~".unicodeScalars.contains(scalar)
+                scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                    || "-._%~".unicodeScalars.contains(scalar)
             }
-            guard allowed, !host.hasPrefix("."), !host.contains("..") else { return "has an invalid host name '\(shown(host))'" }
+            guard allowed, !host.hasPrefix("."), !host.contains("..") else {
+                return "has an invalid host name '\(shown(host))'"
+            }
         }
         return nil
     }

@@ -1,6 +1,6 @@
+import Basics
 import FoundationEssentials
 import Glibc
-import Basics
 
 /// A track to queue, as a source names it.
 public typealias TrackItem = (url: URL, title: String?)
@@ -32,7 +32,8 @@ public enum PlaylistParser {
         let lines = text.replacing("\r\n", with: "\n").replacing("\r", with: "\n")
             .split(separator: "\n").map { $0.trimmingWhitespace() }
             .map { $0.hasPrefix("\u{FEFF}") ? String($0.dropFirst()) : $0 }
-        if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || base.pathExtension.lowercased() == "pls" {
+        if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || base.pathExtension.lowercased() == "pls"
+        {
             return parsePLS(lines, base: base)
         }
         return parseM3U(lines, base: base)

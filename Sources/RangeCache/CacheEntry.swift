@@ -121,7 +121,9 @@ public final class CacheEntry: Sendable {
     /// Whether ``RangeCache/Configuration/maximumUnsyncedBytes`` or more of this entry's bytes
     /// wait for a sync: the writer is ahead of the disk.
     public var isBehindOnSyncs: Bool {
-        cache.state.withLock { $0.records[id].map { $0.unsyncedBytes >= cache.configuration.maximumUnsyncedBytes } ?? false }
+        cache.state.withLock {
+            $0.records[id].map { $0.unsyncedBytes >= cache.configuration.maximumUnsyncedBytes } ?? false
+        }
     }
 
     /// Calls `body` (on the cache's sync queue) once everything written so far is synced and
@@ -239,7 +241,9 @@ extension RangeCache {
             let holdsBytes = !record.available.isEmpty || !record.committed.isEmpty
             // Without a tag, a date or a length on either side, isSameVersion cannot tell two
             // versions apart; empty metadata is how a caller says the held bytes are stale.
-            if holdsBytes, metadata == EntryMetadata() || !record.metadata.validator.isSameVersion(as: metadata.validator) {
+            if holdsBytes,
+                metadata == EntryMetadata() || !record.metadata.validator.isSameVersion(as: metadata.validator)
+            {
                 logger.info("the resource changed; emptying its entry")
                 try reset(&state, id: id, metadata: metadata)
                 return true
@@ -294,7 +298,9 @@ extension RangeCache {
             try state.requireWritable(configuration)
             try state.reportSyncError(id)
             do throws(CacheError) {
-                guard let file = try dataFile(&state, id, create: true), file.writable else { throw CacheError.readOnly }
+                guard let file = try dataFile(&state, id, create: true), file.writable else {
+                    throw CacheError.readOnly
+                }
                 return (file, state.records[id]!.generation)
             } catch {
                 state.stats.writeFailures += 1
@@ -429,7 +435,9 @@ extension RangeCache {
             }
             record.file = nil
             if record.accessDirty, let index = state.index, configuration.mode == .readWrite {
-                if (try? index.updateAccess(id: id, lastAccess: record.lastAccess)) != nil { record.accessDirty = false }
+                if (try? index.updateAccess(id: id, lastAccess: record.lastAccess)) != nil {
+                    record.accessDirty = false
+                }
             }
             state.records[id] = record
         }

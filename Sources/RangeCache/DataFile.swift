@@ -37,7 +37,10 @@ final class DataFile: Sendable {
 
     /// Why an existing file cannot be trusted.
     enum Damage: Error {
-        case missing, unreadable(Int32), foreign, truncated(size: Int64)
+        case missing
+        case unreadable(Int32)
+        case foreign
+        case truncated(size: Int64)
     }
 
     /// Opens the existing file `name`, checks its header, and that it is long
@@ -95,7 +98,9 @@ final class DataFile: Sendable {
         var done = 0
         while done < buffer.count {
             let count = try systemCall("read") {
-                file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]), at: DataFile.headerSize + offset + Int64(done))
+                file.read(
+                    into: UnsafeMutableRawBufferPointer(rebasing: buffer[done...]),
+                    at: DataFile.headerSize + offset + Int64(done))
             }
             if count == 0 { break }
             done += count

@@ -81,7 +81,8 @@ struct Index {
 
     /// Checks every page of the database (`PRAGMA quick_check`); throws `.index` when damaged.
     func check() throws(CacheError) {
-        let answer = try mappingErrors { () throws(SQLiteError) in try database.text("PRAGMA quick_check") } ?? "no answer"
+        let answer =
+            try mappingErrors { () throws(SQLiteError) in try database.text("PRAGMA quick_check") } ?? "no answer"
         guard answer == "ok" else { throw CacheError.index("integrity check: \(answer)") }
     }
 
@@ -97,7 +98,10 @@ struct Index {
                     """,
                     [.integer(row.id), .text(row.namespace), .text(row.key), .text(row.fileName)]
                         + Index.values(row.metadata)
-                        + [.integer(row.created), .integer(row.lastAccess), .integer(row.allocated), .blob(row.ranges.encoded)])
+                        + [
+                            .integer(row.created), .integer(row.lastAccess), .integer(row.allocated),
+                            .blob(row.ranges.encoded),
+                        ])
             }
         }
     }
@@ -124,10 +128,11 @@ struct Index {
                 var metadata = EntryMetadata(
                     validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 })
                 metadata.urlText = row.text(3)
-                rows.append(IndexRow(
-                    id: id, namespace: namespace, key: key, fileName: file, metadata: metadata,
-                    created: row.integer(11) ?? 0, lastAccess: row.integer(12) ?? 0,
-                    allocated: row.integer(13) ?? 0, ranges: ranges))
+                rows.append(
+                    IndexRow(
+                        id: id, namespace: namespace, key: key, fileName: file, metadata: metadata,
+                        created: row.integer(11) ?? 0, lastAccess: row.integer(12) ?? 0,
+                        allocated: row.integer(13) ?? 0, ranges: ranges))
             }
         } catch {
             // A read-only failure: a reader opened an index that has no schema yet, nothing cached.
@@ -166,7 +171,9 @@ struct Index {
     func updateAccess(_ accesses: [(id: Int64, lastAccess: Int64)]) throws(CacheError) {
         try inTransaction { () throws(SQLiteError) in
             for access in accesses {
-                try database.run("UPDATE entries SET last_access = ? WHERE id = ?", [.integer(access.lastAccess), .integer(access.id)])
+                try database.run(
+                    "UPDATE entries SET last_access = ? WHERE id = ?",
+                    [.integer(access.lastAccess), .integer(access.id)])
             }
         }
     }

@@ -47,7 +47,8 @@ extension RangeCache {
         let blockSize = Int64(info.f_frsize)
         let free = Int64(info.f_bavail) * blockSize
         let total = Int64(info.f_blocks) * blockSize
-        let floor = max(configuration.minimumFreeBytes, Int64(Double(total) * configuration.minimumFreeFraction)) + extra
+        let floor =
+            max(configuration.minimumFreeBytes, Int64(Double(total) * configuration.minimumFreeFraction)) + extra
         return max(0, floor - free)
     }
 

@@ -59,7 +59,8 @@ extension RangeCache {
             var committed = record.committed
             committed.formUnion(job.ranges)
             do throws(CacheError) {
-                try state.index?.updateRanges(id: id, ranges: committed, allocated: allocated, lastAccess: record.lastAccess)
+                try state.index?.updateRanges(
+                    id: id, ranges: committed, allocated: allocated, lastAccess: record.lastAccess)
                 record.committed = committed
                 record.accessDirty = false
                 state.totalAllocated += allocated - record.allocated

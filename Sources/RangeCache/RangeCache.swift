@@ -1,7 +1,7 @@
+import Basics
 import Dispatch
 import FoundationEssentials
 import Glibc
-import Basics
 import Synchronization
 
 /// A disk cache of byte ranges of remote resources. Each resource (entry) has a
@@ -109,7 +109,8 @@ public final class RangeCache: Sendable {
         do throws(CacheError) {
             let loaded = try RangeCache.openIndex(
                 directory: directory.path, dataDirectory: dataDirectory, readOnly: readOnly, logger: logger)
-            var initial = CacheState(index: loaded.index, rows: loaded.rows, lockDescriptor: lock, damaged: loaded.damaged)
+            var initial = CacheState(
+                index: loaded.index, rows: loaded.rows, lockDescriptor: lock, damaged: loaded.damaged)
             initial.stats.indexRebuilds = loaded.rebuilt ? 1 : 0
             state = Mutex(initial)
         } catch {
@@ -173,12 +174,13 @@ public final class RangeCache: Sendable {
         state.stats.indexRebuilds += 1
         do throws(CacheError) {
             let index = try Index.recreate(path: indexPath)
-            try index.insert(state.records.values.map { record in
-                IndexRow(
-                    id: record.id, namespace: record.namespace, key: record.key, fileName: record.fileName,
-                    metadata: record.metadata, created: record.created, lastAccess: record.lastAccess,
-                    allocated: record.allocated, ranges: record.committed)
-            })
+            try index.insert(
+                state.records.values.map { record in
+                    IndexRow(
+                        id: record.id, namespace: record.namespace, key: record.key, fileName: record.fileName,
+                        metadata: record.metadata, created: record.created, lastAccess: record.lastAccess,
+                        allocated: record.allocated, ranges: record.committed)
+                })
             state.index = index
         } catch {
             state.stats.writeFailures += 1
@@ -236,7 +238,9 @@ public final class RangeCache: Sendable {
             var text = [UInt8](repeating: 0, count: 32)
             let count = text.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 31, 0) }
             Glibc.close(fd)
-            let pid = count > 0 ? Int32(String(decoding: text.prefix(count), as: UTF8.self).trimmingWhitespaceAndNewlines()) : nil
+            let pid =
+                count > 0
+                ? Int32(String(decoding: text.prefix(count), as: UTF8.self).trimmingWhitespaceAndNewlines()) : nil
             throw CacheError.inUseByAnotherProcess(directory: directory, pid: pid)
         }
         let pid = Array("\(getpid())\n".utf8)
@@ -300,7 +304,9 @@ public final class RangeCache: Sendable {
     /// A handle on the entry for `key` in `namespace`, created empty when
     /// missing and `create` is true (nil otherwise). While a handle is open
     /// the entry is never evicted. Close it with ``CacheEntry/close()``.
-    public func entry(for key: CacheKey, namespace: String = RangeCache.defaultNamespace, create: Bool = true) throws(CacheError) -> CacheEntry? {
+    public func entry(for key: CacheKey, namespace: String = RangeCache.defaultNamespace, create: Bool = true)
+        throws(CacheError) -> CacheEntry?
+    {
         let id: Int64? = try state.withLock { (state) throws(CacheError) -> Int64? in
             try state.requireOpen()
             if let id = state.ids[CacheState.slot(namespace, key.value)] {
@@ -320,9 +326,10 @@ public final class RangeCache: Sendable {
                 indexFailed(&state, error)
                 throw error
             }
-            var record = Record(row: IndexRow(
-                id: id, namespace: namespace, key: key.value, fileName: fileName, metadata: EntryMetadata(),
-                created: now, lastAccess: now, allocated: 0, ranges: RangeSet()))
+            var record = Record(
+                row: IndexRow(
+                    id: id, namespace: namespace, key: key.value, fileName: fileName, metadata: EntryMetadata(),
+                    created: now, lastAccess: now, allocated: 0, ranges: RangeSet()))
             record.handles = 1
             state.add(record)
             return id

@@ -139,7 +139,8 @@ public struct RangeSet: Sendable, Hashable, CustomStringConvertible {
         var result = RangeSet()
         var index = firstIndex(reaching: range.lowerBound)
         while index < ranges.count, ranges[index].lowerBound < range.upperBound {
-            result.insert(max(ranges[index].lowerBound, range.lowerBound)..<min(ranges[index].upperBound, range.upperBound))
+            result.insert(
+                max(ranges[index].lowerBound, range.lowerBound)..<min(ranges[index].upperBound, range.upperBound))
             index += 1
         }
         return result

@@ -17,7 +17,10 @@ public struct EntryMetadata: Sendable, Hashable {
     public var acceptsRanges: Bool?
 
     /// Creates metadata; every field is optional.
-    public init(url: URL? = nil, validator: CacheValidator = CacheValidator(), contentType: String? = nil, acceptsRanges: Bool? = nil) {
+    public init(
+        url: URL? = nil, validator: CacheValidator = CacheValidator(), contentType: String? = nil,
+        acceptsRanges: Bool? = nil
+    ) {
         urlText = url?.absoluteString
         self.validator = validator
         self.contentType = contentType

@@ -17,7 +17,8 @@ public final class SQLiteDatabase {
     /// promises SQLite that no one changes the file (read-only media). Waits up to two
     /// seconds for other connections' locks. (`sqlite3_open_v2`)
     public init(path: String, readOnly: Bool = false, immutable: Bool = false) throws(SQLiteError) {
-        var flags = readOnly
+        var flags =
+            readOnly
             ? SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX
             : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         var name = path
@@ -92,7 +93,9 @@ public final class SQLiteDatabase {
 
     /// Runs one statement, binding `values` to its `?` parameters in order and calling
     /// `row` for each result row.
-    public func run(_ sql: String, _ values: [SQLiteValue] = [], row: (SQLiteRow) -> Void = { _ in }) throws(SQLiteError) {
+    public func run(_ sql: String, _ values: [SQLiteValue] = [], row: (SQLiteRow) -> Void = { _ in })
+        throws(SQLiteError)
+    {
         let statement = try prepared(sql)
         defer {
             sqlite3_reset(statement)
@@ -109,7 +112,9 @@ public final class SQLiteDatabase {
     }
 
     /// The first row of `sql`, read by `read`; nil when there is no row.
-    public func firstRow<T>(_ sql: String, _ values: [SQLiteValue] = [], _ read: (SQLiteRow) -> T) throws(SQLiteError) -> T? {
+    public func firstRow<T>(_ sql: String, _ values: [SQLiteValue] = [], _ read: (SQLiteRow) -> T) throws(SQLiteError)
+        -> T?
+    {
         var result: T?
         try run(sql, values) { row in if result == nil { result = read(row) } }
         return result
@@ -173,9 +178,12 @@ private final class WALSize: Sendable {
 
     /// The hook: `context` is the connection's ``WALSize``, unretained (the connection owns it
     /// and outlives its hook).
-    static let hook: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32 = {
-        context, _, _, pages in
-        if let context { Unmanaged<WALSize>.fromOpaque(context).takeUnretainedValue().pages.store(Int(pages), ordering: .relaxed) }
-        return SQLITE_OK
-    }
+    static let hook: @convention(c) (UnsafeMutableRawPointer?, OpaquePointer?, UnsafePointer<CChar>?, Int32) -> Int32 =
+        {
+            context, _, _, pages in
+            if let context {
+                Unmanaged<WALSize>.fromOpaque(context).takeUnretainedValue().pages.store(Int(pages), ordering: .relaxed)
+            }
+            return SQLITE_OK
+        }
 }

@@ -1,6 +1,6 @@
+import Basics
 import FoundationEssentials
 import Glibc
-import Basics
 
 /// The configuration file, read but not yet interpreted: which key was set
 /// to which text on which line. The format, one setting a line:
@@ -115,7 +115,8 @@ public struct ConfigFile: Sendable, Equatable {
             }
             if character == "\\", quote == "\"" {
                 guard index < text.endIndex, text[index] == "\"" || text[index] == "\\" else {
-                    throw ConfigValueError("in double quotes only \\\" and \\\\ are escapes; use single quotes for a literal backslash")
+                    throw ConfigValueError(
+                        "in double quotes only \\\" and \\\\ are escapes; use single quotes for a literal backslash")
                 }
                 result.append(text[index])
                 index = text.index(after: index)

@@ -54,7 +54,8 @@ public struct AnyConfigKey: Sendable, Hashable {
         summary = key.summary
         placeholder = key.placeholder
         defaultText = key.defaultValue.configText
-        environmentVariables = ["SPOOL_" + key.name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }]
+        environmentVariables =
+            ["SPOOL_" + key.name.uppercased().map { $0.isLetter || $0.isNumber ? $0 : "_" }]
             + key.environmentAliases
         defaultValue = key.defaultValue
         choices = Value.choices
@@ -99,7 +100,8 @@ public enum ConfigKeys {
         "preload.count", default: 2, "how many upcoming tracks are fetched ahead of time")
     /// How many bytes preloading may hold for upcoming tracks.
     public static let preloadBudget = ConfigKey<ByteCount>(
-        "preload.budget", default: .mebibytes(512), "most bytes fetched ahead for upcoming tracks, all of them together")
+        "preload.budget", default: .mebibytes(512), "most bytes fetched ahead for upcoming tracks, all of them together"
+    )
     /// How long before the end of the current track the next ones start to load.
     public static let preloadTrigger = ConfigKey<Duration>(
         "preload.trigger", default: .seconds(60), "how long before the current track ends the next ones start loading")
@@ -121,7 +123,8 @@ public enum ConfigKeys {
     /// Whether the network counts as metered (less preload and read-ahead).
     public static let networkMetered = ConfigKey<MeteredSetting>(
         "network.metered", default: .auto,
-        "auto follows NetworkManager (none: not metered); metered: no preload but the next track's head, a read-ahead window")
+        "auto follows NetworkManager (none: not metered); metered: no preload but the next track's head, a read-ahead window"
+    )
     /// Positions earlier than this are not remembered.
     public static let resumeMinimum = ConfigKey<Duration>(
         "resume.minimum", default: .seconds(5), "a track stopped earlier than this starts from the beginning next time")
@@ -143,11 +146,13 @@ public enum ConfigKeys {
     /// What a request of the sound server to make way for another stream (a call) does.
     public static let audioInterruptions = ConfigKey<InterruptionHandling>(
         "audio.interruptions", default: .pause,
-        "pause: a call (the sound server corks music) pauses, its end plays on unless you acted; ignore: play through it")
+        "pause: a call (the sound server corks music) pauses, its end plays on unless you acted; ignore: play through it"
+    )
     /// Whether each track change shows a desktop notification.
     public static let notify = ConfigKey<Bool>(
         "notify", default: false,
-        "show a desktop notification (title, artist, album, cover art) when a track starts playing, at most one a second")
+        "show a desktop notification (title, artist, album, cover art) when a track starts playing, at most one a second"
+    )
     /// How long a cached file is trusted before it is revalidated with the origin.
     public static let revalidateInterval = ConfigKey<Duration>(
         "revalidate.interval", default: .seconds(3600),
@@ -155,7 +160,8 @@ public enum ConfigKeys {
     /// How long opening a cached file waits for the origin's answer when it is checked.
     public static let revalidateWait = ConfigKey<Duration>(
         "revalidate.wait", default: .milliseconds(300),
-        "how long opening a cached file waits for that check: a new version answering in time plays instead of the old copy")
+        "how long opening a cached file waits for that check: a new version answering in time plays instead of the old copy"
+    )
     /// The lowest level of log lines written to stderr.
     public static let logLevel = ConfigKey<LogLevel>(
         "log.level", default: .info, "lowest level of log lines written to stderr",

@@ -63,7 +63,9 @@ public struct ByteCount: ConfigValue, Hashable, Comparable, CustomStringConverti
     public init(configText text: String) throws(ConfigValueError) {
         let problem = ConfigValueError("'\(text)' is not a size; write e.g. 2GiB, 500MB or 1048576")
         let (number, unit) = splitNumberAndUnit(text)
-        guard let factor = unit.isEmpty ? 1 : Self.units.first(where: { $0.suffix.lowercased() == unit.lowercased() })?.factor,
+        guard
+            let factor = unit.isEmpty
+                ? 1 : Self.units.first(where: { $0.suffix.lowercased() == unit.lowercased() })?.factor,
             let bytes = wholeUnits(number, times: factor)
         else { throw problem }
         self.bytes = bytes
@@ -272,7 +274,8 @@ extension ConfigChoice {
     public init(configText text: String) throws(ConfigValueError) {
         guard let value = Self(rawValue: text.lowercased()) else {
             let words = Self.allCases.map(\.rawValue)
-            let choices = words.count > 1 ? words.dropLast().joined(separator: ", ") + " or " + words.last! : words.joined()
+            let choices =
+                words.count > 1 ? words.dropLast().joined(separator: ", ") + " or " + words.last! : words.joined()
             throw ConfigValueError("'\(text)' is not a \(Self.choiceName); use \(choices)")
         }
         self = value

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Basics
+import FoundationEssentials
 
 /// Where an effective value came from.
 public enum ConfigSource: Sendable, Hashable, CustomStringConvertible {

@@ -1,9 +1,9 @@
+import Basics
 import FoundationEssentials
 import Glibc
 import PlayerCore
-import Basics
-import Synchronization
 internal import SQLiteKit
+import Synchronization
 
 /// Resume positions and the saved session in a small SQLite database under
 /// `$XDG_STATE_HOME/spool` (not the cache: clearing the cache keeps them).
@@ -71,7 +71,8 @@ public final class SQLiteStateStore: PlaybackMemory {
             "SELECT position_us, duration_us, rate, finished FROM positions WHERE key = ?", [.text(key)]
         ) { row in
             SavedPosition(
-                key: key, position: .microseconds(row.integer(0) ?? 0), duration: row.integer(1).map { .microseconds($0) },
+                key: key, position: .microseconds(row.integer(0) ?? 0),
+                duration: row.integer(1).map { .microseconds($0) },
                 rate: row.real(2) ?? 0, finished: (row.integer(3) ?? 0) != 0)
         }
     }
@@ -107,7 +108,9 @@ public final class SQLiteStateStore: PlaybackMemory {
     /// Saves (replaces) the session.
     public func save(_ session: SavedSession) {
         guard let json = try? JSONEncoder().encode(session) else { return }
-        execute("INSERT OR REPLACE INTO session VALUES (1, ?, ?)", [.blob([UInt8](json)), .real(Date().timeIntervalSince1970)])
+        execute(
+            "INSERT OR REPLACE INTO session VALUES (1, ?, ?)",
+            [.blob([UInt8](json)), .real(Date().timeIntervalSince1970)])
     }
 
     // MARK: SQLite

@@ -29,11 +29,14 @@ func bashCompletion(_ commands: [CommandSyntax]) -> String {
         } else {
             let names = command.grammar.subcommands.map(\.name).joined(separator: " ")
             cases += "            if (( n == 3 )); then\n"
-            cases += "                if [[ $cur == -* ]]; then _spool_reply --help \"$cur\"; else _spool_reply \(shellQuoted(names)) \"$cur\"; fi\n"
+            cases +=
+                "                if [[ $cur == -* ]]; then _spool_reply --help \"$cur\"; else _spool_reply \(shellQuoted(names)) \"$cur\"; fi\n"
             cases += "                return\n            fi\n"
             cases += "            case ${words[2]} in\n"
             for sub in command.grammar.subcommands {
-                cases += "                \(sub.name))\n" + bashSettings(sub.grammar, indent: "                    ", start: 3)
+                cases +=
+                    "                \(sub.name))\n"
+                    + bashSettings(sub.grammar, indent: "                    ", start: 3)
                 cases += "                    ;;\n"
             }
             cases += "                *) return ;;\n            esac\n"

@@ -1,5 +1,5 @@
-import SpoolConfig
 import Basics
+import SpoolConfig
 
 /// What `spool cache stats` prints: each counter of `CacheStats()` under a label people
 /// read, or (with `--json`) one JSON object under the daemon's own names for scripts.
@@ -24,8 +24,10 @@ enum CacheReport {
     /// One aligned `label: value` line per counter, in the daemon's order.
     static func lines(_ counters: [(name: String, value: Int64)]) -> [String] {
         let shown = counters.map { counter in
-            (label: labels[counter.name] ?? counter.name,
-             value: byteCounters.contains(counter.name) ? formatBytes(counter.value) : "\(counter.value)")
+            (
+                label: labels[counter.name] ?? counter.name,
+                value: byteCounters.contains(counter.name) ? formatBytes(counter.value) : "\(counter.value)"
+            )
         }
         let width = shown.map(\.label.count).max() ?? 0
         return shown.map { $0.label + ":" + String(repeating: " ", count: width - $0.label.count + 1) + $0.value }
@@ -57,5 +59,7 @@ func unknownAccount(_ account: String, cached: Set<String>, own: String?) -> Str
     guard !account.isEmpty, !cached.contains(account), account != own else { return nil }
     let known = Set(cached).union(own.map { [$0] } ?? []).sorted()
     let problem = "no such account '\(account)' in the cache"
-    return mistake(problem, word: account, among: known, otherwise: known.isEmpty ? "the cache is empty" : "accounts: " + known.joined(separator: ", "))
+    return mistake(
+        problem, word: account, among: known,
+        otherwise: known.isEmpty ? "the cache is empty" : "accounts: " + known.joined(separator: ", "))
 }

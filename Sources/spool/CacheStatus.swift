@@ -63,7 +63,8 @@ final class CacheStatus: SpoolStatusProvider {
         if let source = playback.source(for: url) { return source.downloadState }
         if let state = prefetcher?.downloadState(of: url) { return state }
         guard let state = cacheState(of: url) else { return "" }
-        return state.length.map { length in state.ranges.reduce(0) { $0 + $1.count } >= length } == true ? "complete" : "idle"
+        return state.length.map { length in state.ranges.reduce(0) { $0 + $1.count } >= length } == true
+            ? "complete" : "idle"
     }
 
     func preparedTracks() -> [PreparedTrack] {
@@ -79,7 +80,8 @@ final class CacheStatus: SpoolStatusProvider {
     func prefetches() -> [CachedResource] {
         (prefetcher?.progress() ?? []).map { prefetch in
             let key = prefetch.url.absoluteString
-            var resource = cacheState(of: prefetch.url)
+            var resource =
+                cacheState(of: prefetch.url)
                 ?? CachedResource(url: key, namespace: namespace, ranges: [], length: nil)
             // The index holds only what is synced, in batches: a progress bar drawn from it
             // jumped from 0 to 42 to 100 %. A running prefetch shows the bytes written so far.

@@ -8,9 +8,13 @@ struct CommandFailure: Error, CustomStringConvertible {
     let status: Int32
 
     /// A usage mistake (exit 1).
-    static func usage(_ message: String) -> CommandFailure { CommandFailure(description: message, status: ExitStatus.usageOrConfiguration) }
+    static func usage(_ message: String) -> CommandFailure {
+        CommandFailure(description: message, status: ExitStatus.usageOrConfiguration)
+    }
     /// A failure at run time: no daemon, or the daemon refused (exit 2).
-    static func failed(_ message: String) -> CommandFailure { CommandFailure(description: message, status: ExitStatus.runtimeFailure) }
+    static func failed(_ message: String) -> CommandFailure {
+        CommandFailure(description: message, status: ExitStatus.runtimeFailure)
+    }
 }
 
 /// The `spool` commands' view of the daemon: calls over the session bus to
@@ -40,7 +44,9 @@ struct SpoolClient: Sendable {
 
     /// Calls `method` of `interface` on the daemon's MPRIS object.
     @discardableResult
-    func call(_ interface: String, _ method: String, _ arguments: [DBusValue] = []) async throws(CommandFailure) -> [DBusValue] {
+    func call(_ interface: String, _ method: String, _ arguments: [DBusValue] = []) async throws(CommandFailure)
+        -> [DBusValue]
+    {
         if !mayStartDaemon, (try? await connection.nameHasOwner(name)) != true {
             throw .failed("the Spool daemon is not running")
         }
@@ -75,7 +81,9 @@ struct SpoolClient: Sendable {
 
     /// Sets a property of `org.mpris.MediaPlayer2.Player`.
     func setPlayerProperty(_ name: String, _ value: DBusValue) async throws(CommandFailure) {
-        try await call("org.freedesktop.DBus.Properties", "Set", [.string(MPRISService.playerInterface), .string(name), .variant(value)])
+        try await call(
+            "org.freedesktop.DBus.Properties", "Set",
+            [.string(MPRISService.playerInterface), .string(name), .variant(value)])
     }
 
     /// A D-Bus error as the user should read it.
@@ -83,7 +91,8 @@ struct SpoolClient: Sendable {
         switch error.name {
         case "org.freedesktop.DBus.Error.ServiceUnknown", "org.freedesktop.DBus.Error.NameHasNoOwner",
             "org.freedesktop.DBus.Error.Spawn.ChildExited", "org.freedesktop.DBus.Error.Spawn.ExecFailed":
-            return "the Spool daemon is not running and could not be started (\(error.message)); start it with 'spool daemon'"
+            return
+                "the Spool daemon is not running and could not be started (\(error.message)); start it with 'spool daemon'"
         case "org.freedesktop.DBus.Error.NoReply":
             return "the Spool daemon did not answer in time"
         default:

@@ -1,7 +1,7 @@
+import Basics
 import FoundationEssentials
 import Glibc
 import SpoolConfig
-import Basics
 
 /// The exit statuses of every `spool` command.
 enum ExitStatus {
@@ -27,7 +27,8 @@ func configurationOrExit(_ arguments: [String], command: String) -> Configuratio
         exit(ExitStatus.success)
     }
     do {
-        let configuration = try Configuration.load(arguments: arguments, environment: ProcessInfo.processInfo.environment)
+        let configuration = try Configuration.load(
+            arguments: arguments, environment: ProcessInfo.processInfo.environment)
         configuration.warnings.forEach(complain)
         return configuration
     } catch {

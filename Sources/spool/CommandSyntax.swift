@@ -1,7 +1,7 @@
+import Basics
 import FoundationEssentials
 import GStreamerEngine
 import SpoolConfig
-import Basics
 
 /// What a word on the command line is, so that completions know what to offer for it.
 enum ArgumentKind: Sendable, Equatable {
@@ -33,7 +33,8 @@ struct CommandFlag: Sendable, Equatable {
     let note: String
 
     /// A switch, or with `placeholder` an option that takes a value of `value`'s kind.
-    init(_ name: String, _ summary: String, placeholder: String? = nil, value: ArgumentKind = .text, note: String = "") {
+    init(_ name: String, _ summary: String, placeholder: String? = nil, value: ArgumentKind = .text, note: String = "")
+    {
         self.name = name
         self.summary = summary
         self.placeholder = placeholder
@@ -82,7 +83,10 @@ struct CommandSyntax: Sendable {
     let hidden: Bool
 
     /// A command from its parts; `details` may be empty.
-    init(_ name: String, usage: String, summary: String, details: String = "", grammar: Grammar = Grammar(), hidden: Bool = false) {
+    init(
+        _ name: String, usage: String, summary: String, details: String = "", grammar: Grammar = Grammar(),
+        hidden: Bool = false
+    ) {
         self.name = name
         self.usage = usage
         self.summary = summary
@@ -100,7 +104,8 @@ struct CommandSyntax: Sendable {
             for flag in grammar.flags {
                 let left = "  " + flag.name + (flag.placeholder.map { " " + $0 } ?? "")
                 // A setting's option reads as in `spool --help`: its default and variables, then what it does.
-                text += flag.note.isEmpty && left.count < 26
+                text +=
+                    flag.note.isEmpty && left.count < 26
                     ? left.padded(to: 26) + " " + flag.summary + "\n"
                     : left + "   (\(flag.note))\n      " + flag.summary + "\n"
             }
@@ -134,11 +139,17 @@ struct CommandSyntax: Sendable {
 
                 """,
             grammar: Grammar(
-                flags: [CommandFlag("--instance", "if the name is taken, own org.mpris.MediaPlayer2.spool.instance<pid> instead of exiting")]
+                flags: [
+                    CommandFlag(
+                        "--instance",
+                        "if the name is taken, own org.mpris.MediaPlayer2.spool.instance<pid> instead of exiting")
+                ]
                     + configurationFlags)),
         CommandSyntax(
-            "config", usage: "config [options]", summary: "Print the effective configuration and where each value came from",
-            details: "The options are those of 'spool daemon': the listing shows what a daemon started with them would use.\n",
+            "config", usage: "config [options]",
+            summary: "Print the effective configuration and where each value came from",
+            details:
+                "The options are those of 'spool daemon': the listing shows what a daemon started with them would use.\n",
             grammar: Grammar(flags: configurationFlags)),
         CommandSyntax("version", usage: "version", summary: "Print Spool's version"),
     ]
@@ -155,8 +166,11 @@ struct CommandSyntax: Sendable {
     static let configurationFlags: [CommandFlag] = ConfigKeys.all.map { key in
         let fallback = key.defaultText.isEmpty ? "none" : key.defaultText
         let variables = key.environmentVariables.map { "$" + $0 }.joined(separator: ", ")
-        let kind: ArgumentKind = key.name == ConfigKeys.account.name ? .account : key.choices.isEmpty ? .text : .choice(key.choices)
-        return CommandFlag(key.flag, key.summary, placeholder: key.placeholder, value: kind, note: "default: \(fallback); \(variables)")
+        let kind: ArgumentKind =
+            key.name == ConfigKeys.account.name ? .account : key.choices.isEmpty ? .text : .choice(key.choices)
+        return CommandFlag(
+            key.flag, key.summary, placeholder: key.placeholder, value: kind, note: "default: \(fallback); \(variables)"
+        )
     }
 }
 
@@ -185,39 +199,55 @@ extension ControlCommand {
         ]),
         "lyrics": Grammar(flags: [CommandFlag("--follow", "show each line in time as the track plays")]),
         "playlist": Grammar(subcommands: [
-            CommandSyntax("save", usage: "playlist save NAME", summary: "Save the queue as the playlist NAME", grammar: Grammar(operands: .one(.text))),
+            CommandSyntax(
+                "save", usage: "playlist save NAME", summary: "Save the queue as the playlist NAME",
+                grammar: Grammar(operands: .one(.text))),
             CommandSyntax(
                 "ls", usage: "playlist ls [--by-date]", summary: "List the saved playlists",
                 grammar: Grammar(flags: [CommandFlag("--by-date", "newest first instead of by name")])),
-            CommandSyntax("load", usage: "playlist load NAME", summary: "Play a saved playlist", grammar: Grammar(operands: .one(.playlist))),
+            CommandSyntax(
+                "load", usage: "playlist load NAME", summary: "Play a saved playlist",
+                grammar: Grammar(operands: .one(.playlist))),
             CommandSyntax(
                 "add", usage: "playlist add NAME URL|PATH...", summary: "Add tracks to a saved playlist",
                 grammar: Grammar(operands: .many(.file))),
-            CommandSyntax("rm", usage: "playlist rm NAME", summary: "Delete a saved playlist", grammar: Grammar(operands: .one(.playlist))),
+            CommandSyntax(
+                "rm", usage: "playlist rm NAME", summary: "Delete a saved playlist",
+                grammar: Grammar(operands: .one(.playlist))),
         ]),
         "cache": Grammar(subcommands: [
             CommandSyntax("stats", usage: "cache stats", summary: "Print the counters of the cache"),
-            CommandSyntax("ls", usage: "cache ls [--account NAME]", summary: "List the cached files, newest first", grammar: Grammar(flags: [account])),
             CommandSyntax(
-                "clear", usage: "cache clear [--account NAME]", summary: "Remove the cached files (of one account, or all)",
+                "ls", usage: "cache ls [--account NAME]", summary: "List the cached files, newest first",
                 grammar: Grammar(flags: [account])),
             CommandSyntax(
-                "prefetch", usage: "cache prefetch [--metered-ok] URL...", summary: "Download into the cache without playing",
+                "clear", usage: "cache clear [--account NAME]",
+                summary: "Remove the cached files (of one account, or all)",
+                grammar: Grammar(flags: [account])),
+            CommandSyntax(
+                "prefetch", usage: "cache prefetch [--metered-ok] URL...",
+                summary: "Download into the cache without playing",
                 grammar: Grammar(
-                    flags: [CommandFlag("--metered-ok", "go ahead on a metered network, where a prefetch is refused without it")],
+                    flags: [
+                        CommandFlag(
+                            "--metered-ok", "go ahead on a metered network, where a prefetch is refused without it")
+                    ],
                     operands: .many(.cachedURL))),
         ]),
     ]
 
     /// Help for commands whose ranges come from elsewhere in Spool.
     private static let moreDetails: [String: String] = [
-        "rate": "RATE is a number from \(cFormat("%g", GStreamerEngine.rates.lowerBound)) to \(cFormat("%g", GStreamerEngine.rates.upperBound))"
+        "rate":
+            "RATE is a number from \(cFormat("%g", GStreamerEngine.rates.lowerBound)) to \(cFormat("%g", GStreamerEngine.rates.upperBound))"
             + " (1 is normal speed; a trailing x is allowed: 1.25x); the pitch is preserved.\n",
         "loop": "none plays the queue once, track repeats the current track, playlist repeats the whole queue.\n",
     ]
 
-    private static let noWait = CommandFlag("--no-wait", "return at once instead of waiting for the first track to start")
-    private static let account = CommandFlag("--account", "only this account's files", placeholder: "NAME", value: .account)
+    private static let noWait = CommandFlag(
+        "--no-wait", "return at once instead of waiting for the first track to start")
+    private static let account = CommandFlag(
+        "--account", "only this account's files", placeholder: "NAME", value: .account)
 }
 
 extension String {

@@ -1,3 +1,4 @@
+import Basics
 import DBusKit
 import Dispatch
 import FoundationEssentials
@@ -5,7 +6,6 @@ import Glibc
 import MPRIS
 import PlayerCore
 import SpoolConfig
-import Basics
 
 /// One `spool` subcommand that talks to the daemon: its usage line, its help and what it does.
 struct ControlCommand: Sendable {
@@ -16,40 +16,67 @@ struct ControlCommand: Sendable {
 
     /// Every control command, in the order `spool --help` lists them.
     static let all: [ControlCommand] = [
-        ControlCommand(name: "play", usage: "play [--no-wait] URL|PATH|PLAYLIST|DIR...", summary: "Replace the queue with these and play", run: { arguments throws(CommandFailure) in
-            try await runPlay(arguments, command: "play")
-        }),
-        ControlCommand(name: "open", usage: "open [--no-wait] URL|PATH|PLAYLIST|DIR...", summary: "The same as play", run: { arguments throws(CommandFailure) in
-            try await runPlay(arguments, command: "open")
-        }),
-        ControlCommand(name: "add", usage: "add URL|PATH|PLAYLIST|DIR...", summary: "Add these to the end of the queue", run: runAdd),
+        ControlCommand(
+            name: "play", usage: "play [--no-wait] URL|PATH|PLAYLIST|DIR...",
+            summary: "Replace the queue with these and play",
+            run: { arguments throws(CommandFailure) in
+                try await runPlay(arguments, command: "play")
+            }),
+        ControlCommand(
+            name: "open", usage: "open [--no-wait] URL|PATH|PLAYLIST|DIR...", summary: "The same as play",
+            run: { arguments throws(CommandFailure) in
+                try await runPlay(arguments, command: "open")
+            }),
+        ControlCommand(
+            name: "add", usage: "add URL|PATH|PLAYLIST|DIR...", summary: "Add these to the end of the queue",
+            run: runAdd),
         simple("pause", "Pause", "Pause playback"),
         simple("resume", "Play", "Resume (or start) playback"),
         simple("toggle", "PlayPause", "Pause when playing, play otherwise"),
         simple("stop", "Stop", "Stop playback"),
         simple("next", "Next", "Skip to the next track"),
         simple("prev", "Previous", "Go back to the previous track (or the start of this one)"),
-        ControlCommand(name: "seek", usage: "seek [+|-]TIME|PERCENT", summary: "Seek to TIME (90, 1:30, 1h2m3s), by +/-TIME, or to PERCENT (50%)", run: seek),
-        ControlCommand(name: "volume", usage: "volume [PERCENT]", summary: "Print the volume, or set it (0-100)", run: volume),
-        ControlCommand(name: "rate", usage: "rate [RATE]", summary: "Print the playback rate, or set it (e.g. 1.25)", run: rate),
-        ControlCommand(name: "loop", usage: "loop [none|track|playlist]", summary: "Print what repeats, or set it", run: loop),
-        ControlCommand(name: "shuffle", usage: "shuffle [on|off]", summary: "Print whether shuffle is on, or turn it on or off", run: shuffle),
-        ControlCommand(name: "queue", usage: "queue", summary: "List the queue, the current track marked with '>', with cache state", run: queue),
-        ControlCommand(name: "status", usage: "status [--follow] [--json] [--format TEMPLATE]", summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
-        ControlCommand(name: "lyrics", usage: "lyrics [--follow]", summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time", run: runLyrics),
+        ControlCommand(
+            name: "seek", usage: "seek [+|-]TIME|PERCENT",
+            summary: "Seek to TIME (90, 1:30, 1h2m3s), by +/-TIME, or to PERCENT (50%)", run: seek),
+        ControlCommand(
+            name: "volume", usage: "volume [PERCENT]", summary: "Print the volume, or set it (0-100)", run: volume),
+        ControlCommand(
+            name: "rate", usage: "rate [RATE]", summary: "Print the playback rate, or set it (e.g. 1.25)", run: rate),
+        ControlCommand(
+            name: "loop", usage: "loop [none|track|playlist]", summary: "Print what repeats, or set it", run: loop),
+        ControlCommand(
+            name: "shuffle", usage: "shuffle [on|off]", summary: "Print whether shuffle is on, or turn it on or off",
+            run: shuffle),
+        ControlCommand(
+            name: "queue", usage: "queue",
+            summary: "List the queue, the current track marked with '>', with cache state", run: queue),
+        ControlCommand(
+            name: "status", usage: "status [--follow] [--json] [--format TEMPLATE]",
+            summary: "Show the current track, position and cached ranges; --follow keeps it updated", run: runStatus),
+        ControlCommand(
+            name: "lyrics", usage: "lyrics [--follow]",
+            summary: "Print the current track's lyrics, '>' marking the current line; --follow shows each line in time",
+            run: runLyrics),
         simple("quit", "Quit", "Stop the daemon (it saves the session first)", interface: MPRISService.rootInterface),
-        ControlCommand(name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch URL...", summary: "Show, list, clear or fill the download cache", run: cache),
-        ControlCommand(name: "playlist", usage: "playlist save NAME|ls [--by-date]|load NAME|add NAME URL...|rm NAME", summary: "Save the queue as a playlist, list, play, extend or delete saved playlists", run: runPlaylist),
+        ControlCommand(
+            name: "cache", usage: "cache stats|ls|clear [--account NAME]|prefetch URL...",
+            summary: "Show, list, clear or fill the download cache", run: cache),
+        ControlCommand(
+            name: "playlist", usage: "playlist save NAME|ls [--by-date]|load NAME|add NAME URL...|rm NAME",
+            summary: "Save the queue as a playlist, list, play, extend or delete saved playlists", run: runPlaylist),
     ]
 
     /// A command that calls one argument-less method (of the Player interface unless told).
     private static func simple(
         _ name: String, _ method: String, _ summary: String, interface: String = MPRISService.playerInterface
     ) -> ControlCommand {
-        ControlCommand(name: name, usage: name, summary: summary, run: { arguments throws(CommandFailure) in
-            try expectNoArguments(arguments, name)
-            try await SpoolClient.connect().call(interface, method)
-        })
+        ControlCommand(
+            name: name, usage: name, summary: summary,
+            run: { arguments throws(CommandFailure) in
+                try expectNoArguments(arguments, name)
+                try await SpoolClient.connect().call(interface, method)
+            })
     }
 
     /// `spool NAME --help`.
@@ -57,13 +84,18 @@ struct ControlCommand: Sendable {
 
     /// More help for some commands, by name: the forms and ranges of their arguments.
     static let details: [String: String] = [
-        "play": "Relative paths are taken from the current directory. Playlists (.m3u, .pls) and directories\nare expanded by the daemon. URLs are http://, https:// or file:// with no spaces (write %20).\nWaits up to 5 s for the first track: if it fails (not found, unreachable, not audio) the\nerror is printed and the exit status is 2. --no-wait returns at once.\n",
-        "open": "Relative paths are taken from the current directory; waits for the first track like play\n(--no-wait returns at once).\n",
-        "seek": "TIME is seconds (90), m:ss (1:30), h:mm:ss or 1h2m3s; a leading + or - seeks relative to the\ncurrent position; PERCENT (50%) is a fraction of the track.\n",
+        "play":
+            "Relative paths are taken from the current directory. Playlists (.m3u, .pls) and directories\nare expanded by the daemon. URLs are http://, https:// or file:// with no spaces (write %20).\nWaits up to 5 s for the first track: if it fails (not found, unreachable, not audio) the\nerror is printed and the exit status is 2. --no-wait returns at once.\n",
+        "open":
+            "Relative paths are taken from the current directory; waits for the first track like play\n(--no-wait returns at once).\n",
+        "seek":
+            "TIME is seconds (90), m:ss (1:30), h:mm:ss or 1h2m3s; a leading + or - seeks relative to the\ncurrent position; PERCENT (50%) is a fraction of the track.\n",
         "volume": "PERCENT is 0 to 100 (100 is full volume); MPRIS's 0.0-1.0 is shown as a percentage.\n",
         "status": statusHelp,
-        "lyrics": "Lyrics come from a .lrc file beside a local track (same name), else from its tags (LRC or\nplain text). Timed lines are printed with their start time; unsynced lyrics as they are.\nWith --follow the current line is redrawn in place on a terminal as the track plays (seeks\nand rate changes included); when piped, each new line is written as a plain line.\n",
-        "cache": "  stats [--json]             counters of the cache (--json: one object for scripts)\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
+        "lyrics":
+            "Lyrics come from a .lrc file beside a local track (same name), else from its tags (LRC or\nplain text). Timed lines are printed with their start time; unsynced lyrics as they are.\nWith --follow the current line is redrawn in place on a terminal as the track plays (seeks\nand rate changes included); when piped, each new line is written as a plain line.\n",
+        "cache":
+            "  stats [--json]             counters of the cache (--json: one object for scripts)\n  ls [--account NAME]        the cached files, newest first\n  clear [--account NAME]     remove the cached files (of one account, or all)\n  prefetch URL...            download into the cache without playing, with a progress bar\n  prefetch --metered-ok URL...  the same on a metered network (without it, refused there)\n",
     ]
 }
 
@@ -121,11 +153,16 @@ private func seek(_ arguments: [String]) async throws(CommandFailure) {
     switch target {
     case .absolute(let seconds): micros = Int64(seconds * 1_000_000)
     case .fraction(let fraction):
-        guard let length else { throw .failed("the length of this track is not known, so a percentage cannot be sought") }
+        guard let length else {
+            throw .failed("the length of this track is not known, so a percentage cannot be sought")
+        }
         micros = Int64(Double(length) * fraction)
     case .relative: return
     }
-    if let length, micros > length { throw .failed("\(formatTime(Double(micros) / 1e6)) is past the end of the track (\(formatTime(Double(length) / 1e6)))") }
+    if let length, micros > length {
+        throw .failed(
+            "\(formatTime(Double(micros) / 1e6)) is past the end of the track (\(formatTime(Double(length) / 1e6)))")
+    }
     try await client.player("SetPosition", [.objectPath(track), .int64(micros)])
 }
 
@@ -165,7 +202,8 @@ private func loop(_ arguments: [String]) async throws(CommandFailure) {
     }
     guard let mode = SettingWords.loopStatus(text) else {
         let words = SettingWords.loopModes.map(\.word)
-        throw .usage(mistake("unknown loop mode '\(text)'", word: text, among: words, otherwise: "use none, track or playlist"))
+        throw .usage(
+            mistake("unknown loop mode '\(text)'", word: text, among: words, otherwise: "use none, track or playlist"))
     }
     try await SpoolClient.connect().setPlayerProperty("LoopStatus", .string(mode))
 }
@@ -178,7 +216,8 @@ private func shuffle(_ arguments: [String]) async throws(CommandFailure) {
     }
     guard let on = SettingWords.switchValue(text) else {
         let words = SettingWords.switchWords.keys.sorted()
-        throw .usage(mistake("shuffle is on or off, not '\(text)'", word: text, among: words, otherwise: "use on or off"))
+        throw .usage(
+            mistake("shuffle is on or off, not '\(text)'", word: text, among: words, otherwise: "use on or off"))
     }
     try await SpoolClient.connect().setPlayerProperty("Shuffle", .boolean(on))
 }
@@ -206,7 +245,9 @@ func cacheNote(_ fields: [String: DBusValue]) -> String {
     if url.hasPrefix("file:") { return "[local]" }
     guard let cached = fields["spool:cachedBytes"]?.int64Value, cached > 0 else { return "[not cached]" }
     if fields["spool:complete"]?.boolValue == true { return "[cached]" }
-    guard let length = fields["spool:contentLength"]?.int64Value, length > 0 else { return "[cached \(formatBytes(cached))]" }
+    guard let length = fields["spool:contentLength"]?.int64Value, length > 0 else {
+        return "[cached \(formatBytes(cached))]"
+    }
     return "[cached \(cached * 100 / length)%]"
 }
 
@@ -214,7 +255,10 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
     let actions = ["stats", "ls", "clear", "prefetch"]
     guard let action = arguments.first else { throw .usage("'spool cache' needs one of stats, ls, clear, prefetch") }
     guard actions.contains(action) else {
-        throw .usage(mistake("unknown cache command '\(action)'", word: action, among: actions, otherwise: "use stats, ls, clear or prefetch"))
+        throw .usage(
+            mistake(
+                "unknown cache command '\(action)'", word: action, among: actions,
+                otherwise: "use stats, ls, clear or prefetch"))
     }
     var rest = Array(arguments.dropFirst())
     var account = ""
@@ -227,7 +271,8 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
                 account = String(option.dropFirst("--account=".count))
                 rest.removeFirst()
             } else {
-                throw .usage("unknown argument '\(option)' for 'spool cache \(action)'\(hint(option, among: ["--account"]))")
+                throw .usage(
+                    "unknown argument '\(option)' for 'spool cache \(action)'\(hint(option, among: ["--account"]))")
             }
         }
     }
@@ -237,7 +282,8 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
         let json = rest == ["--json"]
         try expectNoArguments(json ? [] : rest, "cache stats")
         let counters = (try await client.spool("CacheStats").first?.dictionaryEntries ?? []).compactMap { entry in
-            entry.key.stringValue.flatMap { name in entry.value.variantValue?.int64Value.map { (name: name, value: $0) } }
+            entry.key.stringValue.flatMap { name in entry.value.variantValue?.int64Value.map { (name: name, value: $0) }
+            }
         }
         print(json ? CacheReport.json(counters) : CacheReport.lines(counters).joined(separator: "\n"))
     case "ls":
@@ -263,7 +309,9 @@ private func cache(_ arguments: [String]) async throws(CommandFailure) {
 /// the one this command line's configuration names.
 private func checkAccount(_ account: String, _ client: SpoolClient) async throws(CommandFailure) {
     guard !account.isEmpty else { return }
-    let all = try await client.spool("CacheEntries", [.string("")]).first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+    let all =
+        try await client.spool("CacheEntries", [.string("")]).first?.arrayValues?.compactMap(\.stringVariantDictValue)
+        ?? []
     let cached = Set(all.compactMap { $0["spool:namespace"]?.stringValue })
     let own = try? Configuration.load(arguments: [], environment: ProcessInfo.processInfo.environment).account
     if let problem = unknownAccount(account, cached: cached, own: own) { throw .usage(problem) }
@@ -294,7 +342,8 @@ private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws
     let start = ContinuousClock.now
     var rates: [String: TransferRate] = [:]
     while true {
-        let all = try await client.properties(MPRISService.spoolInterface)["Prefetches"]?.arrayValues?
+        let all =
+            try await client.properties(MPRISService.spoolInterface)["Prefetches"]?.arrayValues?
             .compactMap(\.stringVariantDictValue) ?? []
         let mine = all.filter { urls.contains($0["spool:url"]?.stringValue ?? "") }
         var lines: [String] = []
@@ -302,13 +351,17 @@ private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws
             let url = fields["spool:url"]?.stringValue ?? ""
             let cached = fields["spool:cachedBytes"]?.int64Value ?? 0
             let elapsed = ContinuousClock.now - start
-            rates[url, default: TransferRate()].add(bytes: cached, at: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-            lines.append(prefetchLine(
-                name: URL(string: url)?.lastPathComponent ?? "?", cached: cached,
-                length: fields["spool:contentLength"]?.int64Value, bytesPerSecond: rates[url]?.bytesPerSecond))
+            rates[url, default: TransferRate()].add(
+                bytes: cached, at: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+            lines.append(
+                prefetchLine(
+                    name: URL(string: url)?.lastPathComponent ?? "?", cached: cached,
+                    length: fields["spool:contentLength"]?.int64Value, bytesPerSecond: rates[url]?.bytesPerSecond))
         }
         let failures = mine.compactMap { $0["spool:error"]?.stringValue }
-        let done = mine.count == Set(urls).count && mine.allSatisfy { $0["spool:complete"]?.boolValue == true || $0["spool:error"] != nil }
+        let done =
+            mine.count == Set(urls).count
+            && mine.allSatisfy { $0["spool:complete"]?.boolValue == true || $0["spool:error"] != nil }
         if screen.isTerminal || done { screen.draw(lines) }
         if done {
             if let failure = failures.first { throw .failed("prefetch failed: \(failure)") }

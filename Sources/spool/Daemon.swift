@@ -1,3 +1,4 @@
+import Basics
 import CacheFilling
 import DBusKit
 import Dispatch
@@ -11,7 +12,6 @@ import MediaSource
 import PlayerCore
 import RangeCache
 import SpoolConfig
-import Basics
 import StateStore
 import Synchronization
 

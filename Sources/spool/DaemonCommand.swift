@@ -1,7 +1,7 @@
+import Basics
 import Dispatch
 import FoundationEssentials
 import Glibc
-import Basics
 
 /// `spool daemon [options]`: runs the player until SIGTERM, SIGINT or MPRIS Quit.
 func runDaemonCommand(_ arguments: [String]) -> Never {

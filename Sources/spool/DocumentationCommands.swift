@@ -1,6 +1,6 @@
+import Basics
 import FoundationEssentials
 import Glibc
-import Basics
 
 /// A shell `spool completions` writes a script for.
 enum Shell: String, CaseIterable, Sendable {
@@ -38,7 +38,9 @@ func runDocumentationCommand(_ command: String, _ arguments: [String]) -> Never 
     let names = Shell.allCases.map(\.rawValue)
     guard arguments.count == 1, let shell = Shell(rawValue: arguments[0]) else {
         let word = arguments.first ?? ""
-        complain("'spool completions' takes one of \(names.joined(separator: ", "))\(word.isEmpty ? "" : ", not '\(word)'")\(hint(word, among: names))")
+        complain(
+            "'spool completions' takes one of \(names.joined(separator: ", "))\(word.isEmpty ? "" : ", not '\(word)'")\(hint(word, among: names))"
+        )
         exit(ExitStatus.usageOrConfiguration)
     }
     print(completionScript(for: shell), terminator: "")

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Basics
+import FoundationEssentials
 
 /// A seek target as the user writes it: `90`, `1:30`, `1h2m3s`, `50%`, each optionally `+`/`-` (relative).
 enum SeekTarget: Equatable {
@@ -37,7 +37,9 @@ func parseDuration(_ text: String) -> Double? {
     for character in text {
         if character.isNumber || character == "." {
             number.append(character)
-        } else if let scale = ["h": 3600.0, "m": 60, "s": 1][character], let value = Double(number), units.insert(character).inserted {
+        } else if let scale = ["h": 3600.0, "m": 60, "s": 1][character], let value = Double(number),
+            units.insert(character).inserted
+        {
             total += value * scale
             number = ""
         } else {

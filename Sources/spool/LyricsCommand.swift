@@ -19,12 +19,13 @@ struct ShownLyrics: Equatable {
     init(metadata: [String: DBusValue], lyrics: DBusValue?, line: DBusValue?) {
         track = metadata["mpris:trackid"]?.objectPathValue ?? MPRISService.noTrack
         title = metadata["xesam:title"]?.stringValue ?? metadata["xesam:url"]?.stringValue ?? "?"
-        lines = lyrics?.arrayValues?.compactMap { value in
-            guard let fields = value.structureFields, fields.count == 2, let time = fields[0].int64Value,
-                let text = fields[1].stringValue
-            else { return nil }
-            return (Double(time) / 1e6, text)
-        } ?? []
+        lines =
+            lyrics?.arrayValues?.compactMap { value in
+                guard let fields = value.structureFields, fields.count == 2, let time = fields[0].int64Value,
+                    let text = fields[1].stringValue
+                else { return nil }
+                return (Double(time) / 1e6, text)
+            } ?? []
         current = Int(line?.int32Value ?? -1)
         plainText = lines.isEmpty ? metadata["xesam:asText"]?.stringValue ?? "" : ""
     }
@@ -42,7 +43,9 @@ struct ShownLyrics: Equatable {
                 (index == current ? "> " : "  ") + formatTime(line.seconds) + "  " + line.text
             }
         }
-        if !plainText.isEmpty { return plainText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) }
+        if !plainText.isEmpty {
+            return plainText.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        }
         return ["no lyrics for \(title)"]
     }
 
@@ -67,7 +70,8 @@ struct ShownLyrics: Equatable {
     let client = try SpoolClient.connect()
     func read() async throws(CommandFailure) -> ShownLyrics {
         func get(_ interface: String, _ name: String) async throws(CommandFailure) -> DBusValue? {
-            try await client.call("org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)]).first?.variantValue
+            try await client.call("org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)]).first?
+                .variantValue
         }
         let metadata = try await get(MPRISService.playerInterface, "Metadata")?.stringVariantDictValue ?? [:]
         return ShownLyrics(

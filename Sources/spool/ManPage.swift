@@ -133,7 +133,8 @@ private func roffCommand(_ command: CommandSyntax) -> String {
     let settings = Set(CommandSyntax.configurationFlags.map(\.name))
     let own = command.grammar.flags.filter { !settings.contains($0.name) }
     for flag in own {
-        text += ".IP\n\\fB\(roff(flag.name))\\fR\(flag.placeholder.map { " \\fI\(roff($0))\\fR" } ?? ""): \(roff(flag.summary)).\n"
+        text +=
+            ".IP\n\\fB\(roff(flag.name))\\fR\(flag.placeholder.map { " \\fI\(roff($0))\\fR" } ?? ""): \(roff(flag.summary)).\n"
     }
     if own.count < command.grammar.flags.count {
         text += ".IP\nIts other options set the configuration: see OPTIONS.\n"
@@ -159,7 +160,8 @@ func roff(_ text: String) -> String {
         switch scalar {
         case "\\": escaped += "\\e"
         case "-": escaped += "\\-"
-        case _ where !scalar.isASCII: escaped += "\\[u" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4) + "]"
+        case _ where !scalar.isASCII:
+            escaped += "\\[u" + String(scalar.value, radix: 16, uppercase: true).leftPadded(to: 4) + "]"
         default: escaped.unicodeScalars.append(scalar)
         }
     }

@@ -1,7 +1,7 @@
+import Basics
 import DBusKit
 import FoundationEssentials
 import PlayerCore
-import Basics
 import Synchronization
 
 /// Follows whether the network is metered and applies the answer at once: with
@@ -30,14 +30,19 @@ final class MeteredWatcher: Sendable {
             listeners = []
             return
         }
-        let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
+        let address =
+            ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
             ?? "unix:path=/run/dbus/system_bus_socket"
         let nm = Self.networkManager
         guard let connection = try? DBusConnection(address: address),
             let changes = try? await connection.subscribe(
-                matching: "type='signal',sender='\(nm)',path='\(Self.path)',interface='\(Self.properties)',member='PropertiesChanged',arg0='\(nm)'"),
+                matching:
+                    "type='signal',sender='\(nm)',path='\(Self.path)',interface='\(Self.properties)',member='PropertiesChanged',arg0='\(nm)'"
+            ),
             let owners = try? await connection.subscribe(
-                matching: "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(nm)'")
+                matching:
+                    "type='signal',sender='org.freedesktop.DBus',interface='org.freedesktop.DBus',member='NameOwnerChanged',arg0='\(nm)'"
+            )
         else {
             log.debug("no system bus: the network counts as not metered")
             await apply(false)

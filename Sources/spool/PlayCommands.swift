@@ -1,9 +1,9 @@
+import Basics
 import DBusKit
 import FoundationEssentials
 import Glibc
 import MPRIS
 import PlayerCore
-import Basics
 
 /// How long `spool play` waits for the first track to start or fail.
 let startWaitLimit: Duration = .seconds(5)
@@ -20,7 +20,8 @@ let startSampleInterval: Duration = .milliseconds(100)
         try await client.spool("Play", [.stringArray(inputs)])
         return
     }
-    let rule = "type='signal',sender='\(client.name)',path='\(MPRISService.objectPath)',"
+    let rule =
+        "type='signal',sender='\(client.name)',path='\(MPRISService.objectPath)',"
         + "interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"
     let signals: AsyncStream<DBusSignalMessage>
     do {
@@ -28,7 +29,8 @@ let startSampleInterval: Duration = .milliseconds(100)
     } catch {
         throw .failed("cannot watch the daemon's signals: \(error)")
     }
-    let before = try await client.properties(MPRISService.playerInterface)["Metadata"]?.stringVariantDictValue?["mpris:trackid"]?
+    let before = try await client.properties(MPRISService.playerInterface)["Metadata"]?.stringVariantDictValue?[
+        "mpris:trackid"]?
         .objectPathValue
     try await client.spool("Play", [.stringArray(inputs)])
     // A remote playlist is fetched after the call returns: the queue changes later.
@@ -49,7 +51,9 @@ func checkedInputs(_ arguments: [String], command: String) throws(CommandFailure
     if let option = arguments.first(where: { $0.hasPrefix("-") && $0 != "-" }) {
         throw .usage("unknown option '\(option)' for 'spool \(command)'; see 'spool \(command) --help'")
     }
-    guard !arguments.isEmpty else { throw .usage("'spool \(command)' needs at least one URL, path, playlist or directory") }
+    guard !arguments.isEmpty else {
+        throw .usage("'spool \(command)' needs at least one URL, path, playlist or directory")
+    }
     let directory = URL(fileURLWithPath: FileManager.default.currentDirectoryPath)
     return try arguments.map { argument throws(CommandFailure) -> String in
         switch TrackInput.parse(argument) {
@@ -58,11 +62,15 @@ func checkedInputs(_ arguments: [String], command: String) throws(CommandFailure
         case .success(.remote):
             return argument
         case .success(.local(let path)):
-            let expanded = path.hasPrefix("~/") || path == "~"
+            let expanded =
+                path.hasPrefix("~/") || path == "~"
                 ? FileManager.default.homeDirectoryForCurrentUser.path + path.dropFirst() : path
-            let absolute = expanded.hasPrefix("/")
+            let absolute =
+                expanded.hasPrefix("/")
                 ? expanded : URL(fileURLWithPath: expanded, relativeTo: directory).standardizedFileURL.path
-            guard FileManager.default.fileExists(atPath: absolute) else { throw .failed("no such file or directory: \(absolute)") }
+            guard FileManager.default.fileExists(atPath: absolute) else {
+                throw .failed("no such file or directory: \(absolute)")
+            }
             return argument.hasPrefix("file:") ? argument : absolute
         }
     }
@@ -97,9 +105,12 @@ private func waitForStart(
             }
             // A track that fails within milliseconds goes Stopped → Playing → Stopped between two
             // signals, and none is sent: the status is read too.
-            if replacing == nil, let status = try? await client.call(
-                "org.freedesktop.DBus.Properties", "Get", [.string(MPRISService.playerInterface), .string("PlaybackStatus")]
-            ).first?.variantValue?.stringValue {
+            if replacing == nil,
+                let status = try? await client.call(
+                    "org.freedesktop.DBus.Properties", "Get",
+                    [.string(MPRISService.playerInterface), .string("PlaybackStatus")]
+                ).first?.variantValue?.stringValue
+            {
                 observe.yield(.status(status))
             }
             try? await Task.sleep(for: startSampleInterval)
@@ -130,7 +141,8 @@ private func waitForStart(
         case .failed(let message):
             throw .failed("cannot play \(message)")
         case .undecided:
-            complain("\(watch.name) has not started after \(startWaitLimit.forPeople); 'spool status' shows how it goes")
+            complain(
+                "\(watch.name) has not started after \(startWaitLimit.forPeople); 'spool status' shows how it goes")
             return
         }
     }

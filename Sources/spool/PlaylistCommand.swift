@@ -1,8 +1,8 @@
+import Basics
 import DBusKit
 import FoundationEssentials
 import Glibc
 import MPRIS
-import Basics
 
 /// `spool playlist save|ls|load|add|rm`: saved playlists, through the daemon (which writes them
 /// as extended M3U in `$XDG_DATA_HOME/spool/playlists` and lists the music folder's too).
@@ -10,7 +10,8 @@ func runPlaylist(_ arguments: [String]) async throws(CommandFailure) {
     let actions = ["save", "ls", "load", "add", "rm"]
     guard let action = arguments.first else { throw .usage("'spool playlist' needs one of save, ls, load, add, rm") }
     guard actions.contains(action) else {
-        throw .usage("unknown playlist command '\(action)'\(hint(action, among: actions)); use save, ls, load, add or rm")
+        throw .usage(
+            "unknown playlist command '\(action)'\(hint(action, among: actions)); use save, ls, load, add or rm")
     }
     let rest = Array(arguments.dropFirst())
     let client = try SpoolClient.connect()
@@ -48,7 +49,8 @@ func runPlaylist(_ arguments: [String]) async throws(CommandFailure) {
 /// The object path of the playlist called `name`, as the daemon lists it.
 private func playlistPath(named name: String, _ client: SpoolClient) async throws(CommandFailure) -> String {
     let reply = try await client.call(
-        MPRISService.playlistsInterface, "GetPlaylists", [.uint32(0), .uint32(.max), .string("Alphabetical"), .boolean(false)])
+        MPRISService.playlistsInterface, "GetPlaylists",
+        [.uint32(0), .uint32(.max), .string("Alphabetical"), .boolean(false)])
     let playlists = reply.first?.arrayValues?.compactMap(\.structureFields) ?? []
     guard let match = playlists.first(where: { $0[1].stringValue == name }), let path = match[0].objectPathValue else {
         let names = playlists.compactMap { $0[1].stringValue }

@@ -1,3 +1,4 @@
+import Basics
 import Dispatch
 import EngineAPI
 import FoundationEssentials
@@ -5,7 +6,6 @@ import GStreamerEngine
 import MediaSource
 import PlayerCore
 import RangeCache
-import Basics
 
 /// Reads the tags of queued tracks for the player: local files, and http tracks the cache holds
 /// completely (read from the cache alone: never a request). One read at a time, on a utility
@@ -39,7 +39,8 @@ final class QueueTagReading: QueueTagReader {
         let source: ByteSource
         if url.isFileURL {
             source = FileByteSource(path: url.path)
-        } else if let cache, let entry = try? cache.entry(for: cache.key(for: url), namespace: namespace, create: false) {
+        } else if let cache, let entry = try? cache.entry(for: cache.key(for: url), namespace: namespace, create: false)
+        {
             guard let copy = CachedCopySource(entry: entry) else {
                 entry.close()
                 return nil

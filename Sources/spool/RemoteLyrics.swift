@@ -1,9 +1,9 @@
+import Basics
 import Dispatch
 import Fetcher
 import FoundationEssentials
 import PlayerCore
 import RangeCache
-import Basics
 import Synchronization
 
 /// The `.lrc` file beside an http(s) track (`…/song.mp3` → `…/song.lrc`). It costs one request
@@ -143,7 +143,8 @@ final class RemoteLyrics: Sendable {
                 let entry = try cache.entry(for: sibling, namespace: self.namespace)
                 defer { entry.closeInBackground() }
                 _ = try entry.setMetadata(
-                    EntryMetadata(url: sibling, validator: CacheValidator(length: Int64(bytes.count)), contentType: "text/plain"))
+                    EntryMetadata(
+                        url: sibling, validator: CacheValidator(length: Int64(bytes.count)), contentType: "text/plain"))
                 try entry.write(Data(bytes), at: 0)
             } catch {
                 self.log.info("the lyrics of \(loggable(sibling)) were not kept in the cache: \(error)")

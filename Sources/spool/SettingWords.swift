@@ -4,7 +4,9 @@ import SpoolConfig
 /// the MPRIS values, so the parsing and the printing are one table each.
 enum SettingWords {
     /// `spool loop`'s words and MPRIS's `LoopStatus` values, in the order the help lists them.
-    static let loopModes: [(word: String, mpris: String)] = [("none", "None"), ("track", "Track"), ("playlist", "Playlist")]
+    static let loopModes: [(word: String, mpris: String)] = [
+        ("none", "None"), ("track", "Track"), ("playlist", "Playlist"),
+    ]
 
     /// The words `spool shuffle` (and any on/off setting) understands.
     static let switchWords: [String: Bool] = [

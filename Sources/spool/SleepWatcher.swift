@@ -1,7 +1,7 @@
+import Basics
 import DBusKit
 import FoundationEssentials
 import PlayerCore
-import Basics
 import Synchronization
 
 /// Pauses and saves when the system is about to sleep (logind's PrepareForSleep
@@ -18,11 +18,14 @@ final class SleepWatcher: Sendable {
     /// Starts watching, or returns nil when no system bus answers.
     init?(player: Player) async {
         let log = Logger(label: "sleep")
-        let address = ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
+        let address =
+            ProcessInfo.processInfo.environment["DBUS_SYSTEM_BUS_ADDRESS"]
             ?? "unix:path=/run/dbus/system_bus_socket"
         guard let connection = try? DBusConnection(address: address),
             let signals = try? await connection.subscribe(
-                matching: "type='signal',sender='\(SleepInhibitor.logind)',interface='\(SleepInhibitor.manager)',member='PrepareForSleep'")
+                matching:
+                    "type='signal',sender='\(SleepInhibitor.logind)',interface='\(SleepInhibitor.manager)',member='PrepareForSleep'"
+            )
         else {
             log.debug("no system bus: not watching for system sleep")
             return nil
@@ -99,7 +102,12 @@ final class SleepInhibitor: Sendable {
 
     /// Closes the inhibitor, if held, so the system can go to sleep.
     func release() {
-        guard let descriptor = held.withLock({ held in defer { held = nil }; return held }) else { return }
+        guard
+            let descriptor = held.withLock({ held in
+                defer { held = nil }
+                return held
+            })
+        else { return }
         descriptor.close()
         log.debug("released the sleep delay inhibitor")
     }

@@ -1,8 +1,8 @@
+import Basics
 import DBusKit
 import FoundationEssentials
 import Glibc
 import MPRIS
-import Basics
 
 /// Where a block of status lines goes: redrawn in place on a terminal, appended when piped.
 final class Screen: @unchecked Sendable {
@@ -37,7 +37,8 @@ func statusLines(
 ) -> [String] {
     let snapshot = StatusSnapshot(player: player, spool: spool)
     // Said whenever the rules are in force: they change what the daemon fetches, playing or not.
-    let network = snapshot.metered
+    let network =
+        snapshot.metered
         ? ["network: metered (no preload but the next track's head near the end; read-ahead limited to a window)"] : []
     guard snapshot.hasTrack else { return ["\(snapshot.status): nothing queued"] + network }
     let buffering = snapshot.buffering ? " (buffering)" : ""
@@ -48,14 +49,19 @@ func statusLines(
     let time = "\(formatTime(snapshot.position)) / \(snapshot.length.map(formatTime) ?? "?")"
     let cached = snapshot.isLocal ? [0.0...1.0] : fractions(snapshot.cachedRanges, length: snapshot.contentLength ?? -1)
     // A stream of unknown length has no share to show: how much has arrived instead.
-    let amount = snapshot.isLocal ? "" : snapshot.contentLength != nil ? " cached \(snapshot.cachedText)"
-        : snapshot.cachedBytes > 0 ? " downloaded \(snapshot.cachedText)" : ""
+    let amount =
+        snapshot.isLocal
+        ? ""
+        : snapshot.contentLength != nil
+            ? " cached \(snapshot.cachedText)"
+            : snapshot.cachedBytes > 0 ? " downloaded \(snapshot.cachedText)" : ""
     // The bar takes what the numbers leave; too little room and it goes.
     let cells = min(30, (width ?? Int.max) - time.count - amount.count - 3)
     let bar = cells >= 5 ? " " + progressBar(played: played, cached: cached, width: cells) : ""
     var lines = ["\(heading)\(label)", time + bar + amount] + joined(snapshot.settings, separator: " · ", width: width)
     // The track that follows in list order (with shuffle on, the order is the daemon's secret).
-    if player["Shuffle"]?.boolValue != true, let current = queue.firstIndex(where: { $0["spool:current"]?.boolValue == true }),
+    if player["Shuffle"]?.boolValue != true,
+        let current = queue.firstIndex(where: { $0["spool:current"]?.boolValue == true }),
         current + 1 < queue.count
     {
         let next = queue[current + 1]
@@ -86,7 +92,9 @@ func preloadNote(_ row: [String: DBusValue]) -> String {
     if stage == "complete" || row["spool:complete"]?.boolValue == true { return "\(name) complete" }
     if let error = row["spool:error"]?.stringValue { return "\(name) failed (\(error))" }
     var note = "\(name) \(stage)"
-    if let length = row["spool:contentLength"]?.int64Value, length > 0, let cached = row["spool:cachedBytes"]?.int64Value {
+    if let length = row["spool:contentLength"]?.int64Value, length > 0,
+        let cached = row["spool:cachedBytes"]?.int64Value
+    {
         note += " \(cached * 100 / length)%"
     }
     return note
@@ -112,11 +120,15 @@ enum StatusOutput {
             case "--follow", "-f": follow = true
             case "--json": json = true
             case "--format":
-                guard let value = rest.popFirst() else { throw .usage("'--format' needs a template, e.g. '{{title}} – {{artist}}'") }
+                guard let value = rest.popFirst() else {
+                    throw .usage("'--format' needs a template, e.g. '{{title}} – {{artist}}'")
+                }
                 format = value
             default:
                 guard argument.hasPrefix("--format=") else {
-                    throw .usage("unknown option '\(argument)' for 'spool status'\(hint(argument, among: ["--follow", "--json", "--format"]))")
+                    throw .usage(
+                        "unknown option '\(argument)' for 'spool status'\(hint(argument, among: ["--follow", "--json", "--format"]))"
+                    )
                 }
                 format = String(argument.dropFirst("--format=".count))
             }
@@ -152,7 +164,9 @@ enum StatusOutput {
 /// The width status lines must fit: COLUMNS when set, else the terminal's, less the last
 /// column (a full line would wrap the cursor and throw off the redraw); nil when piped.
 func statusWidth(isTerminal: Bool) -> Int? {
-    if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap({ Int($0) }), columns > 0 { return columns - 1 }
+    if let columns = ProcessInfo.processInfo.environment["COLUMNS"].flatMap({ Int($0) }), columns > 0 {
+        return columns - 1
+    }
     return isTerminal ? Screen.columns() - 1 : nil
 }
 
@@ -200,7 +214,8 @@ func fitted(title: String, artist: String?, width: Int?) -> String {
             return
         }
         let queue = (try? await client.spool("Queue"))?.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
-        screen.draw(statusLines(player: player, spool: spool, queue: queue, width: statusWidth(isTerminal: screen.isTerminal)))
+        screen.draw(
+            statusLines(player: player, spool: spool, queue: queue, width: statusWidth(isTerminal: screen.isTerminal)))
     }
     try await redraw()
     guard follow else { return }

@@ -1,7 +1,7 @@
+import Basics
 import DBusKit
 import FoundationEssentials
 import MPRIS
-import Basics
 
 /// What `spool status` knows at one moment, read from the daemon's Player and Spool1
 /// properties: the one value the status lines, `--json` and `--format` are all made from,
@@ -72,12 +72,13 @@ struct StatusSnapshot {
         position = Double(player["Position"]?.int64Value ?? 0) / 1e6
         length = metadata["mpris:length"]?.int64Value.map { Double($0) / 1e6 }
         isLocal = url?.hasPrefix("file:") == true
-        cachedRanges = spool["CachedRanges"]?.arrayValues?.compactMap { value -> (Int64, Int64)? in
-            guard let fields = value.structureFields, fields.count == 2, let start = fields[0].int64Value,
-                let end = fields[1].int64Value
-            else { return nil }
-            return (start, end)
-        } ?? []
+        cachedRanges =
+            spool["CachedRanges"]?.arrayValues?.compactMap { value -> (Int64, Int64)? in
+                guard let fields = value.structureFields, fields.count == 2, let start = fields[0].int64Value,
+                    let end = fields[1].int64Value
+                else { return nil }
+                return (start, end)
+            } ?? []
         cachedBytes = cachedRanges.reduce(0) { $0 + $1.1 - $1.0 }
         contentLength = spool["ContentLength"]?.int64Value.flatMap { $0 > 0 ? $0 : nil }
     }
@@ -107,7 +108,10 @@ struct StatusSnapshot {
 
     /// `volume 40%`, `rate 1.25×`, `loop none`, `shuffle off`: the settings status shows.
     var settings: [String] {
-        ["volume \(cFormat("%.0f", volume * 100))%", "rate \(cFormat("%g", rate))×", "loop \(loop)", "shuffle \(shuffle ? "on" : "off")"]
+        [
+            "volume \(cFormat("%.0f", volume * 100))%", "rate \(cFormat("%g", rate))×", "loop \(loop)",
+            "shuffle \(shuffle ? "on" : "off")",
+        ]
     }
 }
 

@@ -1,5 +1,5 @@
-import FoundationEssentials
 import Basics
+import FoundationEssentials
 
 /// A `spool status --format` template in playerctl's style: text with `{{name}}`
 /// placeholders, optionally wrapped in one function (`{{lc(status)}}`,
@@ -65,7 +65,8 @@ struct StatusTemplate: Equatable {
                 return "unknown placeholder '{{\(name)}}' in the format"
                     + (suggestion.isEmpty ? "; 'spool status --help' lists the names" : suggestion)
             case .unknownFunction(let name):
-                return "unknown function '\(name)' in the format\(hint(name, among: StatusTemplate.functions)); use \(StatusTemplate.functions.joined(separator: ", "))"
+                return
+                    "unknown function '\(name)' in the format\(hint(name, among: StatusTemplate.functions)); use \(StatusTemplate.functions.joined(separator: ", "))"
             case .unclosed:
                 return "a '{{' in the format has no matching '}}'"
             }

@@ -13,7 +13,8 @@ func zshCompletion(_ commands: [CommandSyntax]) -> String {
             for sub in command.grammar.subcommands {
                 cases += "                    " + zshQuoted(sub.name + ":" + sub.summary) + "\n"
             }
-            cases += "                )\n                _describe -t subcommands 'spool \(command.name) command' subcommands\n"
+            cases +=
+                "                )\n                _describe -t subcommands 'spool \(command.name) command' subcommands\n"
             cases += "                return\n            fi\n"
             cases += "            local subcommand=${words[2]}\n            shift words\n            (( CURRENT-- ))\n"
             cases += "            case $subcommand in\n"
@@ -85,7 +86,9 @@ private func zshArguments(_ grammar: Grammar) -> String {
     for flag in grammar.flags {
         let description = "[" + zshBracketed(flag.summary) + "]"
         if let placeholder = flag.placeholder {
-            specs.append(zshQuoted(flag.name + "=" + description + ":" + zshColonFree(placeholder) + ":" + zshAction(flag.value)))
+            specs.append(
+                zshQuoted(flag.name + "=" + description + ":" + zshColonFree(placeholder) + ":" + zshAction(flag.value))
+            )
         } else {
             specs.append(zshQuoted(flag.name + description))
         }
@@ -114,7 +117,8 @@ private func zshQuoted(_ text: String) -> String { "'" + text.replacing("'", wit
 
 /// `text` safe inside an `_arguments` description's brackets.
 private func zshBracketed(_ text: String) -> String {
-    text.replacing("\\", with: "\\\\").replacing("[", with: "\\[").replacing("]", with: "\\]").replacing(":", with: "\\:")
+    text.replacing("\\", with: "\\\\").replacing("[", with: "\\[").replacing("]", with: "\\]").replacing(
+        ":", with: "\\:")
 }
 
 /// `text` safe between an `_arguments` spec's colons.
@@ -161,7 +165,8 @@ func fishCompletion(_ commands: [CommandSyntax]) -> String {
             lines += fishLines(command.grammar, condition: "0 \(command.name)", position: 2)
         } else {
             for sub in command.grammar.subcommands {
-                lines.append("complete -c spool -n '__spool_at 2 \(command.name)' -a \(sub.name) -d \(fishQuoted(sub.summary))")
+                lines.append(
+                    "complete -c spool -n '__spool_at 2 \(command.name)' -a \(sub.name) -d \(fishQuoted(sub.summary))")
                 lines += fishLines(sub.grammar, condition: "0 \(command.name) \(sub.name)", position: 3)
             }
         }

@@ -1,6 +1,6 @@
+import Basics
 import FoundationEssentials
 import Glibc
-import Basics
 
 // `spool <command> [arguments]`: each command lives in its own file; this one only dispatches.
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -37,7 +37,8 @@ default:
         runControlCommand(control, arguments)
     }
     let aliases = ["previous": "prev", "unpause": "resume", "play-pause": "toggle", "seek-to": "seek"]
-    let guess = aliases[command].map { "; did you mean '\($0)'?" }
+    let guess =
+        aliases[command].map { "; did you mean '\($0)'?" }
         ?? hint(command, among: ["help", "version", "config", "daemon"] + ControlCommand.all.map(\.name))
     complain("unknown command '\(command)'\(guess.isEmpty ? "; see 'spool --help'" : guess)")
     exit(ExitStatus.usageOrConfiguration)

@@ -1,5 +1,5 @@
-import Foundation
 import Basics
+import Foundation
 import Testing
 
 @Suite("XDG base directories")
@@ -8,28 +8,46 @@ struct BaseDirectoriesTests {
     struct Case: Sendable, CustomTestStringConvertible {
         let environment: [String: String]
         let expected: [String]
-        var testDescription: String { environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ") }
+        var testDescription: String {
+            environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        }
     }
 
     @Test(arguments: [
         Case(environment: ["HOME": "/h"], expected: ["/h/.cache", "/h/.local/state", "/h/.config", "/h/.local/share"]),
         Case(
-            environment: ["HOME": "/h", "XDG_CACHE_HOME": "/c", "XDG_STATE_HOME": "/s", "XDG_CONFIG_HOME": "/g", "XDG_DATA_HOME": "/d"],
+            environment: [
+                "HOME": "/h", "XDG_CACHE_HOME": "/c", "XDG_STATE_HOME": "/s", "XDG_CONFIG_HOME": "/g",
+                "XDG_DATA_HOME": "/d",
+            ],
             expected: ["/c", "/s", "/g", "/d"]),
         Case(
-            environment: ["HOME": "/h", "XDG_CACHE_HOME": "relative", "XDG_STATE_HOME": "", "XDG_CONFIG_HOME": "./g", "XDG_DATA_HOME": "~/d"],
+            environment: [
+                "HOME": "/h", "XDG_CACHE_HOME": "relative", "XDG_STATE_HOME": "", "XDG_CONFIG_HOME": "./g",
+                "XDG_DATA_HOME": "~/d",
+            ],
             expected: ["/h/.cache", "/h/.local/state", "/h/.config", "/h/.local/share"]),
-        Case(environment: ["HOME": "/h", "XDG_STATE_HOME": "/s"], expected: ["/h/.cache", "/s", "/h/.config", "/h/.local/share"]),
-        Case(environment: ["HOME": "/h", "XDG_CONFIG_HOME": "/g/"], expected: ["/h/.cache", "/h/.local/state", "/g", "/h/.local/share"]),
-        Case(environment: ["XDG_CACHE_HOME": "/c", "XDG_DATA_HOME": "/d"], expected: ["/c", "~/.local/state", "~/.config", "/d"]),
-        Case(environment: ["HOME": "", "XDG_CONFIG_HOME": "/g"], expected: ["~/.cache", "~/.local/state", "/g", "~/.local/share"]),
+        Case(
+            environment: ["HOME": "/h", "XDG_STATE_HOME": "/s"],
+            expected: ["/h/.cache", "/s", "/h/.config", "/h/.local/share"]),
+        Case(
+            environment: ["HOME": "/h", "XDG_CONFIG_HOME": "/g/"],
+            expected: ["/h/.cache", "/h/.local/state", "/g", "/h/.local/share"]),
+        Case(
+            environment: ["XDG_CACHE_HOME": "/c", "XDG_DATA_HOME": "/d"],
+            expected: ["/c", "~/.local/state", "~/.config", "/d"]),
+        Case(
+            environment: ["HOME": "", "XDG_CONFIG_HOME": "/g"],
+            expected: ["~/.cache", "~/.local/state", "/g", "~/.local/share"]),
     ])
     func eachFolderComesFromItsAbsoluteVariableElseFromHome(_ test: Case) {
         // Without $HOME the password database's home folder stands in for `~`.
         let passwordHome = FileManager.default.homeDirectoryForCurrentUser.path
         let expected = test.expected.map { $0.hasPrefix("~") ? passwordHome + $0.dropFirst() : $0 }
         let directories = BaseDirectories(environment: test.environment)
-        #expect([directories.cacheHome, directories.stateHome, directories.configHome, directories.dataHome].map(\.path) == expected)
+        #expect(
+            [directories.cacheHome, directories.stateHome, directories.configHome, directories.dataHome].map(\.path)
+                == expected)
     }
 
     @Test func homeIsHOMEWhenSet() {
@@ -37,16 +55,17 @@ struct BaseDirectoriesTests {
         #expect(BaseDirectories(environment: [:]).home == FileManager.default.homeDirectoryForCurrentUser)
     }
 
-    @Test(arguments: [
-        ("XDG_MUSIC_DIR=\"$HOME/Music\"\n", "/h/Music"),
-        ("# written by xdg-user-dirs-update\n  XDG_MUSIC_DIR=\"/srv/music\"\n", "/srv/music"),
-        ("XDG_MUSIC_DIR=/srv/unquoted", "/srv/unquoted"),
-        ("XDG_MUSIC_DIR=\"$HOME/\"", nil),
-        ("XDG_MUSIC_DIR=\"$HOME\"", nil),
-        ("XDG_MUSIC_DIR=\"Music\"", nil),
-        ("XDG_DESKTOP_DIR=\"$HOME/Desktop\"", nil),
-        ("", nil),
-    ] as [(String, String?)])
+    @Test(
+        arguments: [
+            ("XDG_MUSIC_DIR=\"$HOME/Music\"\n", "/h/Music"),
+            ("# written by xdg-user-dirs-update\n  XDG_MUSIC_DIR=\"/srv/music\"\n", "/srv/music"),
+            ("XDG_MUSIC_DIR=/srv/unquoted", "/srv/unquoted"),
+            ("XDG_MUSIC_DIR=\"$HOME/\"", nil),
+            ("XDG_MUSIC_DIR=\"$HOME\"", nil),
+            ("XDG_MUSIC_DIR=\"Music\"", nil),
+            ("XDG_DESKTOP_DIR=\"$HOME/Desktop\"", nil),
+            ("", nil),
+        ] as [(String, String?)])
     func theMusicFolderIsReadFromUserDirs(text: String, expected: String?) {
         #expect(BaseDirectories.musicFolder(inUserDirs: text, home: "/h")?.path == expected)
     }

@@ -1,6 +1,6 @@
+import Basics
 import Dispatch
 import Glibc
-import Basics
 import Synchronization
 import Testing
 

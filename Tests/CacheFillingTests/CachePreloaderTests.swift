@@ -5,8 +5,8 @@ import Foundation
 import MediaSource
 import PlayerCore
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Preloading heads into the cache", .serialized)
 struct CachePreloaderTests {

@@ -3,8 +3,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 @Suite("The playing sources, by URL")
 struct PlaybackSourcesTests {

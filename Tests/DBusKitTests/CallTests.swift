@@ -1,7 +1,8 @@
-@testable import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import DBusKit
 
 /// Every suite that starts a dbus-daemon, run one test at a time.
 @Suite("DBusKit over a private bus", .serialized)
@@ -14,7 +15,8 @@ func runOffPool(_ executable: String, _ arguments: [String], environment: [Strin
 {
     try await withCheckedThrowingContinuation { continuation in
         Thread {
-            continuation.resume(with: Result { try runCommand(executable, arguments, environment: environment, timeout: 20) })
+            continuation.resume(
+                with: Result { try runCommand(executable, arguments, environment: environment, timeout: 20) })
         }.start()
     }
 }
@@ -71,7 +73,10 @@ extension BusTests {
                 await thrownName { try await echo.call("Concat", path: "/org/spool/Nope") }
                     == "org.freedesktop.DBus.Error.UnknownObject")
             #expect(
-                await thrownName { try await echo.call("Introspect", interface: "org.freedesktop.DBus.Introspectable", path: "/elsewhere") }
+                await thrownName {
+                    try await echo.call(
+                        "Introspect", interface: "org.freedesktop.DBus.Introspectable", path: "/elsewhere")
+                }
                     == "org.freedesktop.DBus.Error.UnknownObject")
             #expect(try await echo.call("Ping", interface: "org.freedesktop.DBus.Peer", path: "/anywhere") == [])
             let machineID = try await echo.call("GetMachineId", interface: "org.freedesktop.DBus.Peer")
@@ -85,17 +90,23 @@ extension BusTests {
         @Test func invalidOutgoingCallsThrowWithoutSending() async throws {
             let echo = try EchoService()
             #expect(await thrownName { try await echo.call("bad member") } == "org.freedesktop.DBus.Error.InvalidArgs")
-            #expect(await thrownName { try await echo.call("X", path: "relative") } == "org.freedesktop.DBus.Error.InvalidArgs")
-            #expect(await thrownName { try await echo.call("X", [.string("a\0b")]) } == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(
+                await thrownName { try await echo.call("X", path: "relative") }
+                    == "org.freedesktop.DBus.Error.InvalidArgs")
+            #expect(
+                await thrownName { try await echo.call("X", [.string("a\0b")]) }
+                    == "org.freedesktop.DBus.Error.InvalidArgs")
         }
 
         @Test func callsWithoutReplyExpectedRunButGetNoReply() async throws {
             let echo = try EchoService()
             let before = echo.service.repliesSent
-            try echo.client.callWithoutReply(destination: testName, path: testPath, interface: testInterface, method: "Count")
+            try echo.client.callWithoutReply(
+                destination: testName, path: testPath, interface: testInterface, method: "Count")
             var counted = echo.state.counted.stream.makeAsyncIterator()
             #expect(await counted.next() == 1)
-            try echo.client.callWithoutReply(destination: testName, path: testPath, interface: testInterface, method: "Nope")
+            try echo.client.callWithoutReply(
+                destination: testName, path: testPath, interface: testInterface, method: "Nope")
             _ = try await echo.call("Count")
             #expect(await counted.next() == 2)
             #expect(echo.service.repliesSent == before + 1)
@@ -114,16 +125,30 @@ extension BusTests {
                 ([testPath, "\(testInterface).Missing", "array:string:a,b"], "UnknownMethod"),
                 ([testPath, "org.spool.Missing.Concat", "string:a", "string:b"], "UnknownInterface"),
                 (["/no/such/object", "\(testInterface).Concat", "string:a", "string:b"], "UnknownObject"),
-                ([testPath, "org.freedesktop.DBus.Properties.Set", "string:\(testInterface)", "string:Volume", "variant:string:loud"], "InvalidArgs"),
-                ([testPath, "org.freedesktop.DBus.Properties.Set", "string:\(testInterface)", "string:Name", "variant:string:x"], "PropertyReadOnly"),
-                ([testPath, "org.freedesktop.DBus.Properties.Get", "string:\(testInterface)", "string:Nope"], "UnknownProperty"),
+                (
+                    [
+                        testPath, "org.freedesktop.DBus.Properties.Set", "string:\(testInterface)", "string:Volume",
+                        "variant:string:loud",
+                    ], "InvalidArgs"
+                ),
+                (
+                    [
+                        testPath, "org.freedesktop.DBus.Properties.Set", "string:\(testInterface)", "string:Name",
+                        "variant:string:x",
+                    ], "PropertyReadOnly"
+                ),
+                (
+                    [testPath, "org.freedesktop.DBus.Properties.Get", "string:\(testInterface)", "string:Nope"],
+                    "UnknownProperty"
+                ),
                 ([testPath, "org.freedesktop.DBus.Properties.GetAll", "string:org.spool.Nope"], "UnknownInterface"),
                 ([testPath, "\(testInterface).Echo19", "dict:string:int32:a,1"], "InvalidArgs"),
             ]
             for (arguments, expected) in cases {
                 let result = try await send(arguments)
                 #expect(result.status != 0, "\(arguments)")
-                #expect(result.stderr.contains("org.freedesktop.DBus.Error.\(expected)"), "\(arguments): \(result.stderr)")
+                #expect(
+                    result.stderr.contains("org.freedesktop.DBus.Error.\(expected)"), "\(arguments): \(result.stderr)")
             }
             let good = try await send([testPath, "\(testInterface).Concat", "string:a", "string:b"])
             #expect(good.status == 0)
@@ -136,8 +161,14 @@ extension BusTests {
     struct Properties {
         @Test func getReturnsTheGettersValueInAVariant() async throws {
             let echo = try EchoService()
-            #expect(try await echo.properties("Get", [.string(testInterface), .string("Name")]) == [.variant(.string("Spool test"))])
-            #expect(try await echo.properties("Get", [.string("org.spool.Second"), .string("Answer")]) == [.variant(.int32(42))])
+            #expect(
+                try await echo.properties("Get", [.string(testInterface), .string("Name")]) == [
+                    .variant(.string("Spool test"))
+                ])
+            #expect(
+                try await echo.properties("Get", [.string("org.spool.Second"), .string("Answer")]) == [
+                    .variant(.int32(42))
+                ])
             #expect(try await echo.properties("Get", [.string(""), .string("Answer")]) == [.variant(.int32(42))])
         }
 
@@ -149,7 +180,8 @@ extension BusTests {
             let metadata = reply.first?.stringVariantDictValue?["Metadata"]?.stringVariantDictValue
             #expect(metadata?["mpris:length"] == .int64(5))
             let everything = try await echo.properties("GetAll", [.string("")])
-            #expect(everything.first?.stringVariantDictValue?.keys.sorted() == ["Answer", "Metadata", "Name", "Volume"])
+            #expect(
+                everything.first?.stringVariantDictValue?.keys.sorted() == ["Answer", "Metadata", "Name", "Volume"])
             let standard = try await echo.properties("GetAll", [.string("org.freedesktop.DBus.Peer")])
             #expect(standard == [.stringVariantDict([])])
         }
@@ -158,7 +190,10 @@ extension BusTests {
             let echo = try EchoService()
             _ = try await echo.properties("Set", [.string(testInterface), .string("Volume"), .variant(.double(0.25))])
             #expect(echo.state.volume.withLock { $0 } == 0.25)
-            #expect(try await echo.properties("Get", [.string(testInterface), .string("Volume")]) == [.variant(.double(0.25))])
+            #expect(
+                try await echo.properties("Get", [.string(testInterface), .string("Volume")]) == [
+                    .variant(.double(0.25))
+                ])
             let rejected = await thrownError {
                 try await echo.properties("Set", [.string(testInterface), .string("Volume"), .variant(.double(7))])
             }

@@ -11,7 +11,9 @@ let sampleValues: [DBusValue] = [
     .objectPath("/org/spool/a_b/C9"), .objectPath("/"), .signature("a{sv}(ii)"), .signature(""),
     .array(elementSignature: "s", []),
     .array(elementSignature: "i", [.int32(1), .int32(-2), .int32(3)]),
-    .array(elementSignature: "ay", [.array(elementSignature: "y", [.byte(1), .byte(0)]), .array(elementSignature: "y", [])]),
+    .array(
+        elementSignature: "ay",
+        [.array(elementSignature: "y", [.byte(1), .byte(0)]), .array(elementSignature: "y", [])]),
     .dictionary(
         keySignature: "s", valueSignature: "as",
         [DBusDictEntry(.string("k"), .stringArray(["a", "b"])), DBusDictEntry(.string("empty"), .stringArray([]))]),

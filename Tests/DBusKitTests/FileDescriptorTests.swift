@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A service that receives descriptors (and writes through them) and hands out
 /// the write ends of pipes whose read ends it keeps, on a private bus.
@@ -50,7 +50,9 @@ private final class PipeService: Sendable {
                                 guard let descriptor = value.variantValue?.fileDescriptorValue else {
                                     throw DBusError.invalidArgs("want variants of h")
                                 }
-                                _ = descriptor.withUnsafeDescriptor { fd in text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+                                _ = descriptor.withUnsafeDescriptor { fd in
+                                    text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                                }
                             }
                             return []  // the descriptors close when the arguments are dropped
                         },
@@ -120,7 +122,9 @@ extension BusTests {
             let received = try #require(reply.first?.fileDescriptorValue)
             let pipe = try #require(service.handedOut.first)
             let message = Array("written by the caller".utf8)
-            let written = received.withUnsafeDescriptor { fd in message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+            let written = received.withUnsafeDescriptor { fd in
+                message.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            }
             #expect(written == message.count)
             // Still open on the caller's side: the pipe has not ended although the service dropped its end.
             let early = pipe.readUntilEnd(timeout: 0.2)

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 extension BusTests {
     @Suite("Names, disconnects and abuse")
@@ -93,7 +93,11 @@ extension BusTests {
             let previous = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
             setenv("DBUS_SESSION_BUS_ADDRESS", bus.address, 1)
             let connection = Result { try DBusConnection.session() }
-            if let previous { setenv("DBUS_SESSION_BUS_ADDRESS", previous, 1) } else { unsetenv("DBUS_SESSION_BUS_ADDRESS") }
+            if let previous {
+                setenv("DBUS_SESSION_BUS_ADDRESS", previous, 1)
+            } else {
+                unsetenv("DBUS_SESSION_BUS_ADDRESS")
+            }
             let session = try connection.get()
             defer { session.close() }
             #expect(session.uniqueName.hasPrefix(":"))
@@ -192,14 +196,18 @@ func fuzz(_ connection: DBusConnection, seed: UInt64, calls: Int) async throws -
         case 4:
             interface = "org.freedesktop.DBus.Properties"
             member = ["Get", "GetAll", "Set"].randomElement(using: &random)!
-            arguments = [.string(testInterface), .string(["Volume", "Name", "Nope"].randomElement(using: &random)!), .variant(value)]
+            arguments = [
+                .string(testInterface), .string(["Volume", "Name", "Nope"].randomElement(using: &random)!),
+                .variant(value),
+            ]
             arguments = Array(arguments.prefix(random.next(below: 4)))
         case 5:
             member = "Concat"
             arguments = [.string(String(repeating: "x", count: 1 << 20)), .string(random.identifier())]
         case 6:
             try? connection.callWithoutReply(
-                destination: testName, path: path, interface: interface, method: random.identifier(), arguments: random.values())
+                destination: testName, path: path, interface: interface, method: random.identifier(),
+                arguments: random.values())
             continue
         default:
             arguments = [.variant(value)]
@@ -216,7 +224,8 @@ func fuzz(_ connection: DBusConnection, seed: UInt64, calls: Int) async throws -
             switch error.name {
             case "org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Disconnected":
                 tally.unanswered += 1
-            case "org.freedesktop.DBus.Error.InvalidArgs" where error.message.contains("nested")
+            case "org.freedesktop.DBus.Error.InvalidArgs"
+            where error.message.contains("nested")
                 || error.message.contains("invalid"):
                 tally.rejectedLocally += 1
             default:

@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import FoundationXML
-import Testing
 import TestSupport
+import Testing
 
 extension BusTests {
     @Suite("Signals")
@@ -10,9 +10,12 @@ extension BusTests {
         @Test func propertiesChangedReachesASubscriber() async throws {
             let echo = try EchoService()
             let stream = try await echo.client.subscribe(
-                matching: "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(testPath)'")
+                matching:
+                    "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='\(testPath)'"
+            )
             echo.service.emitPropertiesChanged(
-                path: testPath, interface: testInterface, changed: [("Volume", .double(0.75))], invalidated: ["Metadata"])
+                path: testPath, interface: testInterface, changed: [("Volume", .double(0.75))],
+                invalidated: ["Metadata"])
             var signals = stream.makeAsyncIterator()
             let signal = try #require(await signals.next())
             #expect(signal.sender == echo.service.uniqueName)
@@ -29,7 +32,8 @@ extension BusTests {
             let changed = echo.client.signals(matching: "type='signal',interface='\(testInterface)',member='Changed'")
             let other = echo.client.signals(matching: "type='signal',interface='\(testInterface)',member='Other'")
             _ = try await echo.client.nameHasOwner(testName)  // the bus has processed both AddMatch calls
-            echo.service.emitSignal(path: testPath, interface: testInterface, name: "Changed", arguments: [.string("volume"), .int64(-3)])
+            echo.service.emitSignal(
+                path: testPath, interface: testInterface, name: "Changed", arguments: [.string("volume"), .int64(-3)])
             echo.service.emitSignal(path: testPath, interface: testInterface, name: "Other", arguments: [])
             var changedSignals = changed.makeAsyncIterator()
             var otherSignals = other.makeAsyncIterator()
@@ -41,9 +45,12 @@ extension BusTests {
 
         @Test func closeSendsWhatIsStillQueued() async throws {
             let echo = try EchoService()
-            let stream = try await echo.client.subscribe(matching: "type='signal',interface='\(testInterface)',member='Changed'")
+            let stream = try await echo.client.subscribe(
+                matching: "type='signal',interface='\(testInterface)',member='Changed'")
             for index in 0..<50 {
-                echo.service.emitSignal(path: testPath, interface: testInterface, name: "Changed", arguments: [.string("last"), .int64(Int64(index))])
+                echo.service.emitSignal(
+                    path: testPath, interface: testInterface, name: "Changed",
+                    arguments: [.string("last"), .int64(Int64(index))])
             }
             echo.service.close()
             var received: [Int64] = []
@@ -58,7 +65,8 @@ extension BusTests {
             let echo = try EchoService()
             let stream = try await echo.client.subscribe(matching: "type='signal',interface='\(testInterface)'")
             echo.service.emitSignal(path: "bad path", interface: testInterface, name: "Changed", arguments: [])
-            echo.service.emitSignal(path: testPath, interface: testInterface, name: "Other", arguments: [.string("x\0y")])
+            echo.service.emitSignal(
+                path: testPath, interface: testInterface, name: "Other", arguments: [.string("x\0y")])
             echo.service.emitSignal(path: testPath, interface: testInterface, name: "Other", arguments: [])
             var signals = stream.makeAsyncIterator()
             #expect(await signals.next()?.arguments == [])
@@ -80,14 +88,17 @@ extension BusTests {
             let parsed = try IntrospectionSummary(xml)
             #expect(
                 parsed.interfaces == [
-                    "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable", "org.freedesktop.DBus.Properties",
+                    "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable",
+                    "org.freedesktop.DBus.Properties",
                     testInterface, "org.spool.Second",
                 ])
             #expect(parsed.members[testInterface]?.contains("method Concat(in s a, in s b, out s ab)") == true)
             #expect(parsed.members[testInterface]?.contains("property Volume d readwrite") == true)
             #expect(parsed.members[testInterface]?.contains("property Secret s write") == true)
             #expect(parsed.members[testInterface]?.contains("signal Changed(s what, x how_much)") == true)
-            #expect(parsed.members["org.freedesktop.DBus.Properties"]?.contains("method Get(in s interface_name, in s property_name, out v value)") == true)
+            #expect(
+                parsed.members["org.freedesktop.DBus.Properties"]?.contains(
+                    "method Get(in s interface_name, in s property_name, out v value)") == true)
             let methodOrder = parsed.members[testInterface]?.filter { $0.hasPrefix("method ") }.prefix(2)
             #expect(methodOrder.map(Array.init) == ["method Echo0(in y, out y)", "method Echo1(in b, out b)"])
         }
@@ -96,7 +107,8 @@ extension BusTests {
             let echo = try EchoService()
             echo.service.export(path: "/org/spool/Other", interfaces: [])
             for (path, children) in [("/", ["org"]), ("/org", ["spool"]), ("/org/spool", ["Other", "Test"])] {
-                let reply = try await echo.call("Introspect", interface: "org.freedesktop.DBus.Introspectable", path: path)
+                let reply = try await echo.call(
+                    "Introspect", interface: "org.freedesktop.DBus.Introspectable", path: path)
                 let parsed = try IntrospectionSummary(try #require(reply.first?.stringValue))
                 #expect(parsed.children == children, "\(path)")
                 #expect(parsed.interfaces.isEmpty, "\(path)")
@@ -120,7 +132,9 @@ final class IntrospectionSummary: NSObject, XMLParserDelegate {
         super.init()
         let parser = XMLParser(data: Data(xml.utf8))
         parser.delegate = self
-        guard parser.parse() else { throw RigError("introspection XML does not parse: \(String(describing: parser.parserError))") }
+        guard parser.parse() else {
+            throw RigError("introspection XML does not parse: \(String(describing: parser.parserError))")
+        }
     }
 
     func parser(

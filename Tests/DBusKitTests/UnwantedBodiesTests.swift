@@ -1,6 +1,7 @@
-@testable import DBusKit
-import Testing
 import TestSupport
+import Testing
+
+@testable import DBusKit
 
 extension BusTests {
     @Suite("Bodies a receiver never asked for")
@@ -12,7 +13,8 @@ extension BusTests {
             let bus = try PrivateBus()
             let listener = try DBusConnection(address: bus.address)
             defer { listener.close() }
-            let stream = try await listener.subscribe(matching: "type='signal',interface='\(testInterface)',member='Changed'")
+            let stream = try await listener.subscribe(
+                matching: "type='signal',interface='\(testInterface)',member='Changed'")
             let sender = try RawBusClient(address: bus.address)
             let unwanted = [
                 (testPath, testInterface, "Other"), (testPath, "org.example.Else", "Changed"),
@@ -52,7 +54,8 @@ extension BusTests {
             var ping = RawMessage(.methodCall, destination: "org.freedesktop.DBus")
             (ping.path, ping.interface, ping.member) = ("/org/freedesktop/DBus", "org.freedesktop.DBus.Peer", "Ping")
             #expect(impostor.call(ping, timeout: .seconds(5)) == .returned(sender: "org.freedesktop.DBus"))
-            echo.service.emitSignal(path: testPath, interface: testInterface, name: "Changed", arguments: [.string("real")])
+            echo.service.emitSignal(
+                path: testPath, interface: testInterface, name: "Changed", arguments: [.string("real")])
             var signals = stream.makeAsyncIterator()
             let first = await signals.next()
             #expect(first?.arguments == [.string("real")])
@@ -85,11 +88,13 @@ extension BusTests {
             (call.path, call.interface, call.member) = (testPath, testInterface, "EchoVariant")
             let refused = DBusError.limitsExceeded("").name
             for body: RawArgument in [
-                .variant(.bytes(count: 4 << 20)), .variant(.repeated(.objectPath("/a"), count: ConnectionLoop.maximumCallValues)),
+                .variant(.bytes(count: 4 << 20)),
+                .variant(.repeated(.objectPath("/a"), count: ConnectionLoop.maximumCallValues)),
             ] {
                 call.body = [body]
                 let started = ContinuousClock.now
-                #expect(caller.call(call, timeout: .seconds(30)) == .failed(name: refused, sender: echo.service.uniqueName))
+                #expect(
+                    caller.call(call, timeout: .seconds(30)) == .failed(name: refused, sender: echo.service.uniqueName))
                 #expect(ContinuousClock.now - started < .seconds(2))
             }
             call.body = [.variant(.repeated(.objectPath("/a"), count: 1000))]

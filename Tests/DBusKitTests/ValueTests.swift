@@ -1,7 +1,8 @@
-@testable import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import DBusKit
 
 @Suite("DBusValue without a bus")
 struct ValueTests {
@@ -41,11 +42,18 @@ struct ValueTests {
     }
 
     @Test func matchRulesRouteSignals() throws {
-        let rule = try #require(MatchRule("type='signal',interface='org.a.B',member='C',path_namespace='/org',arg0='x'"))
-        let signal = DBusSignalMessage(sender: ":1.1", path: "/org/a", interface: "org.a.B", member: "C", arguments: [.string("x")])
+        let rule = try #require(
+            MatchRule("type='signal',interface='org.a.B',member='C',path_namespace='/org',arg0='x'"))
+        let signal = DBusSignalMessage(
+            sender: ":1.1", path: "/org/a", interface: "org.a.B", member: "C", arguments: [.string("x")])
         #expect(rule.matches(signal))
-        #expect(!rule.matches(DBusSignalMessage(sender: nil, path: "/orga", interface: "org.a.B", member: "C", arguments: [.string("x")])))
-        #expect(!rule.matches(DBusSignalMessage(sender: nil, path: "/org", interface: "org.a.B", member: "C", arguments: [])))
+        #expect(
+            !rule.matches(
+                DBusSignalMessage(
+                    sender: nil, path: "/orga", interface: "org.a.B", member: "C", arguments: [.string("x")])))
+        #expect(
+            !rule.matches(
+                DBusSignalMessage(sender: nil, path: "/org", interface: "org.a.B", member: "C", arguments: [])))
         #expect(MatchRule("nonsense") == nil)
         #expect(MatchRule("colour='red'") == nil)
     }

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Play while caching, end to end", .serialized)
 struct CachingEndToEndTests {
@@ -34,7 +34,9 @@ struct CachingEndToEndTests {
         let replay = server.accessLog().filter { $0.path.hasSuffix(track.fileName) }.dropFirst(fetched.count)
         // At most a background revalidation: conditional, answered 304, no body.
         #expect(replay.count <= 1, "\(Array(replay))")
-        #expect(replay.allSatisfy { $0.status == 304 && $0.bodyBytesSent == 0 && $0.ifNoneMatch != nil }, "\(Array(replay))")
+        #expect(
+            replay.allSatisfy { $0.status == 304 && $0.bodyBytesSent == 0 && $0.ifNoneMatch != nil }, "\(Array(replay))"
+        )
     }
 }
 
@@ -52,7 +54,8 @@ struct PreloadWindowEndToEndTests {
         for fixture in [second, third] {
             try FileManager.default.copyItem(at: fixture.url, to: dir.file(fixture.fileName))
         }
-        try Data("\(first.lastPathComponent)\n\(second.fileName)\n\(third.fileName)\n".utf8).write(to: dir.file("list.m3u"))
+        try Data("\(first.lastPathComponent)\n\(second.fileName)\n\(third.fileName)\n".utf8).write(
+            to: dir.file("list.m3u"))
         let server = try NginxServer(serving: dir.url)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
@@ -62,21 +65,30 @@ struct PreloadWindowEndToEndTests {
         #expect(size > head)
         var fetched = 0
         let cached = eventually(timeout: 20, interval: 0.05) {
-            fetched = server.accessLog().filter { $0.path.hasSuffix(third.fileName) }.reduce(0) { $0 + $1.bodyBytesSent }
+            fetched = server.accessLog().filter { $0.path.hasSuffix(third.fileName) }.reduce(0) {
+                $0 + $1.bodyBytesSent
+            }
             return fetched >= head
         }
         #expect(cached, "track 3 fetched \(fetched) bytes")
         let secondSize = try Data(contentsOf: second.url).count
-        #expect(eventually(timeout: 10, interval: 0.05) {
-            server.accessLog().filter { $0.path.hasSuffix(second.fileName) }.reduce(0) { $0 + $1.bodyBytesSent } == secondSize
-        })
+        #expect(
+            eventually(timeout: 10, interval: 0.05) {
+                server.accessLog().filter { $0.path.hasSuffix(second.fileName) }.reduce(0) { $0 + $1.bodyBytesSent }
+                    == secondSize
+            })
         let rows = try await daemon.preloads()
-        #expect(rows.map(\.stage) == ["complete", "head-ready"], "the small next track came whole with its head: \(rows)")
+        #expect(
+            rows.map(\.stage) == ["complete", "head-ready"], "the small next track came whole with its head: \(rows)")
         let thirdRequests = server.accessLog().filter { $0.path.hasSuffix(third.fileName) }
-        #expect(thirdRequests.map(\.range) == ["bytes=0-524287", "bytes=\(size - 65_536)-\(size - 1)"], "\(thirdRequests)")
+        #expect(
+            thirdRequests.map(\.range) == ["bytes=0-524287", "bytes=\(size - 65_536)-\(size - 1)"], "\(thirdRequests)")
         #expect(fetched == head, "only the head of the track after the next")
-        #expect(!server.accessLog().contains { $0.status == 304 || $0.ifNoneMatch != nil }, "no revalidation of fresh bytes")
-        #expect(try daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent),
-                "still on the first track")
+        #expect(
+            !server.accessLog().contains { $0.status == 304 || $0.ifNoneMatch != nil }, "no revalidation of fresh bytes"
+        )
+        #expect(
+            try daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent),
+            "still on the first track")
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The command line's first-try edges, against a real daemon: settings that print
 /// themselves, mistakes in one sentence, cache listings that say what they mean.
@@ -48,14 +48,18 @@ struct CommandEdgesTests {
             }, uniquingKeysWith: { first, _ in first })
         #expect(values["files"] == "1", "\(stats)")
         #expect(values["budget"] == "2.0 GiB", "\(stats)")
-        #expect(values["fetched from the network"]?.hasSuffix("MiB") == true || values["fetched from the network"]?.hasSuffix("KiB") == true, "\(stats)")
+        #expect(
+            values["fetched from the network"]?.hasSuffix("MiB") == true
+                || values["fetched from the network"]?.hasSuffix("KiB") == true, "\(stats)")
         #expect((Int(values["downloads for missing bytes"] ?? "") ?? 0) > 0, "\(stats)")
         let json = try daemon.spool("cache", "stats", "--json").stdout
         let object = try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Int]
         #expect((object?["misses"] ?? 0) > 0 && (object?["bytesFromNetwork"] ?? 0) > 0, "\(json)")
 
         let nope = try daemon.spool("cache", "ls", "--account", "nope")
-        #expect(nope.status == 1 && nope.stderr == "spool: no such account 'nope' in the cache; accounts: default\n", "\(nope)")
+        #expect(
+            nope.status == 1 && nope.stderr == "spool: no such account 'nope' in the cache; accounts: default\n",
+            "\(nope)")
         #expect(try daemon.spool("cache", "ls", "--account", "default").stdout.contains(url))
 
         #expect(try daemon.spool("stop").status == 0)

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import spool
 
@@ -10,7 +10,9 @@ private func completeCachedURLs(environment: [String: String]) throws -> (reply:
     let folder = try TemporaryDirectory(prefix: "spool-bash")
     try completionScript(for: .bash).write(to: folder.file("spool.bash"), atomically: true, encoding: .utf8)
     let spool = try spoolExecutable()
-    let result = try runShell("bash", """
+    let result = try runShell(
+        "bash",
+        """
         source ./spool.bash
         COMP_WORDS=(\(shellQuoted(spool)) cache prefetch ''); COMP_CWORD=3; _spool
         printf '%s\\n' "${COMPREPLY[@]}"

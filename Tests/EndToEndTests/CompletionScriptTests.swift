@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import spool
 
@@ -11,7 +11,8 @@ func runShell(
 ) throws -> CommandResult {
     let file = directory.file("script")
     try script.write(to: file, atomically: true, encoding: .utf8)
-    return try runCommand("/bin/sh", ["-c", "cd '\(directory.path)' && exec \(shell) script"], environment: environment, timeout: 30)
+    return try runCommand(
+        "/bin/sh", ["-c", "cd '\(directory.path)' && exec \(shell) script"], environment: environment, timeout: 30)
 }
 
 /// A stand-in for `spool` (`bin/spool` in `directory`) whose `cache ls` prints two entries of two accounts, so completions
@@ -20,13 +21,13 @@ func fakeSpool(in directory: TemporaryDirectory) throws -> String {
     try FileManager.default.createDirectory(at: directory.file("bin"), withIntermediateDirectories: true)
     let path = directory.file("bin/spool").path
     try """
-        #!/bin/sh
-        [ "$1 $2" = "playlist ls" ] && { echo evening; echo morning; exit 0; }
-        [ "$1 $2" = "cache ls" ] || exit 2
-        echo '[cached 45%] 1.2 MiB default https://example.org/a.mp3?x=1'
-        echo '[cached] 3.0 MiB work https://example.org/b.mp3'
+    #!/bin/sh
+    [ "$1 $2" = "playlist ls" ] && { echo evening; echo morning; exit 0; }
+    [ "$1 $2" = "cache ls" ] || exit 2
+    echo '[cached 45%] 1.2 MiB default https://example.org/a.mp3?x=1'
+    echo '[cached] 3.0 MiB work https://example.org/b.mp3'
 
-        """.write(toFile: path, atomically: true, encoding: .utf8)
+    """.write(toFile: path, atomically: true, encoding: .utf8)
     try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
     return path
 }
@@ -63,7 +64,9 @@ struct CompletionScriptTests {
         try script.write(to: folder.file("spool.bash"), atomically: true, encoding: .utf8)
         let syntax = try runCommand("bash", ["-n", folder.file("spool.bash").path])
         #expect(syntax.status == 0 && syntax.stderr.isEmpty, "\(syntax.stderr)")
-        for name in ["a.mp3", "b.flac"] { FileManager.default.createFile(atPath: folder.file(name).path, contents: nil) }
+        for name in ["a.mp3", "b.flac"] {
+            #expect(FileManager.default.createFile(atPath: folder.file(name).path, contents: nil))
+        }
         try FileManager.default.createDirectory(at: folder.file("album"), withIntermediateDirectories: false)
 
         // One bash runs every case: COMP_WORDS as bash would split them, the reply one per line.
@@ -126,7 +129,9 @@ struct CompletionScriptTests {
         #expect(check.status == 0 && check.stderr.isEmpty, "\(check.stderr)")
         let spool = try fakeSpool(in: folder)
         // `complete -C` prints what fish would offer; the fake comes first on PATH.
-        let run = try runShell("fish", """
+        let run = try runShell(
+            "fish",
+            """
             source ./spool.fish
             set -x PATH \(URL(fileURLWithPath: spool).deletingLastPathComponent().path) $PATH
             complete -C'spool lo'
@@ -147,7 +152,9 @@ struct CompletionScriptTests {
         #expect(groups.count == 5, "\(run.stdout)")
         #expect(groups.first == ["loop"], "\(run.stdout)")
         #expect(groups.dropFirst().first == ["none", "track", "playlist"], "\(run.stdout)")
-        #expect(groups.dropFirst(2).first == ["https://example.org/a.mp3?x=1", "https://example.org/b.mp3"], "\(run.stdout)")
+        #expect(
+            groups.dropFirst(2).first == ["https://example.org/a.mp3?x=1", "https://example.org/b.mp3"], "\(run.stdout)"
+        )
         #expect(groups.dropFirst(3).first == ["evening", "morning"], "\(run.stdout)")
         #expect(groups.last == ["auto", "yes", "no"], "\(run.stdout)")
     }
@@ -157,18 +164,27 @@ struct CompletionScriptTests {
     @Test func everyUsageLineAgreesWithItsGrammar() {
         let settings = Set(CommandSyntax.configurationFlags.map(\.name))
         for command in CommandSyntax.all + CommandSyntax.all.flatMap(\.grammar.subcommands) {
-            let inUsage = Set(command.usage.split(whereSeparator: { " []|".contains($0) }).filter { $0.hasPrefix("--") }.map(String.init))
+            let inUsage = Set(
+                command.usage.split(whereSeparator: { " []|".contains($0) }).filter { $0.hasPrefix("--") }.map(
+                    String.init))
             // `[options]` stands for the settings' options.
-            let own = Set(command.grammar.flags.map(\.name)).subtracting(command.usage.contains("[options]") ? settings : [])
+            let own = Set(command.grammar.flags.map(\.name)).subtracting(
+                command.usage.contains("[options]") ? settings : [])
             if command.grammar.subcommands.isEmpty {
                 #expect(inUsage == own, "spool \(command.usage): usage \(inUsage), grammar \(own)")
             } else {
                 let subcommands = Set(command.grammar.subcommands.flatMap(\.grammar.flags).map(\.name))
-                #expect(inUsage.isSubset(of: subcommands), "spool \(command.usage): usage \(inUsage), grammar \(subcommands)")
-                #expect(command.grammar.subcommands.allSatisfy { command.usage.contains($0.name) }, "spool \(command.usage)")
+                #expect(
+                    inUsage.isSubset(of: subcommands),
+                    "spool \(command.usage): usage \(inUsage), grammar \(subcommands)")
+                #expect(
+                    command.grammar.subcommands.allSatisfy { command.usage.contains($0.name) }, "spool \(command.usage)"
+                )
             }
             if case .choice(let words) = command.grammar.operands?.kind, command.name != "help" {
-                #expect(words.allSatisfy { command.usage.contains($0) }, "spool \(command.name): \(words) not in '\(command.usage)'")
+                #expect(
+                    words.allSatisfy { command.usage.contains($0) },
+                    "spool \(command.name): \(words) not in '\(command.usage)'")
             }
         }
         #expect(Set(ControlCommand.grammars.keys).isSubset(of: Set(ControlCommand.all.map(\.name))))

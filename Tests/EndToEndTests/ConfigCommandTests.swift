@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A configuration folder for one test: `XDG_CONFIG_HOME` with `spool/config` in it.
 final class ConfigHome {
@@ -56,11 +56,14 @@ struct ConfigCommandTests {
         let result = try home.spool([command])
         #expect(result.status == 1)
         #expect(result.stdout.isEmpty)
-        #expect(result.stderr == "spool: \(home.filePath):2: cache.budget: 'lots' is not a size; write e.g. 2GiB, 500MB or 1048576\n")
+        #expect(
+            result.stderr
+                == "spool: \(home.filePath):2: cache.budget: 'lots' is not a size; write e.g. 2GiB, 500MB or 1048576\n")
 
         let misspelt = try ConfigHome(file: "preload.cont = 3\n")
-        #expect(try misspelt.spool([command]).stderr
-            == "spool: \(misspelt.filePath):1: unknown key 'preload.cont'; did you mean 'preload.count'?\n")
+        #expect(
+            try misspelt.spool([command]).stderr
+                == "spool: \(misspelt.filePath):1: unknown key 'preload.cont'; did you mean 'preload.count'?\n")
     }
 
     @Test(arguments: ["config", "daemon"])
@@ -81,12 +84,16 @@ struct ConfigCommandTests {
         let home = try ConfigHome(file: nil)
         let help = try home.spool(["--help"])
         #expect(help.status == 0)
-        for expected in ["  daemon ", "  config ", "  version ", "--audio-sink DESC", "--log-level LEVEL", "$SPOOL_LOG",
-                         "--cache-free-space-floor SIZE,PERCENT", "--preload-trigger DURATION", "Exit status: 0"] {
+        for expected in [
+            "  daemon ", "  config ", "  version ", "--audio-sink DESC", "--log-level LEVEL", "$SPOOL_LOG",
+            "--cache-free-space-floor SIZE,PERCENT", "--preload-trigger DURATION", "Exit status: 0",
+        ] {
             #expect(help.stdout.contains(expected), "missing \(expected)")
         }
         let config = try home.spool(["config"])
-        let keys = config.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: " ").first }
+        let keys = config.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap {
+            $0.split(separator: " ").first
+        }
         #expect(keys.count == 22)
         for key in keys {
             #expect(help.stdout.contains("--\(key.replacingOccurrences(of: ".", with: "-")) "), "no flag for \(key)")
@@ -109,7 +116,8 @@ struct ConfigCommandTests {
         try await loud.waitUntilReady()
         for daemon in [quiet, loud] {
             _ = try await daemon.client.call(
-                destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2", method: "Quit")
+                destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2",
+                method: "Quit")
             #expect(daemon.process.waitForExit(timeout: 10) == 0)
         }
         #expect(!quiet.process.standardError.contains("NOTICE"), "\(quiet.process.standardError)")

@@ -53,13 +53,28 @@ struct DBusFuzzGenerator {
 
     /// Every property, by interface.
     static let propertyNames: [(interface: String, names: [String])] = [
-        (root, ["CanQuit", "CanRaise", "HasTrackList", "Identity", "DesktopEntry", "SupportedUriSchemes", "SupportedMimeTypes"]),
-        (player, [
-            "PlaybackStatus", "LoopStatus", "Rate", "Shuffle", "Metadata", "Volume", "Position", "MinimumRate",
-            "MaximumRate", "CanGoNext", "CanGoPrevious", "CanPlay", "CanPause", "CanSeek", "CanControl",
-        ]),
+        (
+            root,
+            [
+                "CanQuit", "CanRaise", "HasTrackList", "Identity", "DesktopEntry", "SupportedUriSchemes",
+                "SupportedMimeTypes",
+            ]
+        ),
+        (
+            player,
+            [
+                "PlaybackStatus", "LoopStatus", "Rate", "Shuffle", "Metadata", "Volume", "Position", "MinimumRate",
+                "MaximumRate", "CanGoNext", "CanGoPrevious", "CanPlay", "CanPause", "CanSeek", "CanControl",
+            ]
+        ),
         (trackList, ["Tracks", "CanEditTracks"]),
-        (spool, ["LastError", "Buffering", "Metered", "Interrupted", "Lyrics", "LyricsLine", "CachedRanges", "ContentLength", "DownloadState", "Prefetches", "Preloads"]),
+        (
+            spool,
+            [
+                "LastError", "Buffering", "Metered", "Interrupted", "Lyrics", "LyricsLine", "CachedRanges",
+                "ContentLength", "DownloadState", "Prefetches", "Preloads",
+            ]
+        ),
     ]
 
     /// The next message.
@@ -101,7 +116,9 @@ struct DBusFuzzGenerator {
     private mutating func wrongArguments() -> FuzzStep {
         let method = pick(Self.methods)
         var body: [RawArgument] = randomValues().map { .value($0) }
-        if DBusValue.signature(of: body.compactMap { if case .value(let v) = $0 { v } else { nil } }) == method.signature {
+        if DBusValue.signature(of: body.compactMap { if case .value(let v) = $0 { v } else { nil } })
+            == method.signature
+        {
             body.append(.value(.int32(1)))  // one too many
         }
         if method.member == "Quit", body.isEmpty { body = [.value(.string("no"))] }  // a real Quit would end the test
@@ -110,11 +127,14 @@ struct DBusFuzzGenerator {
 
     /// The right signature with values the daemon must refuse or shrug off.
     private mutating func awkwardValues() -> FuzzStep {
-        let player = Self.player, spool = Self.spool, trackList = Self.trackList
+        let player = Self.player
+        let spool = Self.spool
+        let trackList = Self.trackList
         let message: RawMessage
         switch random.next(below: 11) {
         case 0: message = call(player, "Seek", [.value(.int64(awkwardInteger()))])
-        case 1: message = call(player, "SetPosition", [.value(.objectPath(trackID())), .value(.int64(awkwardInteger()))])
+        case 1:
+            message = call(player, "SetPosition", [.value(.objectPath(trackID())), .value(.int64(awkwardInteger()))])
         case 2: message = call(player, "OpenUri", [.value(.string(uri()))])
         case 3:
             let arguments: [RawArgument] = [
@@ -125,8 +145,14 @@ struct DBusFuzzGenerator {
         case 5:
             let count = pick([0, 1, 1000, 20_000])
             message = call(trackList, "GetTracksMetadata", [.repeated(.objectPath(trackID()), count: count)])
-        case 6: message = call(spool, pick(["Play", "Add", "Prefetch"]), [.value(.stringArray((0..<random.next(below: 4)).map { _ in uri() }))])
-        case 7: message = call(spool, pick(["CacheEntries", "ClearCache"]), [.value(.string(pick(["", "no such", "../../etc", hugeString()])))])
+        case 6:
+            message = call(
+                spool, pick(["Play", "Add", "Prefetch"]),
+                [.value(.stringArray((0..<random.next(below: 4)).map { _ in uri() }))])
+        case 7:
+            message = call(
+                spool, pick(["CacheEntries", "ClearCache"]),
+                [.value(.string(pick(["", "no such", "../../etc", hugeString()])))])
         case 8: message = call(spool, pick(["Queue", "CacheStats"]), [])
         case 9: message = call(player, pick(["Next", "Previous", "Pause", "PlayPause", "Stop", "Play"]), [])
         default: message = call(Self.root, "Raise", [])
@@ -137,7 +163,9 @@ struct DBusFuzzGenerator {
     /// Properties.Get, GetAll and Set with real and made-up names and values of any type.
     private mutating func propertyCall() -> FuzzStep {
         let owner = pick(Self.propertyNames)
-        let interface = pick([owner.interface, owner.interface, owner.interface, "", "org.example.Nothing", Self.properties])
+        let interface = pick([
+            owner.interface, owner.interface, owner.interface, "", "org.example.Nothing", Self.properties,
+        ])
         let name = random.next(below: 8) == 0 ? identifier() : pick(owner.names)
         var body: [RawArgument]
         switch random.next(below: 4) {
@@ -146,7 +174,10 @@ struct DBusFuzzGenerator {
         default:
             // The dangerous writes are the common case: Volume, Rate, LoopStatus and Shuffle.
             let target = random.next(below: 3) == 0 ? name : pick(["Volume", "Rate", "LoopStatus", "Shuffle"])
-            body = [.value(.string(random.next(below: 3) == 0 ? interface : Self.player)), .value(.string(target)), .variant(.value(propertyValue()))]
+            body = [
+                .value(.string(random.next(below: 3) == 0 ? interface : Self.player)), .value(.string(target)),
+                .variant(.value(propertyValue())),
+            ]
         }
         let member = pick(["Get", "GetAll", "Set"])
         if random.next(below: 6) == 0 { body = Array(body.prefix(random.next(below: body.count + 1))) }
@@ -164,7 +195,9 @@ struct DBusFuzzGenerator {
 
     /// Unknown objects, interfaces and members, with or without arguments.
     private mutating func unknownTarget() -> FuzzStep {
-        let interface = pick([Self.player, Self.spool, "org.example.\(identifier())", "org.freedesktop.DBus.\(identifier())"])
+        let interface = pick([
+            Self.player, Self.spool, "org.example.\(identifier())", "org.freedesktop.DBus.\(identifier())",
+        ])
         let member = random.next(below: 3) == 0 ? pick(Self.methods).member : identifier()
         let path = random.next(below: 2) == 0 ? objectPath() : Self.objectPath
         var body = randomValues().map { RawArgument.value($0) }
@@ -189,7 +222,9 @@ struct DBusFuzzGenerator {
         switch random.next(below: 3) {
         case 0:
             let target = pick(["Volume", "Rate", "LoopStatus", "Shuffle", "Metadata", identifier()])
-            message = call(Self.properties, "Set", [.value(.string(Self.player)), .value(.string(target)), argumentAsVariant(argument)])
+            message = call(
+                Self.properties, "Set",
+                [.value(.string(Self.player)), .value(.string(target)), argumentAsVariant(argument)])
         case 1:
             let method = pick(Self.methods)
             message = call(method.interface, method.member, [argument])
@@ -233,7 +268,8 @@ struct DBusFuzzGenerator {
             message.path = objectPath()
             message.interface = "org.example.\(identifier())"
             message.member = identifier()
-            message.body = random.next(below: 25) == 0 ? [.bytes(count: largeCount())] : randomValues().map { .value($0) }
+            message.body =
+                random.next(below: 25) == 0 ? [.bytes(count: largeCount())] : randomValues().map { .value($0) }
         }
         return FuzzStep(message: message, label: message.destination == nil ? "broadcast signal" : "unicast signal")
     }
@@ -241,7 +277,8 @@ struct DBusFuzzGenerator {
     /// Method returns and errors with made-up reply serials (small ones may hit a call the daemon made).
     private mutating func unsolicitedReply() -> FuzzStep {
         var message = RawMessage(random.next(below: 2) == 0 ? .methodReturn : .error, destination: daemon)
-        message.replySerial = random.next(below: 2) == 0 ? UInt32(1 + random.next(below: 64)) : UInt32(truncatingIfNeeded: random.next())
+        message.replySerial =
+            random.next(below: 2) == 0 ? UInt32(1 + random.next(below: 64)) : UInt32(truncatingIfNeeded: random.next())
         message.errorName = pick(["org.freedesktop.DBus.Error.NoReply", "org.example.Error.\(identifier())"])
         message.body = randomValues().map { .value($0) }
         return FuzzStep(message: message, label: "unsolicited reply")
@@ -274,7 +311,9 @@ struct DBusFuzzGenerator {
     }
 
     private mutating func awkwardInteger() -> Int64 {
-        pick([Int64.min, Int64.max, 0, -1, 1, Int64(bitPattern: random.next()), Int64(random.next(below: 1_000_000_000))])
+        pick([
+            Int64.min, Int64.max, 0, -1, 1, Int64(bitPattern: random.next()), Int64(random.next(below: 1_000_000_000)),
+        ])
     }
 
     private mutating func hugeString() -> String { String(repeating: "\u{1F3B5}", count: pick([1, 1000, 250_000])) }
@@ -285,8 +324,10 @@ struct DBusFuzzGenerator {
     /// What the daemon is told to play: nothing that exists or answers.
     private mutating func uri() -> String {
         pick([
-            "", "http://", "gopher://x/y", "/nonexistent/spool-fuzz/\(identifier()).mp3", "file:///nonexistent/\(identifier()).flac",
-            "http://127.0.0.1:1/\(identifier()).mp3", "http://127.0.0.1:1/\(identifier()).m3u", "relative/\(identifier()).ogg",
+            "", "http://", "gopher://x/y", "/nonexistent/spool-fuzz/\(identifier()).mp3",
+            "file:///nonexistent/\(identifier()).flac",
+            "http://127.0.0.1:1/\(identifier()).mp3", "http://127.0.0.1:1/\(identifier()).m3u",
+            "relative/\(identifier()).ogg",
             "http://exa mple.org/a.mp3", hugeString(), "\u{1F3B5}://\u{00e9}",
         ])
     }
@@ -299,7 +340,11 @@ struct DBusFuzzGenerator {
                 .double(.nan), .double(.infinity), .double(-.infinity), .double(-1), .double(0), .double(1e308),
                 .double(.leastNonzeroMagnitude), .double(0.5),
             ])
-        case 1: pick([.string("None"), .string("Track"), .string("Playlist"), .string(""), .string(identifier()), .string(hugeString())])
+        case 1:
+            pick([
+                .string("None"), .string("Track"), .string("Playlist"), .string(""), .string(identifier()),
+                .string(hugeString()),
+            ])
         case 2: pick([.boolean(true), .boolean(false), .int32(-1), .int64(.max), .uint64(.max)])
         default: random.value(depth: 0)
         }

@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("D-Bus fuzz", .serialized)
 struct DBusFuzzTests {
@@ -27,16 +27,22 @@ struct DBusFuzzTests {
             method: "GetNameOwner", arguments: [.string(busName)])
         let unique = try #require(owner.first?.stringValue)
         let clients = try (0..<Self.clients).map { index in
-            FuzzClient(try RawBusClient(address: daemon.bus.address), DBusFuzzGenerator(seed: UInt64(index + 1), daemon: unique))
+            FuzzClient(
+                try RawBusClient(address: daemon.bus.address),
+                DBusFuzzGenerator(seed: UInt64(index + 1), daemon: unique))
         }
 
         let idle = residentKiB(pid)
-        let warmUp = await onThreads(Self.clients) { clients[$0].run(steps: Self.warmUpSteps, timeout: Self.replyTimeout) }
+        let warmUp = await onThreads(Self.clients) {
+            clients[$0].run(steps: Self.warmUpSteps, timeout: Self.replyTimeout)
+        }
         let warm = residentKiB(pid)
         var measured: [FuzzReport] = []
         var checkpoints: [Int] = []
         for _ in 0..<3 {
-            measured += await onThreads(Self.clients) { clients[$0].run(steps: Self.measuredSteps / 3, timeout: Self.replyTimeout) }
+            measured += await onThreads(Self.clients) {
+                clients[$0].run(steps: Self.measuredSteps / 3, timeout: Self.replyTimeout)
+            }
             checkpoints.append(residentKiB(pid))
         }
         let after = residentKiB(pid)
@@ -52,7 +58,9 @@ struct DBusFuzzTests {
         #expect(total.sent == Self.clients * (Self.warmUpSteps + Self.measuredSteps))
         #expect(!total.disconnected, "the bus dropped a fuzz client: the fuzz sent something the bus refuses")
         #expect(total.unsent.isEmpty, "\(total.unsent.prefix(20))")
-        #expect(total.unanswered.isEmpty, "\(total.unanswered.count) unanswered:\n\(total.unanswered.prefix(20).joined(separator: "\n"))")
+        #expect(
+            total.unanswered.isEmpty,
+            "\(total.unanswered.count) unanswered:\n\(total.unanswered.prefix(20).joined(separator: "\n"))")
         #expect(total.calls > 5_000)
         // Four clients flood one connection thread with megabyte messages on a shared machine:
         // a small call can wait behind a big one. Measured (debug build, 2 cores): p50 0.5 ms,
@@ -206,7 +214,8 @@ extension DBusValue {
         switch self {
         case .string(let text), .objectPath(let text), .signature(let text): 5 + text.utf8.count
         case .array(_, let values): 4 + values.reduce(0) { $0 + $1.approximateSize }
-        case .dictionary(_, _, let entries): 4 + entries.reduce(0) { $0 + 8 + $1.key.approximateSize + $1.value.approximateSize }
+        case .dictionary(_, _, let entries):
+            4 + entries.reduce(0) { $0 + 8 + $1.key.approximateSize + $1.value.approximateSize }
         case .structure(let fields): 8 + fields.reduce(0) { $0 + $1.approximateSize }
         case .variant(let inner): 4 + inner.approximateSize
         default: 8
@@ -216,7 +225,9 @@ extension DBusValue {
 
 /// The part of a log that tells why the program crashed (Swift's backtrace), or its end.
 func crashReport(_ log: String) -> String {
-    guard let start = log.range(of: "Program crashed") ?? log.range(of: "Fatal error") else { return String(log.suffix(4000)) }
+    guard let start = log.range(of: "Program crashed") ?? log.range(of: "Fatal error") else {
+        return String(log.suffix(4000))
+    }
     return String(log[start.lowerBound...].prefix(6000))
 }
 

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A `spool daemon` on a private bus, playing into a real-time null sink.
 final class RunningDaemon {
@@ -71,7 +71,8 @@ final class RunningDaemon {
             return accept(last)
         }
         if !reached {
-            throw RigError("playerctl \(arguments.joined(separator: " ")) stayed '\(last)'; daemon log:\n\(process.standardError)")
+            throw RigError(
+                "playerctl \(arguments.joined(separator: " ")) stayed '\(last)'; daemon log:\n\(process.standardError)")
         }
         return last
     }
@@ -211,12 +212,20 @@ struct DaemonEndToEndTests {
             // Read to the end: /proc files report no size, and a sized read stops early.
             let data = FileHandle(forReadingAtPath: "/proc/\(pid)/maps").map { $0.readDataToEndOfFile() } ?? Data()
             let maps = String(decoding: data, as: UTF8.self)
-            return Set(maps.split(separator: "\n").compactMap { line in
-                line.split(separator: "/").last.flatMap { $0.hasPrefix("libgst") && $0.hasSuffix(".so") ? String($0) : nil }
-            })
+            return Set(
+                maps.split(separator: "\n").compactMap { line in
+                    line.split(separator: "/").last.flatMap {
+                        $0.hasPrefix("libgst") && $0.hasSuffix(".so") ? String($0) : nil
+                    }
+                })
         }
-        let wanted: Set = ["libgstapp.so", "libgstcoreelements.so", "libgstaudioconvert.so", "libgstaudioparsers.so", "libgstid3demux.so"]
+        let wanted: Set = [
+            "libgstapp.so", "libgstcoreelements.so", "libgstaudioconvert.so", "libgstaudioparsers.so",
+            "libgstid3demux.so",
+        ]
         #expect(eventually(timeout: 10) { mappedPlugins().isSuperset(of: wanted) }, "\(mappedPlugins().sorted())")
-        #expect(!mappedPlugins().contains("libgstlibav.so") && !mappedPlugins().contains("libgstmpg123.so"), "\(mappedPlugins().sorted())")
+        #expect(
+            !mappedPlugins().contains("libgstlibav.so") && !mappedPlugins().contains("libgstmpg123.so"),
+            "\(mappedPlugins().sorted())")
     }
 }

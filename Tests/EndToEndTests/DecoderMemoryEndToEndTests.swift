@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Decoders a daemon maps, end to end", .serialized)
 struct DecoderMemoryEndToEndTests {
@@ -15,7 +15,9 @@ struct DecoderMemoryEndToEndTests {
         let pid = try #require(daemon.process.programPID)
         for format in FixtureFormat.allCases {
             try await remote.openURI(fixtures.fixture(format).url.absoluteString)
-            _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0 == fixtures.fixture(format).url.absoluteString }
+            _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) {
+                $0 == fixtures.fixture(format).url.absoluteString
+            }
             _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
             // Read to the end: /proc files report a size of 0.
             let handle = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))

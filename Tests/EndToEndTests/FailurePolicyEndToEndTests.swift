@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("What the daemon does when tracks fail", .serialized)
 struct FailurePolicyEndToEndTests {
@@ -28,7 +28,9 @@ struct FailurePolicyEndToEndTests {
         _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
         #expect(try daemon.playerctl("status").stdout == "Playing\n")
         let log = daemon.process.standardError
-        let loads = { (name: String) in log.components(separatedBy: "\n").filter { $0.contains("loading") && $0.contains(name) }.count }
+        let loads = { (name: String) in
+            log.components(separatedBy: "\n").filter { $0.contains("loading") && $0.contains(name) }.count
+        }
         #expect(loads("missing.mp3") == 1, "a 404 is not retried")
         #expect(loads("refused.mp3") == 2, "a refused connection is retried once")
         #expect(loads("text.mp3") == 1, "a file that is not audio is not retried")

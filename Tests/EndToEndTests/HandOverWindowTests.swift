@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Which of a few tones sounds in each 10 ms of a recording (nil: silence or a mixture).
 func tonesPer10ms(_ pcm: Data, frequencies: [Int]) -> [Int?] {
@@ -31,7 +31,11 @@ func tonesPer10ms(_ pcm: Data, frequencies: [Int]) -> [Int?] {
 func runs<T: Equatable>(_ values: [T]) -> [(T, Int)] {
     var result: [(T, Int)] = []
     for value in values {
-        if let last = result.last, last.0 == value { result[result.count - 1].1 += 1 } else { result.append((value, 1)) }
+        if let last = result.last, last.0 == value {
+            result[result.count - 1].1 += 1
+        } else {
+            result.append((value, 1))
+        }
     }
     return result
 }
@@ -64,10 +68,13 @@ struct HandOverWindowTests {
         }
         let pulse = try PulseServer()
         let recording = try pulse.recordOutput()
-        let daemon = try RunningDaemon(standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
+        let daemon = try RunningDaemon(
+            standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
         let signals = try await daemon.client.subscribe(
-            matching: "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.mpris.MediaPlayer2.Player'")
+            matching:
+                "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.mpris.MediaPlayer2.Player'"
+        )
         let named = Task {
             var urls: [String] = []
             for await message in signals {
@@ -81,7 +88,10 @@ struct HandOverWindowTests {
         }
         let queue = [tones[300]!, tones[500]!, tones[700]!]
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray(queue.map(\.absoluteString))])
-        guard eventually(timeout: 15, interval: 0.01, { daemon.process.standardError.contains("committed track 2 as the next") }) else {
+        guard
+            eventually(
+                timeout: 15, interval: 0.01, { daemon.process.standardError.contains("committed track 2 as the next") })
+        else {
             throw RigError("the engine never committed the second track; log:\n\(daemon.process.standardError)")
         }
         let tracks = try await daemon.property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues ?? []
@@ -89,7 +99,8 @@ struct HandOverWindowTests {
         switch edit {
         case .playNext:
             try await daemon.mpris(
-                "org.mpris.MediaPlayer2.TrackList", "AddTrack", [.string(tones[900]!.absoluteString), .objectPath(paths[0]), .boolean(false)])
+                "org.mpris.MediaPlayer2.TrackList", "AddTrack",
+                [.string(tones[900]!.absoluteString), .objectPath(paths[0]), .boolean(false)])
         case .removeTheNext:
             try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "RemoveTrack", [.objectPath(paths[1])])
         case .next:
@@ -107,7 +118,9 @@ struct HandOverWindowTests {
         deadline.cancel()
         try recording.waitToGrow(byMilliseconds: 300)  // the tail the server still held
         let pcm = try recording.stop()
-        let heard = runs(tonesPer10ms(pcm, frequencies: [300, 500, 700, 900])).compactMap { run in run.0.map { ($0, run.1) } }
+        let heard = runs(tonesPer10ms(pcm, frequencies: [300, 500, 700, 900])).compactMap { run in
+            run.0.map { ($0, run.1) }
+        }
         let summary = runs(tonesPer10ms(pcm, frequencies: [300, 500, 700, 900]))
             .map { "\($0.0.map(String.init) ?? "-")×\($0.1)" }.joined(separator: " ")
         print("\(edit) in the hand-over window, heard per 10 ms: \(summary)")
@@ -121,17 +134,22 @@ struct HandOverWindowTests {
         let first = try steadyTone(frequency: 300, seconds: 4, amplitude: 0.5, in: media)
         let second = try steadyTone(frequency: 500, seconds: 3, amplitude: 0.5, in: media)
         let pulse = try PulseServer()
-        let daemon = try RunningDaemon(standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
+        let daemon = try RunningDaemon(
+            standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray([first, second].map(\.absoluteString))])
-        #expect(try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Position") { ($0?.int64Value ?? 0) > 3_000_000 })
+        #expect(
+            try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Position") {
+                ($0?.int64Value ?? 0) > 3_000_000
+            })
         var samples: [(position: Int64, url: String)] = []
         let deadline = ContinuousClock.now + .seconds(5)
         while ContinuousClock.now < deadline {
             // Position first, then Metadata: Metadata only moves forward, so one that still names
             // the first track was current when the position was read.
             let position = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? -1
-            let url = try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?
+            let url =
+                try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?
                 .stringVariantDictValue?["xesam:url"]?.stringValue ?? ""
             samples.append((position, url))
             if url == second.absoluteString { break }
@@ -152,14 +170,21 @@ struct HandOverWindowTests {
         try whole.prefix(whole.count / 3).write(to: broken)  // its header is fine, its index missing
         let pulse = try PulseServer()
         let recording = try pulse.recordOutput()
-        let daemon = try RunningDaemon(standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
+        let daemon = try RunningDaemon(
+            standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray([first, broken, last].map(\.absoluteString))])
-        #expect(try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Metadata") {
-            $0?.stringVariantDictValue?["xesam:url"]?.stringValue == last.absoluteString
-        } || eventually(timeout: 10) { daemon.process.standardError.contains("loading track 3") })
-        let stopped = try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "PlaybackStatus") { $0?.stringValue == "Stopped" }
-        #expect(stopped, "\(daemon.process.standardError.components(separatedBy: "\n").filter { !$0.contains("DEBUG mpris") }.suffix(60).joined(separator: "\n"))")
+        #expect(
+            try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Metadata") {
+                $0?.stringVariantDictValue?["xesam:url"]?.stringValue == last.absoluteString
+            } || eventually(timeout: 10) { daemon.process.standardError.contains("loading track 3") })
+        let stopped = try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "PlaybackStatus") {
+            $0?.stringValue == "Stopped"
+        }
+        #expect(
+            stopped,
+            "\(daemon.process.standardError.components(separatedBy: "\n").filter { !$0.contains("DEBUG mpris") }.suffix(60).joined(separator: "\n"))"
+        )
         try recording.waitToGrow(byMilliseconds: 300)
         let pcm = try recording.stop()
         let all = runs(tonesPer10ms(pcm, frequencies: [300, 700]))
@@ -193,7 +218,9 @@ struct HandOverWindowTests {
         #expect(played == expected, "heard \(summary)")
         let stray = heard.filter { $0.1 < 10 }.reduce(0) { $0 + $1.1 } * 10
         #expect(stray <= 50, "\(stray) ms of stray audio: \(summary)")
-        #expect(named == expected.map { tones[$0]!.absoluteString }, "Metadata named \(named.map { URL(string: $0)!.lastPathComponent })")
+        #expect(
+            named == expected.map { tones[$0]!.absoluteString },
+            "Metadata named \(named.map { URL(string: $0)!.lastPathComponent })")
         if edit == .previous {
             // Restarted from 0 about 0.6 s before its end: more than one play of it was heard.
             let first = heard.filter { $0.0 == 300 }.reduce(0) { $0 + $1.1 } * 10
@@ -201,7 +228,8 @@ struct HandOverWindowTests {
         }
         if edit == .playNext || edit == .removeTheNext {
             // The first track plays to its end (its last 10 ms may share a window with silence).
-            #expect((heard.first?.1 ?? 0) * 10 >= 3900, "the first track sounded \((heard.first?.1 ?? 0) * 10) ms of 3994")
+            #expect(
+                (heard.first?.1 ?? 0) * 10 >= 3900, "the first track sounded \((heard.first?.1 ?? 0) * 10) ms of 3994")
         }
     }
 }

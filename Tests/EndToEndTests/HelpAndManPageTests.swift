@@ -1,7 +1,7 @@
 import Foundation
 import SpoolConfig
-import Testing
 import TestSupport
+import Testing
 
 @testable import spool
 
@@ -23,8 +23,12 @@ struct HelpAndManPageTests {
         #expect(page.contains("0.5 to 2"))
         // No line may start a request by accident: every line that starts with a dot is a macro.
         let requests = Set(page.split(separator: "\n").filter { $0.hasPrefix(".") }.map { $0.prefix { $0 != " " } })
-        #expect(requests.isSubset(of: [".\\\"", ".TH", ".ad", ".nh", ".SH", ".B", ".I", ".RI", ".BR", ".PP", ".TP", ".IP", ".nf", ".fi", ".RS", ".RE", ".br"]),
-                "\(requests)")
+        #expect(
+            requests.isSubset(of: [
+                ".\\\"", ".TH", ".ad", ".nh", ".SH", ".B", ".I", ".RI", ".BR", ".PP", ".TP", ".IP", ".nf", ".fi", ".RS",
+                ".RE", ".br",
+            ]),
+            "\(requests)")
 
         let folder = try TemporaryDirectory(prefix: "spool-man")
         let file = folder.file("spool.1")
@@ -51,10 +55,13 @@ struct HelpAndManPageTests {
             let result = try runSpool(arguments, environment: bus.environment)
             #expect(result.status == 1, "spool \(arguments): \(result)")
             #expect(result.stdout.isEmpty, "spool \(arguments): \(result.stdout)")
-            #expect(result.stderr.contains("Usage: spool <command>") && result.stderr.contains("loop"), "\(result.stderr)")
+            #expect(
+                result.stderr.contains("Usage: spool <command>") && result.stderr.contains("loop"), "\(result.stderr)")
         }
         let misspelt = try runSpool(["help", "stauts"], environment: bus.environment)
-        #expect(misspelt.status == 1 && misspelt.stderr.hasPrefix("spool: no command 'stauts'; did you mean 'status'?"), "\(misspelt)")
+        #expect(
+            misspelt.status == 1 && misspelt.stderr.hasPrefix("spool: no command 'stauts'; did you mean 'status'?"),
+            "\(misspelt)")
     }
 
     @Test(arguments: ["daemon", "config", "rate", "cache", "completions"])
@@ -81,7 +88,8 @@ struct HelpAndManPageTests {
             }
         }
         for sub in ControlCommand.all.flatMap(\.syntax.grammar.subcommands) where sub.grammar.operands == nil {
-            let result = try runSpool(sub.usage.split(separator: " ").prefix(2).map(String.init), environment: bus.environment)
+            let result = try runSpool(
+                sub.usage.split(separator: " ").prefix(2).map(String.init), environment: bus.environment)
             #expect(result.status == 2, "spool \(sub.usage): \(result)")
         }
         for shell in Shell.allCases {

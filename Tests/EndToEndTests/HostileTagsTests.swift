@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// What a sane MPRIS `Metadata` may hold, whatever the file said. The daemon's limits
 /// (`TagText` in EngineAPI): strings of at most 1024 Unicode scalars (4 KiB of UTF-8), lists of
@@ -120,7 +120,8 @@ extension RunningDaemon {
 @Suite("Hostile tags end to end", .serialized)
 struct HostileTagsTests {
     static func seed(_ label: String) -> UInt64 {
-        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("\(label): seed \(seed); SPOOL_TEST_SEED=\(seed) replays it")
         return seed
@@ -145,11 +146,13 @@ struct HostileTagsTests {
                 #expect(problems.isEmpty, "\(hostile): \(problems)")
                 let elapsed = try await daemon.timeToGetMetadata()
                 #expect(elapsed < .milliseconds(100), "\(hostile): Get took \(elapsed)")
-                #expect(signalled.contains(file.absoluteString), "\(hostile): no PropertiesChanged carried its Metadata")
+                #expect(
+                    signalled.contains(file.absoluteString), "\(hostile): no PropertiesChanged carried its Metadata")
             case .failed(let error):
                 failed.append("\(hostile): \(error)")
             }
-            #expect(daemon.process.isRunning, "\(hostile) ended the daemon: \(daemon.process.standardError.suffix(4000))")
+            #expect(
+                daemon.process.isRunning, "\(hostile) ended the daemon: \(daemon.process.standardError.suffix(4000))")
             if !daemon.process.isRunning { return }
         }
         // The audio of every file is intact: only its tags are hostile, and tags never stop playback.
@@ -169,8 +172,9 @@ struct HostileTagsTests {
     @Test func fileNamesWithControlCharactersAndInvalidUTF8ShowCleaned() async throws {
         let fixtures = try Fixtures.shared()
         let dir = try TemporaryDirectory(prefix: "spool-hostile-names")
-        let untagged = try Data(contentsOf: HostileTagCorpus.write(
-            HostileTagCase(name: "untagged", tags: RawTags(), format: .flac), fixtures: fixtures, into: dir.url))
+        let untagged = try Data(
+            contentsOf: HostileTagCorpus.write(
+                HostileTagCase(name: "untagged", tags: RawTags(), format: .flac), fixtures: fixtures, into: dir.url))
         let escaped = dir.file("ctl-\u{1B}[31m-\n-\u{7}-\u{9B}.flac")
         try untagged.write(to: escaped)
         let percent = dir.file("pct-100%zz\u{1B}.flac")
@@ -183,9 +187,11 @@ struct HostileTagsTests {
         #expect(fd >= 0)
         _ = untagged.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
-        let rawURL = "file://" + rawPath.map { byte in
-            byte.isASCIIPathCharacter ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true)
-        }.joined()
+        let rawURL =
+            "file://"
+            + rawPath.map { byte in
+                byte.isASCIIPathCharacter ? String(UnicodeScalar(byte)) : "%" + String(byte, radix: 16, uppercase: true)
+            }.joined()
 
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
@@ -240,14 +246,17 @@ struct HostileTagsTests {
             Array(String(repeating: "long ", count: 20_000).utf8),
         ]
         var playlist = Array("#EXTM3U\n".utf8)
-        for title in titles { playlist += Array("#EXTINF:3,".utf8) + title + Array("\n\(untagged.lastPathComponent)\n".utf8) }
+        for title in titles {
+            playlist += Array("#EXTINF:3,".utf8) + title + Array("\n\(untagged.lastPathComponent)\n".utf8)
+        }
         let list = dir.file("hostile.m3u")
         try Data(playlist).write(to: list)
 
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
         try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(list.absoluteString)])
-        guard case .played(let current) = try await daemon.waitUntilPlayed(name: "hostile.m3u", { $0.hasSuffix(".flac") })
+        guard
+            case .played(let current) = try await daemon.waitUntilPlayed(name: "hostile.m3u", { $0.hasSuffix(".flac") })
         else { throw RigError("the playlist did not play") }
         #expect(SaneMetadata.problems(current).isEmpty, "\(SaneMetadata.problems(current))")
         #expect(current["xesam:title"]?.stringValue == "NulTitle", "\(current)")

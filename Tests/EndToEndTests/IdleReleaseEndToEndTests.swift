@@ -1,12 +1,14 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Whether process `pid` holds `file` open.
 private func holdsOpen(_ file: URL, pid: Int32) -> Bool {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-    return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == file.path }
+    return fds.contains {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == file.path
+    }
 }
 
 @Suite("Letting go of the pipeline when idle, end to end", .serialized)
@@ -49,7 +51,9 @@ struct IdleReleaseEndToEndTests {
         let whileWaiting = try await awaitRelease(daemon, remote)
         #expect(!holdsOpen(file, pid: pid), "released: the file is closed")
         let whileReleased = try await remote.positionMicroseconds()
-        #expect((whileWaiting + [whileReleased]).allSatisfy { $0 == pausedAt }, "Position stayed at \(pausedAt): \(whileWaiting), \(whileReleased)")
+        #expect(
+            (whileWaiting + [whileReleased]).allSatisfy { $0 == pausedAt },
+            "Position stayed at \(pausedAt): \(whileWaiting), \(whileReleased)")
         #expect(try await remote.playbackStatus() == "Paused")
 
         let started = Date()
@@ -64,8 +68,10 @@ struct IdleReleaseEndToEndTests {
         }
         #expect(resumed.last.map { $0.position >= pausedAt + 300_000 } == true, "it plays on: \(resumed)")
         for read in resumed {
-            #expect(read.position >= pausedAt - 300_000 && Double(read.position) <= Double(pausedAt) + (read.at + 0.3) * 1e6,
-                    "paused at \(pausedAt) µs; \(read.position) µs \(read.at) s after Play")
+            #expect(
+                read.position >= pausedAt - 300_000
+                    && Double(read.position) <= Double(pausedAt) + (read.at + 0.3) * 1e6,
+                "paused at \(pausedAt) µs; \(read.position) µs \(read.at) s after Play")
         }
         #expect(holdsOpen(file, pid: pid))
         #expect(!daemon.process.standardError.contains("playback failed"), "\(daemon.process.standardError)")

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The `<interface>` blocks of an introspection document, keyed by name, each as
 /// its trimmed lines (so indentation does not matter but order and content do).
@@ -48,25 +48,32 @@ struct InterfaceContractTests {
             "dbus/org.spool.Spool1.xml": ["org.spool.Spool1"],
         ]
         for (file, names) in expected {
-            let checkedIn = interfaceBlocks(try String(contentsOf: repositoryRoot.appendingPathComponent(file), encoding: .utf8))
+            let checkedIn = interfaceBlocks(
+                try String(contentsOf: repositoryRoot.appendingPathComponent(file), encoding: .utf8))
             #expect(Set(checkedIn.keys) == names)
             for (name, lines) in checkedIn {
                 #expect(live[name] == lines, "interface \(name) differs from \(file)")
             }
         }
-        let standard: Set = ["org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable", "org.freedesktop.DBus.Properties"]
-        #expect(Set(live.keys).subtracting(standard) == expected.values.reduce(Set()) { $0.union($1) }, "an exported interface has no checked-in XML")
+        let standard: Set = [
+            "org.freedesktop.DBus.Peer", "org.freedesktop.DBus.Introspectable", "org.freedesktop.DBus.Properties",
+        ]
+        #expect(
+            Set(live.keys).subtracting(standard) == expected.values.reduce(Set()) { $0.union($1) },
+            "an exported interface has no checked-in XML")
     }
 
     @Test func theDesktopFileValidates() throws {
-        let result = try runCommand("desktop-file-validate", [repositoryRoot.appendingPathComponent("desktop/spool.desktop").path])
+        let result = try runCommand(
+            "desktop-file-validate", [repositoryRoot.appendingPathComponent("desktop/spool.desktop").path])
         #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
         #expect(result.stdout.isEmpty, "\(result.stdout)")
     }
 
     @Test func theActivationFileNamesTheBusNameAndTheDaemon() throws {
         let text = try String(
-            contentsOf: repositoryRoot.appendingPathComponent("dbus/org.mpris.MediaPlayer2.spool.service.in"), encoding: .utf8)
+            contentsOf: repositoryRoot.appendingPathComponent("dbus/org.mpris.MediaPlayer2.spool.service.in"),
+            encoding: .utf8)
         #expect(text.contains("Name=\(busName)"))
         #expect(text.contains("Exec=@bindir@/spool daemon"))
     }
@@ -77,7 +84,9 @@ struct InterfaceContractTests {
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
         let stream = try await daemon.client.subscribe(
-            matching: "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'")
+            matching:
+                "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',path='/org/mpris/MediaPlayer2'"
+        )
         let log = SignalLog()
         let listener = Task {
             for await message in stream { await log.append(message) }
@@ -91,19 +100,22 @@ struct InterfaceContractTests {
         #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
         #expect(await waitForChange { $0["PlaybackStatus"]?.stringValue == "Playing" })
         #expect(await waitForChange { $0["CanPlay"]?.boolValue == true })
-        #expect(await waitForChange {
-            $0["Metadata"]?.stringVariantDictValue?["xesam:title"]?.stringValue == track.title
-        })
-        #expect(await waitForChange {
-            $0["Metadata"]?.stringVariantDictValue?["mpris:length"]?.int64Value.map { $0 > 3_000_000 } == true
-        })
+        #expect(
+            await waitForChange {
+                $0["Metadata"]?.stringVariantDictValue?["xesam:title"]?.stringValue == track.title
+            })
+        #expect(
+            await waitForChange {
+                $0["Metadata"]?.stringVariantDictValue?["mpris:length"]?.int64Value.map { $0 > 3_000_000 } == true
+            })
         #expect(try daemon.playerctl("pause").status == 0)
         #expect(await waitForChange { $0["PlaybackStatus"]?.stringValue == "Paused" })
 
         let all = await log.items
         #expect(all.allSatisfy { changedProperties($0)["Position"] == nil })
-        #expect(all.allSatisfy { $0.arguments.count == 3 && $0.arguments[2].arrayValues?.isEmpty == true },
-                "nothing is ever sent as invalidated")
+        #expect(
+            all.allSatisfy { $0.arguments.count == 3 && $0.arguments[2].arrayValues?.isEmpty == true },
+            "nothing is ever sent as invalidated")
         // Each PropertiesChanged carries only values that changed since the previous one.
         var last: [String: DBusValue] = [:]
         for message in all {

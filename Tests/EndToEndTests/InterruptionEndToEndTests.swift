@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 private let playerInterface = "org.mpris.MediaPlayer2.Player"
 
@@ -27,7 +27,9 @@ final class CallRig {
             extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
         let stream = try await daemon.client.subscribe(
-            matching: "type='signal',path='\(playerPath)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='\(playerInterface)'")
+            matching:
+                "type='signal',path='\(playerPath)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='\(playerInterface)'"
+        )
         let statuses = statuses
         listener = Task {
             for await message in stream {
@@ -47,9 +49,11 @@ final class CallRig {
     private func makeCall(seconds: Double) throws {
         let made = try runCommand(
             "gst-launch-1.0",
-            ["-q", "audiotestsrc", "wave=sine", "freq=1000", "num-buffers=\(Int(seconds * 44_100 / 1024))",
-             "samplesperbuffer=1024", "!", "audio/x-raw,format=S16LE,rate=44100,channels=2", "!", "wavenc", "!",
-             "filesink", "location=\(callFile.path)"])
+            [
+                "-q", "audiotestsrc", "wave=sine", "freq=1000", "num-buffers=\(Int(seconds * 44_100 / 1024))",
+                "samplesperbuffer=1024", "!", "audio/x-raw,format=S16LE,rate=44100,channels=2", "!", "wavenc", "!",
+                "filesink", "location=\(callFile.path)",
+            ])
         guard made.status == 0 else { throw RigError("could not make the call's sound: \(made.stderr)") }
     }
 
@@ -57,7 +61,10 @@ final class CallRig {
     func playMusic(for seconds: Double = 1) async throws {
         try await daemon.mpris(playerInterface, "OpenUri", [.string(music.absoluteString)])
         #expect(await statuses.waitFor { $0.last?.status == "Playing" }, "never Playing; log:\n\(log)")
-        #expect(try await daemon.waitForProperty(playerInterface, "Position") { ($0?.int64Value ?? 0) > Int64(seconds * 1e6) })
+        #expect(
+            try await daemon.waitForProperty(playerInterface, "Position") {
+                ($0?.int64Value ?? 0) > Int64(seconds * 1e6)
+            })
     }
 
     /// When PlaybackStatus was first signalled as `status` after `moment`; nil within `timeout`.
@@ -107,18 +114,23 @@ struct InterruptionEndToEndTests {
         let exit = call.waitForExit(timeout: 10)
         let callEnded = Date()
         #expect(exit == 0, "paplay: \(call.standardError)")
-        let playingAt = try #require(await rig.signalled("Playing", after: pausedAt), "never played on; log:\n\(rig.log)")
+        let playingAt = try #require(
+            await rig.signalled("Playing", after: pausedAt), "never played on; log:\n\(rig.log)")
         let resumeLatency = max(0, playingAt.timeIntervalSince(callEnded))
         #expect(resumeLatency < 0.2, "played on \(resumeLatency) s after the call ended")
         let resumedPosition = try await rig.position()
         let sinceResume = Date().timeIntervalSince(playingAt)
-        #expect(resumedPosition >= pausedPosition - 0.05 && resumedPosition <= pausedPosition + sinceResume + 0.1,
-                "paused at \(pausedPosition) s, playing on at \(resumedPosition) s \(sinceResume) s after the resume")
+        #expect(
+            resumedPosition >= pausedPosition - 0.05 && resumedPosition <= pausedPosition + sinceResume + 0.1,
+            "paused at \(pausedPosition) s, playing on at \(resumedPosition) s \(sinceResume) s after the resume")
         #expect(try await rig.interrupted() == false)
-        #expect(try await rig.daemon.waitForProperty(playerInterface, "Position") {
-            Double($0?.int64Value ?? 0) / 1e6 > pausedPosition + 0.3
-        }, "the position advances again")
-        print("interruption: paused \(Int(pauseLatency * 1000)) ms after paplay started; played on \(Int(resumeLatency * 1000)) ms after it exited; paused at \(pausedPosition) s, on at \(resumedPosition) s")
+        #expect(
+            try await rig.daemon.waitForProperty(playerInterface, "Position") {
+                Double($0?.int64Value ?? 0) / 1e6 > pausedPosition + 0.3
+            }, "the position advances again")
+        print(
+            "interruption: paused \(Int(pauseLatency * 1000)) ms after paplay started; played on \(Int(resumeLatency * 1000)) ms after it exited; paused at \(pausedPosition) s, on at \(resumedPosition) s"
+        )
     }
 
     @Test func musicPausedByHandStaysPausedThroughACall() async throws {
@@ -130,9 +142,10 @@ struct InterruptionEndToEndTests {
 
         let callStarted = Date()
         let call = try rig.pulse.playCall(rig.callFile)
-        #expect(try eventually(timeout: 10, interval: 0.01) {
-            try rig.pulse.sinkInputs().contains { $0.properties["media.role"] == "phone" }
-        }, "the call never reached the server")
+        #expect(
+            try eventually(timeout: 10, interval: 0.01) {
+                try rig.pulse.sinkInputs().contains { $0.properties["media.role"] == "phone" }
+            }, "the call never reached the server")
         #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
         // A corked stream is left alone by the server: no request comes, so there is no event to
         // await. Twice the time allowed for a resume is the window where one would show.
@@ -161,7 +174,8 @@ struct InterruptionEndToEndTests {
             // The server's request to play again arrives, and is turned down.
             #expect(rig.logContains("the sound server asks to play again"), "\(action): no uncork; log:\n\(rig.log)")
             #expect(rig.logContains("asks to play; nothing to do"), "\(action): \(rig.log)")
-            #expect(try await rig.daemon.property(playerInterface, "PlaybackStatus")?.stringValue == "Paused", "\(action)")
+            #expect(
+                try await rig.daemon.property(playerInterface, "PlaybackStatus")?.stringValue == "Paused", "\(action)")
             let statuses = await rig.statuses.items
             #expect(statuses.allSatisfy { $0.at < callStarted || $0.status != "Playing" }, "\(action): \(statuses)")
         }
@@ -176,9 +190,10 @@ struct InterruptionEndToEndTests {
         #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
         // The server only unmutes a stream it did not see corked: no request; the call is over
         // once its stream is gone.
-        #expect(try eventually(timeout: 10, interval: 0.01) {
-            try !rig.pulse.sinkInputs().contains { $0.properties["media.role"] == "phone" }
-        }, "the call's stream stayed")
+        #expect(
+            try eventually(timeout: 10, interval: 0.01) {
+                try !rig.pulse.sinkInputs().contains { $0.properties["media.role"] == "phone" }
+            }, "the call's stream stayed")
         let statuses = await rig.statuses.items
         #expect(statuses.allSatisfy { $0.at < callStarted || $0.status == "Playing" }, "\(statuses)")
         #expect(try await rig.daemon.property(playerInterface, "PlaybackStatus")?.stringValue == "Playing")
@@ -209,6 +224,8 @@ struct InterruptionEndToEndTests {
         #expect(await rig.signalled("Playing", after: pausedAt) != nil)
         #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
         try await rig.daemon.mpris(playerInterface, "Pause")
-        #expect(rig.logContains("released the pipeline", timeout: 5), "the pause after the call kept the pipeline; log:\n\(rig.log)")
+        #expect(
+            rig.logContains("released the pipeline", timeout: 5),
+            "the pause after the call kept the pipeline; log:\n\(rig.log)")
     }
 }

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// What MPRIS clients show for local files that carry little themselves.
 @Suite("Metadata of plain local files", .serialized)
@@ -9,11 +9,14 @@ struct LocalFileMetadataTests {
     /// Writes `seconds` of a tone as a constant-bitrate MP3 with no Xing/LAME header and no tags.
     static func plainMP3(_ url: URL, seconds: Int) throws {
         let buffers = seconds * 44_100 / 1024
-        let result = try runCommand("gst-launch-1.0", [
-            "-q", "audiotestsrc", "wave=sine", "num-buffers=\(buffers)", "samplesperbuffer=1024", "!",
-            "audio/x-raw,rate=44100,channels=2", "!", "lamemp3enc", "target=bitrate", "bitrate=128", "cbr=true", "!",
-            "filesink", "location=\(url.path)",
-        ])
+        let result = try runCommand(
+            "gst-launch-1.0",
+            [
+                "-q", "audiotestsrc", "wave=sine", "num-buffers=\(buffers)", "samplesperbuffer=1024", "!",
+                "audio/x-raw,rate=44100,channels=2", "!", "lamemp3enc", "target=bitrate", "bitrate=128", "cbr=true",
+                "!",
+                "filesink", "location=\(url.path)",
+            ])
         guard result.status == 0 else { throw RigError("gst-launch: \(result.stderr)") }
     }
 
@@ -29,7 +32,8 @@ struct LocalFileMetadataTests {
 
         var metadata: [String: DBusValue] = [:]
         for _ in 0..<100 {
-            metadata = try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
+            metadata =
+                try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
             if metadata["mpris:length"] != nil && metadata["mpris:artUrl"] != nil { break }
             try await Task.sleep(for: .milliseconds(50))
         }
@@ -39,7 +43,9 @@ struct LocalFileMetadataTests {
         // A file with a picture of its own ends up showing it, not the folder's (the fixtures' folder has a cover.png).
         let covered = try #require(try Fixtures.shared().withCover.first { $0.format == .flac })
         let signals = try await daemon.client.subscribe(
-            matching: "type='signal',path='\(playerPath)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+            matching:
+                "type='signal',path='\(playerPath)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"
+        )
         #expect(try daemon.spool("play", covered.url.path).status == 0)
         let collect = Task {
             var shown: [String] = []
@@ -73,7 +79,8 @@ struct LocalFileMetadataTests {
         #expect(try daemon.spool("next").status == 0)  // loads the second track paused: no frame parsed while playing
         var metadata: [String: DBusValue] = [:]
         for _ in 0..<60 {
-            metadata = try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
+            metadata =
+                try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
             if metadata["xesam:url"]?.stringValue == second.absoluteString, metadata["mpris:length"] != nil { break }
             try await Task.sleep(for: .milliseconds(50))
         }

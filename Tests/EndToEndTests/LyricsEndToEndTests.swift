@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 private let spoolInterface = "org.spool.Spool1"
 private let playerInterface = "org.mpris.MediaPlayer2.Player"
@@ -54,10 +54,14 @@ struct LyricsEndToEndTests {
 
         // A seek forward: the line follows at once, not at the next line's time.
         try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(12_000_000)])
-        #expect(await signals.waitFor { $0.dropFirst(afterFirst).contains { lyricsLine($0) == 2 } }, "LyricsLine 2 after the seek")
+        #expect(
+            await signals.waitFor { $0.dropFirst(afterFirst).contains { lyricsLine($0) == 2 } },
+            "LyricsLine 2 after the seek")
         let atThird = await signals.items
         #expect(
-            !atThird.dropFirst(afterFirst).contains { $0.member == "PropertiesChanged" && $0.arguments.first?.stringValue == playerInterface },
+            !atThird.dropFirst(afterFirst).contains {
+                $0.member == "PropertiesChanged" && $0.arguments.first?.stringValue == playerInterface
+            },
             "lines changed without a Player PropertiesChanged")
         #expect(try await daemon.property(spoolInterface, "LyricsLine")?.int32Value == 2)
 
@@ -65,7 +69,9 @@ struct LyricsEndToEndTests {
         // timer is re-armed for the rate, not left at what 1.0 would take.
         try await daemon.set(playerInterface, "Rate", .double(2.0))
         let started = ContinuousClock.now
-        #expect(await signals.waitFor { $0.dropFirst(afterFirst).contains { lyricsLine($0) == 3 } }, "LyricsLine 3 by itself")
+        #expect(
+            await signals.waitFor { $0.dropFirst(afterFirst).contains { lyricsLine($0) == 3 } },
+            "LyricsLine 3 by itself")
         let took = ContinuousClock.now - started
         #expect(took < .milliseconds(2700), "the line after 3 s of the track at 2x came after \(took)")
 
@@ -74,7 +80,9 @@ struct LyricsEndToEndTests {
         _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
         let beforeBack = await signals.items.count
         try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(6_000_000)])
-        #expect(await signals.waitFor { $0.dropFirst(beforeBack).contains { lyricsLine($0) == 1 } }, "LyricsLine 1 after seeking back")
+        #expect(
+            await signals.waitFor { $0.dropFirst(beforeBack).contains { lyricsLine($0) == 1 } },
+            "LyricsLine 1 after seeking back")
         #expect(try await daemon.property(spoolInterface, "LyricsLine")?.int32Value == 1)
     }
 
@@ -147,7 +155,9 @@ struct LyricsEndToEndTests {
             try spoolExecutable(), ["lyrics", "--follow"], environment: daemon.bus.environment, logDirectory: logs.url,
             selfStopAfter: 60)
         defer { follow.stop(grace: 1) }
-        #expect(eventually(timeout: 10) { follow.standardOutput == "Second\n" }, "\(follow.standardOutput)\(follow.standardError)")
+        #expect(
+            eventually(timeout: 10) { follow.standardOutput == "Second\n" },
+            "\(follow.standardOutput)\(follow.standardError)")
         try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(11_000_000)])
         #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Third\n") }, "\(follow.standardOutput)")
         try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(14_600_000)])
@@ -181,11 +191,15 @@ struct LyricsEndToEndTests {
             #expect(try await daemon.waitForText("Over http\nsecond"), "the sibling .lrc of an http track")
             #expect(lyricsLines(try await daemon.property(spoolInterface, "Lyrics")).map(\.0) == [500_000, 1_000_000])
             // nginx sends the first track at once, which fires the preload of the next one.
-            #expect(eventually(timeout: 10) { lrcRequests("other") == 1 && audioRequests("other") > 0 }, "\(server.accessLog())")
+            #expect(
+                eventually(timeout: 10) { lrcRequests("other") == 1 && audioRequests("other") > 0 },
+                "\(server.accessLog())")
             let before = server.accessLog().count
             try await daemon.mpris(playerInterface, "Next")
             #expect(try await daemon.waitForText("Other words"))
-            #expect(server.accessLog().count == before, "Next to a preloaded track: \(server.accessLog().dropFirst(before))")
+            #expect(
+                server.accessLog().count == before, "Next to a preloaded track: \(server.accessLog().dropFirst(before))"
+            )
 
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
             #expect(eventually(timeout: 10) { lrcRequests("plain") == 1 }, "the missing sibling is asked for")

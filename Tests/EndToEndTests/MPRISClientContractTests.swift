@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 private let rootInterface = "org.mpris.MediaPlayer2"
 private let playerInterface = "org.mpris.MediaPlayer2.Player"
@@ -76,7 +76,9 @@ final class MPRISSignals {
             }
             try await Task.sleep(for: .milliseconds(10))
         }
-        if !found { Issue.record("the expected signal never came; got \(await log.items.dropFirst(mark).map(describe))") }
+        if !found {
+            Issue.record("the expected signal never came; got \(await log.items.dropFirst(mark).map(describe))")
+        }
         return Array(try await flushed().dropFirst(mark))
     }
 
@@ -104,7 +106,8 @@ final class MPRISSignals {
         // The Ping reply may overtake the recording of signals already received: a signal
         // this connection sends itself comes back behind them.
         let marker = UUID().uuidString
-        daemon.client.emitSignal(path: playerPath, interface: Self.markerInterface, name: "Marker", arguments: [.string(marker)])
+        daemon.client.emitSignal(
+            path: playerPath, interface: Self.markerInterface, name: "Marker", arguments: [.string(marker)])
         for _ in 0..<1000 {
             if await markers.items.contains(where: { $0.arguments.first?.stringValue == marker }) {
                 return await log.items
@@ -152,7 +155,9 @@ extension RunningDaemon {
     }
 
     /// GetAll on `interface`, as a dictionary (and the reply's own signature).
-    func allProperties(_ interface: String) async throws -> (signature: String?, count: Int, values: [String: DBusValue]) {
+    func allProperties(_ interface: String) async throws -> (
+        signature: String?, count: Int, values: [String: DBusValue]
+    ) {
         let reply = try await mpris(propertiesInterface, "GetAll", [.string(interface)]).first
         return (reply?.signature, reply?.dictionaryEntries?.count ?? 0, reply?.stringVariantDictValue ?? [:])
     }
@@ -162,7 +167,10 @@ extension RunningDaemon {
 struct MPRISClientContractTests {
     @Test func everyPropertyHasTheTypeOfTheCheckedInXMLIdleAndPlaying() async throws {
         let declared = try checkedInPropertyTypes()
-        #expect(Set(declared.keys) == [rootInterface, playerInterface, trackListInterface, "org.mpris.MediaPlayer2.Playlists"])
+        #expect(
+            Set(declared.keys) == [
+                rootInterface, playerInterface, trackListInterface, "org.mpris.MediaPlayer2.Playlists",
+            ])
         #expect(declared[playerInterface]?.count == 15)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
@@ -175,7 +183,9 @@ struct MPRISClientContractTests {
                 #expect(Set(all.values.keys) == Set(types.keys), "\(state): GetAll \(interface)")
                 for (name, type) in types {
                     #expect(all.values[name]?.signature == type, "\(state): GetAll \(interface).\(name)")
-                    #expect(try await daemon.property(interface, name)?.signature == type, "\(state): Get \(interface).\(name)")
+                    #expect(
+                        try await daemon.property(interface, name)?.signature == type,
+                        "\(state): Get \(interface).\(name)")
                 }
             }
         }
@@ -191,7 +201,10 @@ struct MPRISClientContractTests {
         try await expectDeclaredTypes("playing")
 
         let metadata = try await daemon.property(playerInterface, "Metadata")?.stringVariantDictValue ?? [:]
-        for key in ["mpris:trackid", "mpris:length", "xesam:url", "xesam:title", "xesam:artist", "xesam:album", "xesam:trackNumber"] {
+        for key in [
+            "mpris:trackid", "mpris:length", "xesam:url", "xesam:title", "xesam:artist", "xesam:album",
+            "xesam:trackNumber",
+        ] {
             #expect(metadata[key] != nil, "no \(key) in \(metadata)")
         }
         for (key, value) in metadata {
@@ -208,7 +221,8 @@ struct MPRISClientContractTests {
         let list = media.file("three.m3u")
         let second = fixtures.fixture(.flac)
         let third = fixtures.fixture(.oggVorbis)
-        try Data("#EXTM3U\n#EXTINF:20,Long Tone\n\(long.path)\n\(second.url.path)\n\(third.url.path)\n".utf8).write(to: list)
+        try Data("#EXTM3U\n#EXTINF:20,Long Tone\n\(long.path)\n\(second.url.path)\n\(third.url.path)\n".utf8).write(
+            to: list)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
         let signals = try await MPRISSignals(daemon)
@@ -226,8 +240,9 @@ struct MPRISClientContractTests {
         }
 
         // Open: the first change says Playing and carries the first track's metadata; the queue is replaced.
-        var got = try await signalsOf({ try await daemon.mpris(playerInterface, "OpenUri", [.string(list.absoluteString)]) },
-                                      until: status("Playing"))
+        var got = try await signalsOf(
+            { try await daemon.mpris(playerInterface, "OpenUri", [.string(list.absoluteString)]) },
+            until: status("Playing"))
         let opened = playerChanges(try #require(got.first(where: isPropertiesChanged)))
         #expect(opened["PlaybackStatus"]?.stringValue == "Playing")
         #expect(title(opened) == "Long Tone", "\(opened)")
@@ -260,16 +275,18 @@ struct MPRISClientContractTests {
         }
 
         // Seeks: exactly one Seeked each, at the target, and no PropertiesChanged.
-        got = try await signalsOf({
-            try await daemon.mpris(playerInterface, "SetPosition", [trackIDs[0], .int64(10_000_000)])
-        }, until: { $0.member == "Seeked" })
+        got = try await signalsOf(
+            {
+                try await daemon.mpris(playerInterface, "SetPosition", [trackIDs[0], .int64(10_000_000)])
+            }, until: { $0.member == "Seeked" })
         #expect(got.map(\.member) == ["Seeked"])
         #expect(abs((got.first?.arguments.first?.int64Value ?? 0) - 10_000_000) < 50_000)
         got = try await signalsOf({ try await daemon.mpris(playerInterface, "Seek", [.int64(2_000_000)]) }) {
             $0.member == "Seeked"
         }
         #expect(got.map(\.member) == ["Seeked"])
-        #expect(abs((got.first?.arguments.first?.int64Value ?? 0) - 12_000_000) < 100_000, "\(got.first?.arguments ?? [])")
+        #expect(
+            abs((got.first?.arguments.first?.int64Value ?? 0) - 12_000_000) < 100_000, "\(got.first?.arguments ?? [])")
 
         // Next: the new track's metadata and what can be done with it. A loaded track is announced at
         // once (titled by its file name), then with its tags, length and seekability: two changes at most.
@@ -281,7 +298,8 @@ struct MPRISClientContractTests {
         #expect((1...2).contains(changes.count), "Next sent \(got.map(describe))")
         #expect(changes.first?["Metadata"]?.stringVariantDictValue?["mpris:trackid"] == trackIDs[1], "\(changes)")
         #expect(changes.first?["CanGoPrevious"]?.boolValue == true)
-        #expect(changes.allSatisfy { Set($0.keys).isSubset(of: ["Metadata", "CanGoPrevious", "CanSeek"]) }, "\(changes)")
+        #expect(
+            changes.allSatisfy { Set($0.keys).isSubset(of: ["Metadata", "CanGoPrevious", "CanSeek"]) }, "\(changes)")
         #expect(!got.contains { $0.member == "Seeked" })
 
         // Stop, then Play: just the status each time (the track's metadata stays), and no Seeked for starting at 0.
@@ -306,8 +324,9 @@ struct MPRISClientContractTests {
         got = try await signals.since(mark + got.count, until: status("Stopped"))
         #expect(got.filter(isPropertiesChanged).count <= 2, "\(got.map(describe))")
         // The new track's length arrives with the hand-over (WAV and M4A post no DURATION_CHANGED).
-        #expect(handedOver["mpris:length"] != nil
-            || got.contains { playerChanges($0)["Metadata"]?.stringVariantDictValue?["mpris:length"] != nil })
+        #expect(
+            handedOver["mpris:length"] != nil
+                || got.contains { playerChanges($0)["Metadata"]?.stringVariantDictValue?["mpris:length"] != nil })
 
         let all = try await signals.flushed()
         #expect(!all.contains { playerChanges($0)["Position"] != nil }, "Position is never signalled")

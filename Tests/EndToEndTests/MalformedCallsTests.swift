@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Calls that a buggy or hostile client might send; each must get a reply (an error
 /// for the malformed ones) and none may hurt the daemon.
@@ -9,26 +9,35 @@ func hostileCall(_ number: Int) -> (interface: String, method: String, arguments
     let player = "org.mpris.MediaPlayer2.Player"
     let properties = "org.freedesktop.DBus.Properties"
     var random = SystemRandomNumberGenerator()
-    let junk = String((0..<Int.random(in: 1...40, using: &random)).map { _ in
-        Character(UnicodeScalar(UInt8.random(in: 33...126, using: &random)))
-    })
+    let junk = String(
+        (0..<Int.random(in: 1...40, using: &random)).map { _ in
+            Character(UnicodeScalar(UInt8.random(in: 33...126, using: &random)))
+        })
     switch number % 16 {
     case 0: return (player, "Seek", [.string(junk)])
     case 1: return (player, "SetPosition", [.int64(5)])
     case 2: return (player, "OpenUri", [.string(String(repeating: "x", count: 200_000))])
     case 3: return (player, "OpenUri", [.string("gopher://\(junk)")])
     case 4: return (player, "No" + junk.filter(\.isLetter), [])
-    case 5: return (properties, "Set", [.string("org.mpris.MediaPlayer2"), .string("Identity"), .variant(.string("evil"))])
+    case 5:
+        return (properties, "Set", [.string("org.mpris.MediaPlayer2"), .string("Identity"), .variant(.string("evil"))])
     case 6: return (properties, "Set", [.string(player), .string("Volume"), .variant(.string("loud"))])
     case 7: return (properties, "Set", [.string(player), .string("LoopStatus"), .variant(.string(junk))])
     case 8: return (properties, "Get", [.string(player), .string("Nope" + junk.filter(\.isLetter))])
     case 9: return (properties, "GetAll", [.string("org.example.\(junk.filter(\.isLetter))x")])
     case 10: return (properties, "Get", [.int32(3)])
     case 11: return ("org.mpris.MediaPlayer2.TrackList", "GoTo", [.objectPath("/org/spool/Track/999999")])
-    case 12: return ("org.mpris.MediaPlayer2.TrackList", "GetTracksMetadata", [.array(elementSignature: "o", [.objectPath("/x")])])
+    case 12:
+        return (
+            "org.mpris.MediaPlayer2.TrackList", "GetTracksMetadata",
+            [.array(elementSignature: "o", [.objectPath("/x")])]
+        )
     case 13: return (player, "SetPosition", [.objectPath("/org/spool/Track/1"), .int64(-5)])
     case 14: return (properties, "Set", [.string(player), .string("Rate"), .variant(.double(.nan))])
-    default: return ("org.example.Nothing", "Nothing", [.structure([.byte(1), .variant(.array(elementSignature: "s", []))])])
+    default:
+        return (
+            "org.example.Nothing", "Nothing", [.structure([.byte(1), .variant(.array(elementSignature: "s", []))])]
+        )
     }
 }
 
@@ -37,7 +46,9 @@ struct ProbeCall: CustomStringConvertible, Sendable {
     let interface: String
     let method: String
     let arguments: [DBusValue]
-    var description: String { "\(interface).\(method)(\(arguments.map { "\($0)".prefix(60) }.joined(separator: ", ")))" }
+    var description: String {
+        "\(interface).\(method)(\(arguments.map { "\($0)".prefix(60) }.joined(separator: ", ")))"
+    }
 }
 
 /// Every method and every property Set of every interface Spool exports, with wrong types,
@@ -71,13 +82,18 @@ func everyCall(track: String, slow: (String) -> String) -> [ProbeCall] {
     // Methods with the right types and awkward values.
     let uris = [
         "", "http://", "http://exa mple.org/a.mp3", "gopher://x/y", String(repeating: "x", count: 100_000),
-        String(repeating: "\u{1F3B5}", count: 100_000), "http://127.0.0.1:1/" + String(repeating: "\u{00e9}", count: 200_000),
-        "/nonexistent/a.mp3", "file:///nonexistent/", "http://127.0.0.1:1/list.m3u", slow("/list.m3u"), slow("/list.pls"),
+        String(repeating: "\u{1F3B5}", count: 100_000),
+        "http://127.0.0.1:1/" + String(repeating: "\u{00e9}", count: 200_000),
+        "/nonexistent/a.mp3", "file:///nonexistent/", "http://127.0.0.1:1/list.m3u", slow("/list.m3u"),
+        slow("/list.pls"),
         "http://256.256.256.256/a.mp3", "http://\u{00e9}xample.invalid/a.mp3",
     ]
     for uri in uris {
         calls.append(ProbeCall(interface: player, method: "OpenUri", arguments: [.string(uri)]))
-        calls.append(ProbeCall(interface: trackList, method: "AddTrack", arguments: [.string(uri), .objectPath(track), .boolean(false)]))
+        calls.append(
+            ProbeCall(
+                interface: trackList, method: "AddTrack",
+                arguments: [.string(uri), .objectPath(track), .boolean(false)]))
         calls.append(ProbeCall(interface: spool, method: "Add", arguments: [.stringArray([uri])]))
         calls.append(ProbeCall(interface: spool, method: "Prefetch", arguments: [.stringArray([uri])]))
     }
@@ -88,17 +104,22 @@ func everyCall(track: String, slow: (String) -> String) -> [ProbeCall] {
     }
     for position in [Int64.max, Int64.min, -1, 0] {
         for id in [track, "/org/spool/Track/999999", "/", "/org/mpris/MediaPlayer2/TrackList/NoTrack"] {
-            calls.append(ProbeCall(interface: player, method: "SetPosition", arguments: [.objectPath(id), .int64(position)]))
+            calls.append(
+                ProbeCall(interface: player, method: "SetPosition", arguments: [.objectPath(id), .int64(position)]))
         }
     }
     for id in ["/org/spool/Track/999999", "/org/mpris/MediaPlayer2/TrackList/NoTrack", "/"] {
         calls.append(ProbeCall(interface: trackList, method: "GoTo", arguments: [.objectPath(id)]))
         calls.append(ProbeCall(interface: trackList, method: "RemoveTrack", arguments: [.objectPath(id)]))
-        calls.append(ProbeCall(interface: trackList, method: "AddTrack", arguments: [.string("/nonexistent"), .objectPath(id), .boolean(true)]))
+        calls.append(
+            ProbeCall(
+                interface: trackList, method: "AddTrack",
+                arguments: [.string("/nonexistent"), .objectPath(id), .boolean(true)]))
     }
-    calls.append(ProbeCall(
-        interface: trackList, method: "GetTracksMetadata",
-        arguments: [.array(elementSignature: "o", Array(repeating: .objectPath(track), count: 5000))]))
+    calls.append(
+        ProbeCall(
+            interface: trackList, method: "GetTracksMetadata",
+            arguments: [.array(elementSignature: "o", Array(repeating: .objectPath(track), count: 5000))]))
     for namespace in ["", "no such account", String(repeating: "n", count: 10_000), "../../etc"] {
         calls.append(ProbeCall(interface: spool, method: "CacheEntries", arguments: [.string(namespace)]))
     }
@@ -109,28 +130,56 @@ func everyCall(track: String, slow: (String) -> String) -> [ProbeCall] {
         .double(-.infinity), .double(-1), .double(0), .double(1e308), .double(2), .array(elementSignature: "s", []),
     ]
     let everyProperty: [(String, [String])] = [
-        (root, ["CanQuit", "CanRaise", "HasTrackList", "Identity", "DesktopEntry", "SupportedUriSchemes", "SupportedMimeTypes", "Fullscreen"]),
-        (player, [
-            "PlaybackStatus", "LoopStatus", "Rate", "Shuffle", "Metadata", "Volume", "Position", "MinimumRate", "MaximumRate",
-            "CanGoNext", "CanGoPrevious", "CanPlay", "CanPause", "CanSeek", "CanControl",
-        ]),
+        (
+            root,
+            [
+                "CanQuit", "CanRaise", "HasTrackList", "Identity", "DesktopEntry", "SupportedUriSchemes",
+                "SupportedMimeTypes", "Fullscreen",
+            ]
+        ),
+        (
+            player,
+            [
+                "PlaybackStatus", "LoopStatus", "Rate", "Shuffle", "Metadata", "Volume", "Position", "MinimumRate",
+                "MaximumRate",
+                "CanGoNext", "CanGoPrevious", "CanPlay", "CanPause", "CanSeek", "CanControl",
+            ]
+        ),
         (trackList, ["Tracks", "CanEditTracks"]),
-        (spool, ["LastError", "Buffering", "Metered", "Interrupted", "Lyrics", "LyricsLine", "CachedRanges", "ContentLength", "DownloadState", "Prefetches", "Preloads"]),
+        (
+            spool,
+            [
+                "LastError", "Buffering", "Metered", "Interrupted", "Lyrics", "LyricsLine", "CachedRanges",
+                "ContentLength", "DownloadState", "Prefetches", "Preloads",
+            ]
+        ),
         ("", ["Volume"]), ("org.example.Nothing", ["Volume"]),
     ]
     for (interface, names) in everyProperty {
         for name in names {
             for value in values {
-                calls.append(ProbeCall(interface: properties, method: "Set", arguments: [.string(interface), .string(name), .variant(value)]))
+                calls.append(
+                    ProbeCall(
+                        interface: properties, method: "Set",
+                        arguments: [.string(interface), .string(name), .variant(value)]))
             }
-            calls.append(ProbeCall(interface: properties, method: "Get", arguments: [.string(interface), .string(name)]))
+            calls.append(
+                ProbeCall(interface: properties, method: "Get", arguments: [.string(interface), .string(name)]))
         }
     }
     for mode in ["", "none", "TRACK", "Playlist\u{0}", String(repeating: "L", count: 100_000)] {
-        calls.append(ProbeCall(interface: properties, method: "Set", arguments: [.string(player), .string("LoopStatus"), .variant(.string(mode))]))
+        calls.append(
+            ProbeCall(
+                interface: properties, method: "Set",
+                arguments: [.string(player), .string("LoopStatus"), .variant(.string(mode))]))
     }
-    calls.append(ProbeCall(interface: properties, method: "Set", arguments: [.string(player), .string("Rate"), .variant(.double(1))]))
-    calls.append(ProbeCall(interface: properties, method: "Set", arguments: [.string(player), .string("Volume"), .variant(.double(1))]))
+    calls.append(
+        ProbeCall(
+            interface: properties, method: "Set", arguments: [.string(player), .string("Rate"), .variant(.double(1))]))
+    calls.append(
+        ProbeCall(
+            interface: properties, method: "Set", arguments: [.string(player), .string("Volume"), .variant(.double(1))])
+    )
     return calls
 }
 
@@ -210,13 +259,16 @@ struct MalformedCallsTests {
                     arguments: probe.arguments, timeout: .seconds(5))
                 return (ContinuousClock.now - started, nil)
             } catch let error as DBusError {
-                let answered = error.name != "org.freedesktop.DBus.Error.NoReply" && error.name != "org.freedesktop.DBus.Error.Disconnected"
+                let answered =
+                    error.name != "org.freedesktop.DBus.Error.NoReply"
+                    && error.name != "org.freedesktop.DBus.Error.Disconnected"
                 return (ContinuousClock.now - started, answered ? nil : error.name)
             } catch {
                 return (ContinuousClock.now - started, "\(error)")
             }
         }
-        let play = ProbeCall(interface: "org.spool.Spool1", method: "Play", arguments: [.stringArray([fixture.url.path])])
+        let play = ProbeCall(
+            interface: "org.spool.Spool1", method: "Play", arguments: [.stringArray([fixture.url.path])])
         _ = await call(play)
         let metadata = try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue
         let track = try #require(metadata?["mpris:trackid"]?.objectPathValue)

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The daemon's many short-lived threads (GStreamer's streaming threads, Dispatch's workers)
 /// share one malloc arena besides the main one. With glibc's default of 8 arenas per core,
@@ -38,7 +38,8 @@ enum MallocHeaps {
     /// The start addresses (hex) of the thread-arena heaps of `pid`.
     static func threadArenaHeaps(of pid: Int32) throws -> [String] {
         let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
-        let regions: [(start: UInt64, end: UInt64, permissions: Substring)] = maps.split(separator: "\n").compactMap { line in
+        let regions: [(start: UInt64, end: UInt64, permissions: Substring)] = maps.split(separator: "\n").compactMap {
+            line in
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
             guard fields.count >= 5, fields[4] == "0" else { return nil }  // anonymous: inode 0
             let bounds = fields[0].split(separator: "-")
@@ -51,7 +52,10 @@ enum MallocHeaps {
         where region.start % heapSize == 0 && region.permissions.hasPrefix("rw") {
             let whole = region.end - region.start == heapSize
             let tail = index + 1 < regions.count ? regions[index + 1] : nil
-            let reservedRest = tail.map { $0.start == region.end && $0.end == region.start + heapSize && $0.permissions.hasPrefix("---") } ?? false
+            let reservedRest =
+                tail.map {
+                    $0.start == region.end && $0.end == region.start + heapSize && $0.permissions.hasPrefix("---")
+                } ?? false
             if whole || reservedRest { heaps.append(String(region.start, radix: 16)) }
         }
         return heaps

@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// NetworkManager on a private bus standing in for the system bus: it owns
 /// `org.freedesktop.NetworkManager` and has the one property Spool reads, `Metered` (NMMetered:
@@ -26,7 +26,8 @@ final class FakeNetworkManager: Sendable {
             path: Self.path,
             interfaces: [
                 DBusInterface(
-                    Self.name, properties: [DBusProperty("Metered", signature: "u") { [weak self] in .uint32(self?.value ?? 0) }])
+                    Self.name,
+                    properties: [DBusProperty("Metered", signature: "u") { [weak self] in .uint32(self?.value ?? 0) }])
             ])
         guard try connection.requestName(Self.name) else { throw RigError("could not own \(Self.name)") }
     }
@@ -89,7 +90,9 @@ struct MeteredNetworkTests {
         let origin = try FaultOrigin()
         let paths = ["/a.wav", "/b.wav", "/c.wav"]
         for (path, body) in zip(paths, tracks) {
-            origin.serve(OriginResource(body, contentType: "audio/x-wav"), at: path, faults: OriginFaults(bytesPerSecond: 600_000))
+            origin.serve(
+                OriginResource(body, contentType: "audio/x-wav"), at: path,
+                faults: OriginFaults(bytesPerSecond: 600_000))
         }
         origin.serve(OriginResource(small, contentType: "audio/x-wav"), at: "/d.wav")
         let length = tracks[0].count
@@ -110,19 +113,30 @@ struct MeteredNetworkTests {
         #expect(rows.map(\.stage) == ["waiting", "waiting"] && rows.allSatisfy { $0.cachedBytes <= 0 }, "\(rows)")
         let early = origin.requests()
         // The playing track's lyrics (its sibling .lrc, a 404 here) are part of playing it.
-        #expect(!early.contains { $0.path != paths[0] && $0.path != "/a.lrc" }, "requested more than 30 s before the end: \(early)")
+        #expect(
+            !early.contains { $0.path != paths[0] && $0.path != "/a.lrc" },
+            "requested more than 30 s before the end: \(early)")
         // The window is full within a second at 600 kB/s; the whole file would take 13 s.
         let idle = try await eventuallyAsync(timeout: 5) { origin.requestsBegun == origin.requests().count }
-        #expect(idle, "the playing track's download stops at the window: \(origin.requestsBegun) requests begun, \(origin.requests())")
+        #expect(
+            idle,
+            "the playing track's download stops at the window: \(origin.requestsBegun) requests begun, \(origin.requests())"
+        )
         let playedAt = Double(try daemon.query("position")) ?? 0
         let firstWindow = origin.bytesSent(paths[0])
-        #expect(firstWindow < Int((playedAt + 12 + 6) * Double(Self.rate)), "a 12 s window: \(firstWindow) bytes at \(playedAt) s")
+        #expect(
+            firstWindow < Int((playedAt + 12 + 6) * Double(Self.rate)),
+            "a 12 s window: \(firstWindow) bytes at \(playedAt) s")
         #expect(firstWindow < length / 2)
-        print("metered at \(playedAt) s: \(firstWindow) of \(length) bytes of the playing track fetched, none of the others")
+        print(
+            "metered at \(playedAt) s: \(firstWindow) of \(length) bytes of the playing track fetched, none of the others"
+        )
 
         // Within the last 30 s: the next track's head (prefix and tail) and nothing more.
         #expect(try daemon.playerctl("position", "16").status == 0)
-        let headFetched = try await eventuallyAsync(timeout: 10) { origin.requests().filter { $0.path == paths[1] }.count >= 2 }
+        let headFetched = try await eventuallyAsync(timeout: 10) {
+            origin.requests().filter { $0.path == paths[1] }.count >= 2
+        }
         #expect(headFetched, "\(origin.requests())")
         let nextHead = origin.requests().filter { $0.path == paths[1] }.compactMap(requestedRange)
         #expect(nextHead == [0..<524_288, Int64(length - 65_536)..<Int64(length)], "\(nextHead)")
@@ -136,7 +150,8 @@ struct MeteredNetworkTests {
             origin.bytesSent(paths[0]) >= length && origin.requests().contains { $0.path == paths[2] }
         }
         #expect(whole, "\(origin.requests())")
-        #expect(origin.bytesSent(paths[0]) <= length + 512 * 1024, "no byte fetched twice but what was in flight at a cut")
+        #expect(
+            origin.bytesSent(paths[0]) <= length + 512 * 1024, "no byte fetched twice but what was in flight at a cut")
         #expect(!(try daemon.spool("status").stdout.contains("network: metered")))
 
         // The next track, now downloading whole for the hand-over, stops at once when metered again.
@@ -148,10 +163,13 @@ struct MeteredNetworkTests {
         #expect(handedOver, "\(window)")
         networkManager.setMetered(3)  // guess-yes counts as metered
         #expect(try await daemon.waitForMetered(true))
-        let settled = try origin.settledRequests(timeout: 5)  // a download still running at 600 kB/s would not end in time
+        // A download still running at 600 kB/s would not end in time.
+        let settled = try origin.settledRequests(timeout: 5)
         let nextBytes = settled.filter { $0.path == paths[1] }.reduce(0) { $0 + $1.bodyBytesSent }
         #expect(nextBytes < length / 2, "the next track's download stopped: \(nextBytes) of \(length)")
-        print("unmetered: \(origin.bytesSent(paths[0])) bytes of the playing track; metered again: the next one's download stopped at \(nextBytes)")
+        print(
+            "unmetered: \(origin.bytesSent(paths[0])) bytes of the playing track; metered again: the next one's download stopped at \(nextBytes)"
+        )
         let position = Double(try daemon.query("position")) ?? 0
         try daemon.waitForPosition(beyond: position + 1)
         // The engine's own reads of it (its parser prerolls) still get their bytes: a probe or two.
@@ -192,7 +210,7 @@ struct MeteredNetworkTests {
             "DBUS_SYSTEM_BUS_ADDRESS": networkManager.bus.address, "SPOOL_NETWORK_METERED": "no",
         ])
         try await never.waitUntilReady()
-        let decided = try eventually { never.process.standardError.contains("network.metered = no") }
+        let decided = eventually { never.process.standardError.contains("network.metered = no") }
         #expect(decided, "the setting was applied")
         #expect(try await never.spoolProperty("Metered")?.boolValue == false, "NetworkManager's yes is overridden")
     }

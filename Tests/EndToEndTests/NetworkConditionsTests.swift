@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 // Issue #12: the real `spool daemon` on a private bus, driven over MPRIS, against the fault
 // origin with its whole link capped at 2× or 3× the file's bitrate (all responses share the
@@ -54,7 +54,8 @@ final class NetworkCase {
         self.player = player
         self.connection = connection
         self.name = name
-        probe = PlayerProbe(remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
+        probe = PlayerProbe(
+            remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
     }
 
     /// A rig (link capped at `linkRate` bytes per second) and a ready daemon with `home` (fresh by default);
@@ -113,10 +114,12 @@ final class NetworkCase {
         let report = report(name)
         let allowed = NetworkCase.inFlight * (1 + seeks)
         let overlaps = TransferAccounting.overlaps(report.transfers).prefix(8).map { "\($0.0) in #\($0.1)" }
-        #expect(report.sentTwice <= allowed,
+        #expect(
+            report.sentTwice <= allowed,
             "\(report.sentTwice) bytes sent twice (allowed \(allowed)); overlaps \(overlaps)\n\(context(name))",
             sourceLocation: sourceLocation)
-        #expect(report.beyondFileSize <= allowed, "\(report.beyondFileSize) bytes beyond the file's size\n\(context(name))",
+        #expect(
+            report.beyondFileSize <= allowed, "\(report.beyondFileSize) bytes beyond the file's size\n\(context(name))",
             sourceLocation: sourceLocation)
     }
 
@@ -139,7 +142,9 @@ final class NetworkCase {
             let landed = try await probe.awaitAdvancing(since: seeked, near: target, tolerance: 1, timeout: 5)
             #expect(landed <= 5, sourceLocation: sourceLocation)
         } catch {
-            Issue.record("seek to \(Int(fraction * 100)) % did not land: \(error)\n\(context(name))", sourceLocation: sourceLocation)
+            Issue.record(
+                "seek to \(Int(fraction * 100)) % did not land: \(error)\n\(context(name))",
+                sourceLocation: sourceLocation)
         }
         if !downloaded {
             let slack = size / 50
@@ -149,7 +154,9 @@ final class NetworkCase {
                 try await Task.sleep(for: .milliseconds(20))
                 request = report(name).firstRequest(for: targetByte, after: seeked, slack: slack)
             }
-            #expect(request != nil, "no request for byte \(targetByte) (\(Int(fraction * 100)) %) after the seek\n\(context(name))",
+            #expect(
+                request != nil,
+                "no request for byte \(targetByte) (\(Int(fraction * 100)) %) after the seek\n\(context(name))",
                 sourceLocation: sourceLocation)
         }
         return target
@@ -203,7 +210,9 @@ struct NetworkConditionsTests {
         let logs = try TemporaryDirectory()
         let started = ContinuousClock.now
         let clients = try ["/a", "/b"].map {
-            try ChildProcess("curl", ["-s", "-o", "/dev/null", origin.url(for: $0).absoluteString], logDirectory: logs.url, selfStopAfter: 20)
+            try ChildProcess(
+                "curl", ["-s", "-o", "/dev/null", origin.url(for: $0).absoluteString], logDirectory: logs.url,
+                selfStopAfter: 20)
         }
         for client in clients { #expect(client.waitForExit(timeout: 15) == 0) }
         let elapsed = seconds(from: started)
@@ -225,7 +234,8 @@ struct NetworkConditionsTests {
         let a = try test.serve(first.url, as: "a-\(first.fileName)", faults: link.faults)
         let b = try test.serve(second.url, as: "b-\(second.fileName)", faults: link.faults)
         let opened = try await test.probe.open(try test.rig.playlist([a, b]))
-        let started = try await test.probe.awaitAdvancing(since: opened, trackURLSuffix: a.lastPathComponent, timeout: 10)
+        let started = try await test.probe.awaitAdvancing(
+            since: opened, trackURLSuffix: a.lastPathComponent, timeout: 10)
         #expect(started <= 5, "open → advancing took \(started) s\n\(test.context(a.lastPathComponent))")
         do {
             let gap = try await test.probe.awaitHandOver(
@@ -289,8 +299,12 @@ struct NetworkConditionsTests {
         let track = try await test.probe.currentTrack(needsLength: false)
         let seeked = try await test.probe.setPosition(1, track: track)
         await test.check("back.mp3") { try await test.probe.awaitAdvancing(since: seeked, near: 1, timeout: 5) }
-        let refetch = test.report("back.mp3").transfers.filter { $0.arrived >= seeked && $0.plannedBytes.lowerBound < downloadedEnd }
-        #expect(refetch.isEmpty, "requests for cached bytes (below \(downloadedEnd)): \(refetch)\n\(test.context("back.mp3"))")
+        let refetch = test.report("back.mp3").transfers.filter {
+            $0.arrived >= seeked && $0.plannedBytes.lowerBound < downloadedEnd
+        }
+        #expect(
+            refetch.isEmpty,
+            "requests for cached bytes (below \(downloadedEnd)): \(refetch)\n\(test.context("back.mp3"))")
         test.expectNoByteTwice("back.mp3", seeks: 1)
     }
 
@@ -350,7 +364,8 @@ struct NetworkConditionsTests {
         _ = try await test.probe.awaitStatus("Stopped")
         let reopened = try await test.probe.open(url)
         do {
-            let landed = try await test.probe.awaitAdvancing(since: reopened, near: stoppedAt - 2, tolerance: 1, timeout: 5)
+            let landed = try await test.probe.awaitAdvancing(
+                since: reopened, near: stoppedAt - 2, tolerance: 1, timeout: 5)
             #expect(landed <= 5)
         } catch {
             let at = Double(try await test.probe.remote.positionMicroseconds()) / 1e6
@@ -373,7 +388,9 @@ struct NetworkConditionsTests {
         let opened = try await test.probe.open(try test.rig.playlist([a, b]))
         let started = try await test.probe.awaitAdvancing(since: opened, trackURLSuffix: "plain-a.mp3", timeout: 10)
         #expect(started <= 5, "open → advancing took \(started) s\n\(test.context("plain-a.mp3"))")
-        await test.check("plain-a.mp3", "plain-b.flac") { try await test.probe.awaitHandOver(from: "plain-a.mp3", to: "plain-b.flac", timeout: first.duration + 10) }
+        await test.check("plain-a.mp3", "plain-b.flac") {
+            try await test.probe.awaitHandOver(from: "plain-a.mp3", to: "plain-b.flac", timeout: first.duration + 10)
+        }
         test.expectNoByteTwice("plain-a.mp3", seeks: 0)
     }
 
@@ -417,7 +434,9 @@ struct NetworkConditionsTests {
         }
         #expect(buffering, "no Buffering while the target was not there\n\(test.context("norange-far.mp3"))")
         // The target arrives once the download (at 3× the bitrate) has got 80 % of the file: about 5 s.
-        await test.check("norange-far.mp3") { try await test.probe.awaitAdvancing(since: seeked, near: 16, timeout: 15) }
+        await test.check("norange-far.mp3") {
+            try await test.probe.awaitAdvancing(since: seeked, near: 16, timeout: 15)
+        }
         #expect(test.report("norange-far.mp3").transfers.count == 1, "\(test.context("norange-far.mp3"))")
         test.expectNoByteTwice("norange-far.mp3", seeks: 1)
     }
@@ -430,7 +449,8 @@ struct NetworkConditionsTests {
         let second = fixtures.fixture(.mp3CBR)
         let size = try Data(contentsOf: first.url).count
         let test = try await NetworkCase.start(linkRate: Link(multiple: 3).rate(size: size, duration: first.duration))
-        let a = try test.serve(first.url, as: "long-a.ogg", faults: OriginFaults(ignoresRange: true, contentLengthError: 4096))
+        let a = try test.serve(
+            first.url, as: "long-a.ogg", faults: OriginFaults(ignoresRange: true, contentLengthError: 4096))
         let b = try test.serve(second.url, as: "long-b.mp3")
         let opened = try await test.probe.open(try test.rig.playlist([a, b]))
         _ = try await test.probe.awaitAdvancing(since: opened, trackURLSuffix: "long-a.ogg", timeout: 10)
@@ -438,7 +458,9 @@ struct NetworkConditionsTests {
             try await test.probe.awaitHandOver(from: "long-a.ogg", to: "long-b.mp3", timeout: first.duration + 10)
         }
         if let gap { #expect(gap <= 2, "the next track started \(gap) s after the first stopped advancing") }
-        #expect(test.report("long-a.ogg").transfers.count == 1, "one request, never retried at the short end\n\(test.context("long-a.ogg"))")
+        #expect(
+            test.report("long-a.ogg").transfers.count == 1,
+            "one request, never retried at the short end\n\(test.context("long-a.ogg"))")
         test.expectNoByteTwice("long-a.ogg", seeks: 0)
     }
 }

@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A desktop's notification server on the daemon's private session bus: it owns
 /// `org.freedesktop.Notifications`, records every `Notify` call and answers ids 1, 2, 3…
@@ -31,7 +31,8 @@ final class FakeNotificationServer: Sendable {
                         DBusMethod("Notify", in: "susssasa{sv}i", out: "u") { [weak self] arguments in
                             let call = Call(
                                 replacesID: arguments[1].uint32Value ?? 0, summary: arguments[3].stringValue ?? "",
-                                body: arguments[4].stringValue ?? "", hints: arguments[6].stringVariantDictValue ?? [:], at: .now)
+                                body: arguments[4].stringValue ?? "", hints: arguments[6].stringVariantDictValue ?? [:],
+                                at: .now)
                             let id = self?.recorded.withLock { calls -> UInt32 in
                                 calls.append(call)
                                 return UInt32(calls.count)
@@ -69,7 +70,9 @@ struct NotificationsEndToEndTests {
         #expect(first.body == "\(covered.artist) — \(covered.album)")
         #expect(first.replacesID == 0)
         let art = first.hints["image-path"]?.stringValue ?? ""
-        #expect(art.hasPrefix("file://") && FileManager.default.fileExists(atPath: URL(string: art)?.path ?? ""), "\(first.hints)")
+        #expect(
+            art.hasPrefix("file://") && FileManager.default.fileExists(atPath: URL(string: art)?.path ?? ""),
+            "\(first.hints)")
 
         // Paused and played again: the same track is on screen, nothing new.
         _ = try daemon.playerctl("pause")
@@ -80,12 +83,17 @@ struct NotificationsEndToEndTests {
         // Three track changes within a second: one notification a second, the last one naming the last track.
         for _ in 0..<3 { try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Next") }
         _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == tracks[3].title }
-        #expect(eventually(timeout: 5) { server.calls.last?.summary == tracks[3].title }, "\(server.calls.map(\.summary))")
+        #expect(
+            eventually(timeout: 5) { server.calls.last?.summary == tracks[3].title }, "\(server.calls.map(\.summary))")
         let calls = server.calls
         #expect(calls.count <= 3, "at most one a second: \(calls.map(\.summary))")
         #expect(zip(calls, calls.dropFirst()).allSatisfy { $1.at - $0.at >= .milliseconds(950) }, "\(calls.map(\.at))")
-        #expect(calls.dropFirst().enumerated().allSatisfy { $1.replacesID == UInt32($0 + 1) }, "each replaces the one before")
+        #expect(
+            calls.dropFirst().enumerated().allSatisfy { $1.replacesID == UInt32($0 + 1) },
+            "each replaces the one before")
         #expect(calls.count >= 2)
-        #expect(calls.allSatisfy { !$0.summary.contains(".") }, "a notification names the tag's title, never the file: \(calls.map(\.summary))")
+        #expect(
+            calls.allSatisfy { !$0.summary.contains(".") },
+            "a notification names the tag's title, never the file: \(calls.map(\.summary))")
     }
 }

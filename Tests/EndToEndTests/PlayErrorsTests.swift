@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Errors are reported where the user acted: `spool play` checks its inputs before it calls the
 /// daemon, then waits for the first track and says why it failed; OpenUri refuses a bad URI.
@@ -20,8 +20,12 @@ struct PlayErrorsTests {
         for (arguments, status, message) in cases {
             let result = try runSpool(arguments, environment: bus.environment)
             #expect(result.status == status, "spool \(arguments): \(result)")
-            #expect(result.stderr.hasPrefix("spool: ") && result.stderr.contains(message), "spool \(arguments): \(result.stderr)")
-            #expect(result.stderr.split(separator: "\n").count == 1 && !result.stderr.contains("\u{1B}"), "\(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("spool: ") && result.stderr.contains(message),
+                "spool \(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.split(separator: "\n").count == 1 && !result.stderr.contains("\u{1B}"), "\(result.stderr)"
+            )
         }
     }
 
@@ -56,10 +60,11 @@ struct PlayErrorsTests {
         let good = try daemon.spool("play", origin.url(for: "/good.mp3").absoluteString)
         #expect(good.status == 0 && good.stderr.isEmpty, "\(good)")
         // Exit 0 means audio flows.
-        let position = try await daemon.client.call(
-            destination: busName, path: playerPath, interface: "org.freedesktop.DBus.Properties", method: "Get",
-            arguments: [.string("org.mpris.MediaPlayer2.Player"), .string("Position")]
-        ).first?.variantValue?.int64Value ?? 0
+        let position =
+            try await daemon.client.call(
+                destination: busName, path: playerPath, interface: "org.freedesktop.DBus.Properties", method: "Get",
+                arguments: [.string("org.mpris.MediaPlayer2.Player"), .string("Position")]
+            ).first?.variantValue?.int64Value ?? 0
         #expect(position > 0)
 
         let noWait = try daemon.spool("play", "--no-wait", origin.url(for: "/missing.mp3").absoluteString)
@@ -81,7 +86,8 @@ struct PlayErrorsTests {
         for uri in ["http://", "http://exa mple.org/a.mp3", "gopher://example.org/a.mp3", "file://", ""] {
             do {
                 _ = try await daemon.client.call(
-                    destination: busName, path: playerPath, interface: "org.mpris.MediaPlayer2.Player", method: "OpenUri",
+                    destination: busName, path: playerPath, interface: "org.mpris.MediaPlayer2.Player",
+                    method: "OpenUri",
                     arguments: [.string(uri)], timeout: .seconds(5))
                 Issue.record("OpenUri('\(uri)') was accepted")
             } catch let error as DBusError {
@@ -95,7 +101,9 @@ struct PlayErrorsTests {
     @Test func aPlaylistStillArrivingDoesNotReplaceAQueueOpenedAfterIt() async throws {
         let origin = try FaultOrigin()
         let track = try Fixtures.shared().fixture(.mp3CBR)
-        origin.serve(OriginResource(Data("#EXTM3U\n\(track.url.path)\n".utf8)), at: "/slow.m3u", faults: OriginFaults(firstByteLatency: 0.5))
+        origin.serve(
+            OriginResource(Data("#EXTM3U\n\(track.url.path)\n".utf8)), at: "/slow.m3u",
+            faults: OriginFaults(firstByteLatency: 0.5))
         let later = try Fixtures.shared().fixture(.flac)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()

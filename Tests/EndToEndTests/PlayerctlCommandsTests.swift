@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// An M3U playlist of `fixtures` (absolute paths) in `directory`.
 func fixturePlaylist(_ fixtures: [Fixture], in directory: TemporaryDirectory) throws -> URL {
@@ -13,7 +13,8 @@ func fixturePlaylist(_ fixtures: [Fixture], in directory: TemporaryDirectory) th
 extension RunningDaemon {
     /// Runs playerctl, expects success, and returns its output without the trailing newline.
     func playerctlOutput(_ arguments: String...) throws -> String {
-        let result = try runCommand("playerctl", ["-p", "spool"] + arguments, environment: bus.environment, timeout: 20)
+        let result = try runCommand(
+            "playerctl", ["-p", "spool"] + arguments, environment: bus.environment, timeout: 20)
         guard result.status == 0 else {
             throw RigError("playerctl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.stderr)")
         }
@@ -113,8 +114,9 @@ struct PlayerctlCommandsTests {
         #expect(try daemon.playerctlOutput("metadata", "album") == "Fixtures")
         #expect(try daemon.playerctlOutput("metadata", "xesam:album") == "Fixtures")
         #expect(try daemon.playerctlOutput("metadata", "--format", "{{artist}} - {{title}}") == "Spool - Tone 523")
-        #expect(try daemon.playerctlOutput("metadata", "--format", "{{album}}: {{xesam:url}}")
-            == "Fixtures: \(track.url.absoluteString)")
+        #expect(
+            try daemon.playerctlOutput("metadata", "--format", "{{album}}: {{xesam:url}}")
+                == "Fixtures: \(track.url.absoluteString)")
     }
 
     @Test func volumeLoopAndShuffleAreReadAndSet() async throws {
@@ -156,7 +158,9 @@ struct PlayerctlCommandsTests {
             let printed = eventually(timeout: 10) {
                 follow.standardOutput.split(separator: "\n").map(String.init) == expected
             }
-            #expect(printed, "playerctl --follow printed \(follow.standardOutput.split(separator: "\n")), expected \(expected)")
+            #expect(
+                printed,
+                "playerctl --follow printed \(follow.standardOutput.split(separator: "\n")), expected \(expected)")
             if !printed { throw RigError("playerctl --follow: \(follow.standardError)") }
         }
 

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Saved playlists and MPRIS Playlists, end to end", .serialized)
 struct PlaylistsEndToEndTests {
@@ -9,17 +9,21 @@ struct PlaylistsEndToEndTests {
 
     @Test func saveListLoadAddAndRemoveOverTheCommandAndMPRIS() async throws {
         let fixtures = try Fixtures.shared()
-        let tracks = Array(fixtures.all.filter { $0.format == .flac || $0.format == .oggVorbis || $0.format == .wav }.prefix(3))
+        let tracks = Array(
+            fixtures.all.filter { $0.format == .flac || $0.format == .oggVorbis || $0.format == .wav }.prefix(3))
         #expect(tracks.count == 3)
         let home = try TemporaryDirectory(prefix: "spool-playlists")
         let music = home.url.appendingPathComponent("Music")
-        try FileManager.default.createDirectory(at: music.appendingPathComponent("Playlists"), withIntermediateDirectories: true)
-        try FileManager.default.createDirectory(at: home.url.appendingPathComponent("config"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: music.appendingPathComponent("Playlists"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: home.url.appendingPathComponent("config"), withIntermediateDirectories: true)
         try Data("# written by xdg-user-dirs-update\nXDG_MUSIC_DIR=\"\(music.path)\"\n".utf8)
             .write(to: home.url.appendingPathComponent("config/user-dirs.dirs"))
         let roadTrip = music.appendingPathComponent("Playlists/Road trip.m3u")
         try Data("#EXTM3U\n\(tracks[2].url.path)\n\(tracks[1].url.path)\n".utf8).write(to: roadTrip)
-        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: roadTrip.path)
+        try FileManager.default.setAttributes(
+            [.modificationDate: Date(timeIntervalSinceNow: -3600)], ofItemAtPath: roadTrip.path)
         let data = home.url.appendingPathComponent("data")
         let daemon = try RunningDaemon(home: home.url, extraEnvironment: ["XDG_DATA_HOME": data.path])
         try await daemon.waitUntilReady()
@@ -42,10 +46,13 @@ struct PlaylistsEndToEndTests {
         let lines = file.split(separator: "\n").map(String.init)
         #expect(lines.first == "#EXTM3U")
         #expect(lines.contains(tracks[0].url.path) && lines.contains(tracks[1].url.path), "\(file)")
-        #expect(lines.contains { $0.hasPrefix("#EXTINF:") && $0.hasSuffix(",\(tracks[0].title) – \(tracks[0].artist)") }, "\(file)")
+        #expect(
+            lines.contains { $0.hasPrefix("#EXTINF:") && $0.hasSuffix(",\(tracks[0].title) – \(tracks[0].artist)") },
+            "\(file)")
 
         #expect(try await daemon.property(playlists, "PlaylistCount")?.uint32Value == 2)
-        #expect(try await daemon.property(playlists, "Orderings")?.stringArrayValue == ["Alphabetical", "ModifiedDate"])
+        #expect(
+            try await daemon.property(playlists, "Orderings")?.stringArrayValue == ["Alphabetical", "ModifiedDate"])
         #expect(try await names("Alphabetical") == ["mix", "Road trip"])
         #expect(try await names("ModifiedDate") == ["Road trip", "mix"])
         #expect(try await names("ModifiedDate", reverse: true) == ["mix", "Road trip"])
@@ -58,7 +65,9 @@ struct PlaylistsEndToEndTests {
         #expect(try await active() == (true, "Road trip"))
         #expect(try await daemon.property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues?.count == 2)
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray([tracks[0].url.path])])
-        #expect(try await eventuallyAsync(timeout: 5) { try await active().valid == false }, "another queue: no active playlist")
+        #expect(
+            try await eventuallyAsync(timeout: 5) { try await active().valid == false },
+            "another queue: no active playlist")
 
         let added = try runSpool(["playlist", "add", "mix", tracks[2].url.path], environment: daemon.bus.environment)
         #expect(added.status == 0, "\(added)")

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import spool
 
@@ -23,7 +23,8 @@ struct PrefetchProgressTests {
         // What `spool cache prefetch` sees at its own pace.
         var seen: [Int64] = []
         for _ in 0..<300 {
-            let fields = try await daemon.spoolProperty("Prefetches")?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
+            let fields =
+                try await daemon.spoolProperty("Prefetches")?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
             let bytes = fields.first?["spool:cachedBytes"]?.int64Value ?? 0
             if seen.last != bytes { seen.append(bytes) }
             if fields.first?["spool:complete"]?.boolValue == true || bytes >= Int64(length) { break }
@@ -48,13 +49,14 @@ struct PrefetchProgressTests {
         #expect(rate.bytesPerSecond == 3000)
     }
 
-    @Test(arguments: [
-        (0, 1000, nil, "[----------]   0% a.mp3  0 B of 1000 B"),
-        (420, 1000, 100.0, "[####------]  42% a.mp3  420 B of 1000 B, 100 B/s, 0:06 left"),
-        (1000, 1000, 100.0, "[##########] 100% a.mp3  1000 B"),
-        (2_500_000, nil, 1_048_576.0, "[----------]    ? a.mp3  2.4 MiB, 1.0 MiB/s"),
-        (999, 1000, 0.0, "[##########]  99% a.mp3  999 B of 1000 B"),
-    ] as [(Int64, Int64?, Double?, String)])
+    @Test(
+        arguments: [
+            (0, 1000, nil, "[----------]   0% a.mp3  0 B of 1000 B"),
+            (420, 1000, 100.0, "[####------]  42% a.mp3  420 B of 1000 B, 100 B/s, 0:06 left"),
+            (1000, 1000, 100.0, "[##########] 100% a.mp3  1000 B"),
+            (2_500_000, nil, 1_048_576.0, "[----------]    ? a.mp3  2.4 MiB, 1.0 MiB/s"),
+            (999, 1000, 0.0, "[##########]  99% a.mp3  999 B of 1000 B"),
+        ] as [(Int64, Int64?, Double?, String)])
     func aLineShowsBytesRateAndTimeLeft(cached: Int64, length: Int64?, rate: Double?, line: String) {
         #expect(prefetchLine(name: "a.mp3", cached: cached, length: length, bytesPerSecond: rate, width: 10) == line)
     }

@@ -1,15 +1,17 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `seconds` of a stereo 16-bit 44.1 kHz tone as WAV (176.4 kB per second, so sizes are predictable).
 func wavTone(seconds: Int, frequency: Int, in directory: TemporaryDirectory) throws -> Data {
     let file = directory.file("tone-\(seconds)-\(frequency).wav")
     let made = try runCommand(
         "gst-launch-1.0",
-        ["-q", "audiotestsrc", "num-buffers=\(seconds * 44_100 / 1024)", "freq=\(frequency)", "!",
-         "audio/x-raw,format=S16LE,channels=2,rate=44100", "!", "wavenc", "!", "filesink", "location=\(file.path)"])
+        [
+            "-q", "audiotestsrc", "num-buffers=\(seconds * 44_100 / 1024)", "freq=\(frequency)", "!",
+            "audio/x-raw,format=S16LE,channels=2,rate=44100", "!", "wavenc", "!", "filesink", "location=\(file.path)",
+        ])
     guard made.status == 0 else { throw RigError("could not make a tone: \(made.stderr)") }
     return try Data(contentsOf: file)
 }
@@ -61,12 +63,20 @@ struct PreloadEndToEndTests {
         let second = try wavTone(seconds: 8, frequency: 500, in: media)  // 1.4 MB
         let third = try wavTone(seconds: 8, frequency: 700, in: media)
         let origin = try FaultOrigin()
-        origin.serve(OriginResource(first, contentType: "audio/x-wav"), at: "/1.wav", faults: OriginFaults(bytesPerSecond: 600_000))
-        origin.serve(OriginResource(second, contentType: "audio/x-wav"), at: "/2.wav", faults: OriginFaults(bytesPerSecond: 600_000))
+        origin.serve(
+            OriginResource(first, contentType: "audio/x-wav"), at: "/1.wav",
+            faults: OriginFaults(bytesPerSecond: 600_000))
+        origin.serve(
+            OriginResource(second, contentType: "audio/x-wav"), at: "/2.wav",
+            faults: OriginFaults(bytesPerSecond: 600_000))
         // Slow enough that its head is still coming when the test removes it.
-        origin.serve(OriginResource(third, contentType: "audio/x-wav"), at: "/3.wav", faults: OriginFaults(bytesPerSecond: 40_000))
+        origin.serve(
+            OriginResource(third, contentType: "audio/x-wav"), at: "/3.wav",
+            faults: OriginFaults(bytesPerSecond: 40_000))
         // One head at a time: the third track's waits for the second's.
-        let daemon = try RunningDaemon(extraEnvironment: ["SPOOL_PRELOAD_TRIGGER": "3s", "SPOOL_PRELOAD_CONCURRENCY": "1"])
+        let daemon = try RunningDaemon(extraEnvironment: [
+            "SPOOL_PRELOAD_TRIGGER": "3s", "SPOOL_PRELOAD_CONCURRENCY": "1",
+        ])
         try await daemon.waitUntilReady()
         let urls = ["/1.wav", "/2.wav", "/3.wav"].map { origin.url(for: $0).absoluteString }
         try await daemon.mpris("org.spool.Spool1", "Play", [.array(elementSignature: "s", urls.map(DBusValue.string))])
@@ -81,14 +91,17 @@ struct PreloadEndToEndTests {
             // Lyrics (a track's sibling .lrc, a 404 here) come with the track's own requests.
             log = snapshot.filter { !$0.path.hasSuffix(".lrc") }
             if log.filter({ $0.path == "/1.wav" }).reduce(0, { $0 + $1.bodyBytesSent }) >= first.count { break }
-            #expect(!snapshot.contains { $0.path != "/1.wav" && $0.path != "/1.lrc" }, "requested before the trigger: \(snapshot)")
+            #expect(
+                !snapshot.contains { $0.path != "/1.wav" && $0.path != "/1.lrc" },
+                "requested before the trigger: \(snapshot)")
             #expect(rows.map(\.stage) == ["waiting", "waiting"] && rows.allSatisfy { $0.cachedBytes <= 0 }, "\(rows)")
             if rows.count == 2 { waitingSeen = true }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(waitingSeen, "Preloads showed both upcoming tracks waiting")
         let firstEnd = try #require(log.lastIndex { $0.path == "/1.wav" })
-        #expect(log.count == firstEnd + 1, "the first request for another track ended after the first track's last: \(log)")
+        #expect(
+            log.count == firstEnd + 1, "the first request for another track ended after the first track's last: \(log)")
 
         // The third track's head starts; remove it mid-transfer: its request ends at once.
         var rows: [PreloadRow] = []
@@ -98,8 +111,9 @@ struct PreloadEndToEndTests {
         }
         #expect(started, "\(rows)")
         let secondHead = origin.requests().filter { $0.path == "/2.wav" }.map(requested)
-        #expect(secondHead.prefix(2) == [0..<524_288, Int64(second.count - 65_536)..<Int64(second.count)],
-                "with preload.concurrency 1 the third head starts after the second: \(secondHead)")
+        #expect(
+            secondHead.prefix(2) == [0..<524_288, Int64(second.count - 65_536)..<Int64(second.count)],
+            "with preload.concurrency 1 the third head starts after the second: \(secondHead)")
         let status = try daemon.spool("status")
         #expect(status.stdout.contains("preload: 2.wav"), "\(status.stdout)")
         #expect(status.stdout.contains("3.wav fetching-head"), "\(status.stdout)")
@@ -121,9 +135,11 @@ struct PreloadEndToEndTests {
         }
         #expect(complete, "\(origin.requests())")
         let secondRequests = origin.requests().filter { $0.path == "/2.wav" }
-        #expect(secondRequests.map(requested) == [0..<524_288, (length - 65_536)..<length, 524_288..<(length - 65_536)],
-                "\(secondRequests)")
-        #expect(secondRequests.dropFirst().allSatisfy { $0.ifRange != nil }, "later ranges are conditional on the version")
+        #expect(
+            secondRequests.map(requested) == [0..<524_288, (length - 65_536)..<length, 524_288..<(length - 65_536)],
+            "\(secondRequests)")
+        #expect(
+            secondRequests.dropFirst().allSatisfy { $0.ifRange != nil }, "later ranges are conditional on the version")
         #expect(secondRequests.reduce(0) { $0 + $1.bodyBytesSent } == second.count, "no byte fetched twice")
         rows = try await daemon.preloads()
         #expect(rows.map(\.url) == [urls[1]], "the window is the second track alone now: \(rows)")

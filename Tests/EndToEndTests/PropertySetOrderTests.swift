@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Property sets sent quickly one after the other take effect in the order they were sent.
 @Suite("Property sets in order", .serialized)
@@ -14,7 +14,9 @@ struct PropertySetOrderTests {
         try await daemon.waitUntilReady()
         let player = "org.mpris.MediaPlayer2.Player"
         let signals = try await daemon.client.subscribe(
-            matching: "type='signal',path='\(playerPath)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'")
+            matching:
+                "type='signal',path='\(playerPath)',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged'"
+        )
         func set(_ name: String, _ value: DBusValue) throws {
             try daemon.client.callWithoutReply(
                 destination: busName, path: playerPath, interface: "org.freedesktop.DBus.Properties", method: "Set",

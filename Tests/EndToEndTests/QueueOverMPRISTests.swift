@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 let playerPath = "/org/mpris/MediaPlayer2"
 
@@ -15,7 +15,8 @@ extension RunningDaemon {
 
     /// Reads an MPRIS property.
     func property(_ interface: String, _ name: String) async throws -> DBusValue? {
-        try await mpris("org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)]).first?.variantValue
+        try await mpris("org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)]).first?
+            .variantValue
     }
 
     /// Sets an MPRIS property.
@@ -54,7 +55,8 @@ struct QueueOverMPRISTests {
         let server = try NginxServer(serving: dir.url)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
-        try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(server.url(for: "list.m3u").absoluteString)])
+        try await daemon.mpris(
+            "org.mpris.MediaPlayer2.Player", "OpenUri", [.string(server.url(for: "list.m3u").absoluteString)])
         let tracksReady = try await daemon.waitForProperty("org.mpris.MediaPlayer2.TrackList", "Tracks") {
             $0?.arrayValues?.count == 3
         }
@@ -67,14 +69,19 @@ struct QueueOverMPRISTests {
         #expect(maps.last?["xesam:url"]?.stringValue == server.url(for: fixtures.fixture(.wav).fileName).absoluteString)
         _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         #expect(try daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent))
-        #expect(try daemon.playerctl("metadata", "title").stdout.contains("First In List"), "the EXTINF title until tags say otherwise")
+        #expect(
+            try daemon.playerctl("metadata", "title").stdout.contains("First In List"),
+            "the EXTINF title until tags say otherwise")
         #expect(try await daemon.property("org.mpris.MediaPlayer2.Player", "CanGoNext")?.boolValue == true)
 
         // GoTo the last, then remove it: playback moves on (nothing after it: stopped).
         try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "GoTo", [tracks[2]])
         _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0.contains(fixtures.fixture(.wav).fileName) }
         try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "RemoveTrack", [tracks[2]])
-        #expect(try await daemon.waitForProperty("org.mpris.MediaPlayer2.TrackList", "Tracks") { $0?.arrayValues?.count == 2 })
+        #expect(
+            try await daemon.waitForProperty("org.mpris.MediaPlayer2.TrackList", "Tracks") {
+                $0?.arrayValues?.count == 2
+            })
     }
 
     @Test func loopStatusAndShuffleAreSettableAndBadValuesAreRefused() async throws {
@@ -82,7 +89,10 @@ struct QueueOverMPRISTests {
         try await daemon.waitUntilReady()
         #expect(try await daemon.property("org.mpris.MediaPlayer2.Player", "LoopStatus")?.stringValue == "None")
         try await daemon.set("org.mpris.MediaPlayer2.Player", "LoopStatus", .string("Playlist"))
-        #expect(try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "LoopStatus") { $0?.stringValue == "Playlist" })
+        #expect(
+            try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "LoopStatus") {
+                $0?.stringValue == "Playlist"
+            })
         await #expect(throws: DBusError.self) {
             try await daemon.set("org.mpris.MediaPlayer2.Player", "LoopStatus", .string("Sometimes"))
         }

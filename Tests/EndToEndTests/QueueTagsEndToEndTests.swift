@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The queue names tracks by their tags before they play: local files and complete cached
 /// copies have their tags read ahead by the daemon.
@@ -52,7 +52,8 @@ struct QueueTagsEndToEndTests {
         let withHTTP = try daemon.waitForSpool("queue") { $0.contains("3. \(cachedTrack.title)") }
         let lines = withHTTP.split(separator: "\n").map(String.init)
         #expect(lines.count == 4 && lines[2].hasSuffix("[cached]"), "\(withHTTP)")
-        #expect(lines[3].contains(fixtures.fixture(.wav).fileName), "an uncached track keeps its file name: \(withHTTP)")
+        #expect(
+            lines[3].contains(fixtures.fixture(.wav).fileName), "an uncached track keeps its file name: \(withHTTP)")
     }
 
     /// Hostile tags (invalid UTF-8, control characters, megabyte strings, thousands of values)

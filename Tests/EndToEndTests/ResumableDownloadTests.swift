@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Resumable downloads, end to end", .serialized)
 struct ResumableDownloadTests {
@@ -10,12 +10,15 @@ struct ResumableDownloadTests {
         let media = try TemporaryDirectory()
         let made = try runCommand(
             "gst-launch-1.0",
-            ["-q", "audiotestsrc", "num-buffers=\(30 * 44_100 / 1024)", "freq=300", "!", "audioconvert", "!",
-             "wavenc", "!", "filesink", "location=\(media.file("long.wav").path)"])
+            [
+                "-q", "audiotestsrc", "num-buffers=\(30 * 44_100 / 1024)", "freq=300", "!", "audioconvert", "!",
+                "wavenc", "!", "filesink", "location=\(media.file("long.wav").path)",
+            ])
         #expect(made.status == 0)
         let long = try Data(contentsOf: media.file("long.wav"))
         let origin = try FaultOrigin()
-        origin.serve(OriginResource(long, etag: "\"v1\""), at: "/long.wav", faults: OriginFaults(bytesPerSecond: 600_000))
+        origin.serve(
+            OriginResource(long, etag: "\"v1\""), at: "/long.wav", faults: OriginFaults(bytesPerSecond: 600_000))
         let home = try TemporaryDirectory(prefix: "spool-home")
         let bus = try PrivateBus()
         let url = origin.url(for: "/long.wav").absoluteString
@@ -67,7 +70,8 @@ struct ResumableDownloadTests {
     private func sentRanges(_ log: [ServedRequest]) -> [Range<Int>] {
         log.compactMap { request in
             guard request.bodyBytesSent > 0 else { return nil }
-            let first = request.range.flatMap { Int($0.dropFirst("bytes=".count).split(separator: "-").first ?? "") } ?? 0
+            let first =
+                request.range.flatMap { Int($0.dropFirst("bytes=".count).split(separator: "-").first ?? "") } ?? 0
             return first..<(first + request.bodyBytesSent)
         }
     }

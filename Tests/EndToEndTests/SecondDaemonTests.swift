@@ -1,8 +1,8 @@
 import Foundation
+import TestSupport
+import Testing
 
 @testable import spool
-import Testing
-import TestSupport
 
 @Suite("A second daemon on the same bus", .serialized)
 struct SecondDaemonTests {
@@ -45,12 +45,13 @@ struct SecondDaemonTests {
 
 @Suite("Choosing the bus name before anything is restored")
 struct BusNameChoiceTests {
-    @Test(arguments: [
-        (false, false, "org.mpris.MediaPlayer2.spool"),
-        (false, true, "org.mpris.MediaPlayer2.spool"),
-        (true, true, "org.mpris.MediaPlayer2.spool.instance42"),
-        (true, false, nil),
-    ] as [(Bool, Bool, String?)])
+    @Test(
+        arguments: [
+            (false, false, "org.mpris.MediaPlayer2.spool"),
+            (false, true, "org.mpris.MediaPlayer2.spool"),
+            (true, true, "org.mpris.MediaPlayer2.spool.instance42"),
+            (true, false, nil),
+        ] as [(Bool, Bool, String?)])
     func theNameFollowsWhetherItIsTakenAndInstance(owned: Bool, instance: Bool, name: String?) {
         let choice = BusNameChoice.choose(owned: owned, instance: instance, pid: 42)
         #expect(choice == (name.map(BusNameChoice.take) ?? .refuse(BusNameChoice.refusal)))

@@ -1,15 +1,17 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A steady tone of `seconds`, as FLAC, for tests that need a track longer than the fixtures.
 func longTone(seconds: Int, in directory: TemporaryDirectory) throws -> URL {
     let file = directory.file("long-\(seconds).flac")
     let made = try runCommand(
         "gst-launch-1.0",
-        ["-q", "audiotestsrc", "num-buffers=\(seconds * 44_100 / 1024)", "freq=300", "!", "audioconvert", "!",
-         "flacenc", "!", "filesink", "location=\(file.path)"])
+        [
+            "-q", "audiotestsrc", "num-buffers=\(seconds * 44_100 / 1024)", "freq=300", "!", "audioconvert", "!",
+            "flacenc", "!", "filesink", "location=\(file.path)",
+        ])
     guard made.status == 0 else { throw RigError("could not make a tone: \(made.stderr)") }
     return file
 }
@@ -38,7 +40,8 @@ struct SessionRestoreTests {
         try await daemon.waitUntilReady()
         #expect(try daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Paused")
         #expect(try daemon.playerctl("metadata", "xesam:url").stdout.contains(long.lastPathComponent))
-        let restored = Double(try daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+        let restored =
+            Double(try daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         #expect(restored <= before && restored >= before - 5, "restored at \(restored), killed at \(before)")
         let canPlay = try await daemon.client.call(
             destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties",
@@ -75,9 +78,13 @@ struct SessionRestoreTests {
         // Before Play: the tags, the length and the art, not the file name and "?".
         #expect(try daemon.playerctl("metadata", "title").stdout == "\(track.title)\n")
         #expect(try daemon.playerctl("metadata", "artist").stdout == "\(track.artist)\n")
-        let length = Double(try daemon.playerctl("metadata", "mpris:length").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+        let length =
+            Double(
+                try daemon.playerctl("metadata", "mpris:length").stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+            ?? 0
         #expect(abs(length / 1e6 - track.duration) < 0.1, "length \(length) µs")
-        let art = try daemon.playerctl("metadata", "mpris:artUrl").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let art = try daemon.playerctl("metadata", "mpris:artUrl").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(URL(string: art).map { FileManager.default.fileExists(atPath: $0.path) } == true, "art \(art)")
     }
 
@@ -101,7 +108,9 @@ struct SessionRestoreTests {
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
         let restored = try daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        #expect(abs((Double(restored) ?? -1) - (Double(pausedAt) ?? -2)) < 0.05, "paused at \(pausedAt), restored \(restored)")
+        #expect(
+            abs((Double(restored) ?? -1) - (Double(pausedAt) ?? -2)) < 0.05,
+            "paused at \(pausedAt), restored \(restored)")
     }
 }
 
@@ -144,7 +153,8 @@ extension RunningDaemon {
 @Suite("Session restore after kill -9 at random moments", .serialized)
 struct RandomKillTests {
     @Test func killedAtRandomMomentsItRestoresTheQueueAndLosesAtMostFiveSeconds() async throws {
-        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 1...UInt64(UInt32.max))
         var random = SeededGenerator(seed: seed)
         let replay = "seed \(seed); SPOOL_TEST_SEED=\(seed) replays it"
@@ -191,7 +201,8 @@ struct RandomKillTests {
                 let removable = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
                 if view.queue.count > 3, !removable.isEmpty, random.next(below: 2) == 0 {
                     try await daemon.mpris(
-                        "org.mpris.MediaPlayer2.TrackList", "RemoveTrack", [removable[random.next(below: removable.count)]])
+                        "org.mpris.MediaPlayer2.TrackList", "RemoveTrack",
+                        [removable[random.next(below: removable.count)]])
                 } else {
                     try await daemon.mpris("org.spool.Spool1", "Add", [.stringArray([files[4].absoluteString])])
                 }
@@ -208,7 +219,8 @@ struct RandomKillTests {
                 let view = try await daemon.sessionView()
                 let ids = try await daemon.trackIDs()
                 let others = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
-                try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "GoTo", [others[random.next(below: others.count)]])
+                try await daemon.mpris(
+                    "org.mpris.MediaPlayer2.TrackList", "GoTo", [others[random.next(below: others.count)]])
                 try await Task.sleep(for: .seconds(uniform(0...0.4)))
             case .paused:
                 try await Task.sleep(for: .seconds(uniform(0.5...2)))
@@ -236,6 +248,8 @@ struct RandomKillTests {
         #expect(try daemon.playerctl("play").status == 0)
         _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         let resumed = try await daemon.sessionView()
-        #expect(resumed.current == restored.current && resumed.position >= restored.position - 2.5, "\(restored) → \(resumed)")
+        #expect(
+            resumed.current == restored.current && resumed.position >= restored.position - 2.5,
+            "\(restored) → \(resumed)")
     }
 }

@@ -1,16 +1,19 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A steady sine tone as stereo FLAC, for measurements on the recorded output.
 func steadyTone(frequency: Int, seconds: Double, amplitude: Double, in directory: TemporaryDirectory) throws -> URL {
     let file = directory.file("tone-\(frequency).flac")
     let made = try runCommand(
         "gst-launch-1.0",
-        ["-q", "audiotestsrc", "wave=sine", "freq=\(frequency)", "volume=\(amplitude)",
-         "num-buffers=\(Int(seconds * 44_100 / 1024))", "samplesperbuffer=1024", "!",
-         "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "flacenc", "!", "filesink", "location=\(file.path)"])
+        [
+            "-q", "audiotestsrc", "wave=sine", "freq=\(frequency)", "volume=\(amplitude)",
+            "num-buffers=\(Int(seconds * 44_100 / 1024))", "samplesperbuffer=1024", "!",
+            "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "flacenc", "!", "filesink",
+            "location=\(file.path)",
+        ])
     guard made.status == 0 else { throw RigError("could not make a tone: \(made.stderr)") }
     return file
 }
@@ -60,7 +63,9 @@ struct SoundServerTests {
     func waitForStatus(_ daemon: RunningDaemon, _ status: String, timeout: Double = 15) async throws {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
-            if try await daemon.property("org.mpris.MediaPlayer2.Player", "PlaybackStatus")?.stringValue == status { return }
+            if try await daemon.property("org.mpris.MediaPlayer2.Player", "PlaybackStatus")?.stringValue == status {
+                return
+            }
             try await Task.sleep(for: .milliseconds(10))
         }
         throw RigError("PlaybackStatus never became \(status); daemon log:\n\(daemon.process.standardError)")
@@ -76,10 +81,11 @@ struct SoundServerTests {
         try await waitForStatus(daemon, "Playing")
 
         var streams: [PulseStream] = []
-        #expect(try eventually(timeout: 10, interval: 0.02) {
-            streams = try pulse.sinkInputs()
-            return !streams.isEmpty
-        }, "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
+        #expect(
+            try eventually(timeout: 10, interval: 0.02) {
+                streams = try pulse.sinkInputs()
+                return !streams.isEmpty
+            }, "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
         let stream = try #require(streams.first)
         #expect(streams.count == 1, "\(streams)")
         #expect(stream.properties["application.name"] == "Spool", "\(stream)")
@@ -105,17 +111,21 @@ struct SoundServerTests {
         let emptyALSAConfig = dir.file("asound.conf")
         try Data().write(to: emptyALSAConfig)
         let track = try Fixtures.shared().fixture(.flac)
-        let daemon = try daemon(["PULSE_SERVER": "unix:\(dir.file("no-server").path)", "ALSA_CONFIG_PATH": emptyALSAConfig.path])
+        let daemon = try daemon([
+            "PULSE_SERVER": "unix:\(dir.file("no-server").path)", "ALSA_CONFIG_PATH": emptyALSAConfig.path,
+        ])
         try await daemon.waitUntilReady()
         #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
         try await waitForStatus(daemon, "Playing")
 
         // Positions advance with the wall clock: the null sink keeps real time.
         _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
-        let startPosition = try #require(try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value)
+        let startPosition = try #require(
+            try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value)
         let started = Date()
         try await Task.sleep(for: .milliseconds(1500))
-        let endPosition = try #require(try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value)
+        let endPosition = try #require(
+            try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value)
         let played = Double(endPosition - startPosition) / 1_000_000
         let elapsed = Date().timeIntervalSince(started)
         #expect(abs(played - elapsed) < 0.25, "played \(played) s in \(elapsed) s")
@@ -157,7 +167,8 @@ struct SoundServerTests {
 
         // The volume really changed: the quietest stretch is at a fifth of the tone.
         let stretch = 2_205  // 50 ms
-        let quietest = stride(from: 0, to: envelope.count - stretch, by: stretch)
+        let quietest =
+            stride(from: 0, to: envelope.count - stretch, by: stretch)
             .compactMap { median(envelope[$0..<($0 + stretch)]) }.min() ?? full
         #expect(abs(quietest / full - 0.2) < 0.03, "volume 0.2 gives a fifth of the amplitude: \(quietest / full)")
 
@@ -174,7 +185,9 @@ struct SoundServerTests {
             biggestJump = max(biggestJump, abs(Double(toneSamples[n]) - Double(toneSamples[n - 1])))
         }
         let toneStep = full * 2 * sin(Double.pi * frequency / 44_100)
-        print("volume ramp: steepest envelope change \(steepest) of full per ms; biggest sample jump \(biggestJump) (tone alone: \(toneStep))")
+        print(
+            "volume ramp: steepest envelope change \(steepest) of full per ms; biggest sample jump \(biggestJump) (tone alone: \(toneStep))"
+        )
         #expect(steepest <= 0.1, "the envelope moved \(steepest) of the full amplitude within 1 ms")
         #expect(biggestJump <= toneStep * 1.1 + 8, "a sample jumped \(biggestJump); the tone moves at most \(toneStep)")
     }
@@ -203,10 +216,12 @@ struct SoundServerTests {
         // the sample: the second track starts where its first 10 ms first appear.
         let tenMilliseconds = 441 * 4
         let secondStart = try #require(
-            recorded.range(of: secondPCM.prefix(tenMilliseconds))?.lowerBound, "the second track is not in the recording")
+            recorded.range(of: secondPCM.prefix(tenMilliseconds))?.lowerBound,
+            "the second track is not in the recording")
         let secondPlayed = recorded[secondStart...].prefix(secondPCM.count)
-        #expect(firstDifference(Data(secondPlayed), secondPCM) == nil,
-                "the second track as played: \(describeDifference(Data(secondPlayed), secondPCM))")
+        #expect(
+            firstDifference(Data(secondPlayed), secondPCM) == nil,
+            "the second track as played: \(describeDifference(Data(secondPlayed), secondPCM))")
         // The first track's last 10 ms, searched backwards from there (the tone repeats
         // every second, so searching forwards would find an earlier period).
         let firstEnd = try #require(
@@ -218,8 +233,9 @@ struct SoundServerTests {
         // The last second of the first track leads into the junction unchanged.
         let oneSecond = 44_100 * 4
         let firstTail = Data(recorded[(firstEnd - oneSecond)..<firstEnd])
-        #expect(firstDifference(firstTail, firstPCM.suffix(oneSecond)) == nil,
-                "the first track's last second: \(describeDifference(firstTail, firstPCM.suffix(oneSecond)))")
+        #expect(
+            firstDifference(firstTail, firstPCM.suffix(oneSecond)) == nil,
+            "the first track's last second: \(describeDifference(firstTail, firstPCM.suffix(oneSecond)))")
     }
 
     /// `file` decoded to S16LE stereo at 44.1 kHz, the null sink's own format.
@@ -227,9 +243,13 @@ struct SoundServerTests {
         let output = directory.file(file.deletingPathExtension().lastPathComponent + ".raw")
         let decoded = try runCommand(
             "gst-launch-1.0",
-            ["-q", "filesrc", "location=\(file.path)", "!", "decodebin", "!", "audioconvert", "!",
-             "audio/x-raw,format=S16LE,channels=2,rate=44100", "!", "filesink", "location=\(output.path)"])
-        guard decoded.status == 0 else { throw RigError("could not decode \(file.lastPathComponent): \(decoded.stderr)") }
+            [
+                "-q", "filesrc", "location=\(file.path)", "!", "decodebin", "!", "audioconvert", "!",
+                "audio/x-raw,format=S16LE,channels=2,rate=44100", "!", "filesink", "location=\(output.path)",
+            ])
+        guard decoded.status == 0 else {
+            throw RigError("could not decode \(file.lastPathComponent): \(decoded.stderr)")
+        }
         return try Data(contentsOf: output)
     }
 }

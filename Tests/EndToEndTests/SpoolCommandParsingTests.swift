@@ -67,7 +67,9 @@ struct SpoolCommandParsingTests {
         #expect(watch.observe(.position(0)) == .waiting)
         #expect(watch.observe(.position(100_000)) == .started)
         var failing = StartWatch(track: "/org/spool/Track/3", name: "list.m3u", replacing: true)
-        #expect(failing.observe(.lastError("list.m3u: cannot fetch the playlist: HTTP 404")) == .failed("list.m3u: cannot fetch the playlist: HTTP 404"))
+        #expect(
+            failing.observe(.lastError("list.m3u: cannot fetch the playlist: HTTP 404"))
+                == .failed("list.m3u: cannot fetch the playlist: HTTP 404"))
         var slow = StartWatch(track: "/org/spool/Track/3", name: "list.m3u", replacing: true)
         #expect(slow.observe(.timeout) == .undecided)
     }

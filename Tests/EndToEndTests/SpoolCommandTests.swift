@@ -1,17 +1,21 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 extension RunningDaemon {
     /// Runs `spool ARGUMENTS` against this daemon's bus, from `directory` when given.
-    func spool(_ arguments: String..., in directory: URL? = nil, environment extra: [String: String] = [:]) throws -> CommandResult {
+    func spool(_ arguments: String..., in directory: URL? = nil, environment extra: [String: String] = [:]) throws
+        -> CommandResult
+    {
         try runSpool(arguments, environment: bus.environment.merging(extra) { _, new in new }, in: directory)
     }
 
     /// Polls `spool ARGUMENTS` until its stdout satisfies `accept`; returns the last output.
     /// `on` names another instance's bus name (SPOOL_BUS_NAME).
-    func waitForSpool(_ arguments: String..., on name: String? = nil, timeout: Double = 10, _ accept: (String) -> Bool) throws -> String {
+    func waitForSpool(_ arguments: String..., on name: String? = nil, timeout: Double = 10, _ accept: (String) -> Bool)
+        throws -> String
+    {
         var last = ""
         let environment = bus.environment.merging(name.map { ["SPOOL_BUS_NAME": $0] } ?? [:]) { _, new in new }
         let reached = try eventually(timeout: timeout, interval: 0.05) {
@@ -19,7 +23,8 @@ extension RunningDaemon {
             return accept(last)
         }
         if !reached {
-            throw RigError("spool \(arguments.joined(separator: " ")) stayed '\(last)'; daemon log:\n\(process.standardError)")
+            throw RigError(
+                "spool \(arguments.joined(separator: " ")) stayed '\(last)'; daemon log:\n\(process.standardError)")
         }
         return last
     }
@@ -47,7 +52,9 @@ func runSpool(_ arguments: [String], environment: [String: String], in directory
     let spool = try spoolExecutable()
     guard let directory else { return try runCommand(spool, arguments, environment: environment, timeout: 30) }
     let quoted = ([spool] + arguments).map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }
-    return try runCommand("/bin/sh", ["-c", "cd '\(directory.path)' && exec " + quoted.joined(separator: " ")], environment: environment, timeout: 30)
+    return try runCommand(
+        "/bin/sh", ["-c", "cd '\(directory.path)' && exec " + quoted.joined(separator: " ")], environment: environment,
+        timeout: 30)
 }
 
 @Suite("The spool command", .serialized)
@@ -62,13 +69,15 @@ struct SpoolCommandTests {
 
         // Relative paths are taken from the command's current directory.
         let folder = first.url.deletingLastPathComponent()
-        let played = try daemon.spool("play", first.url.lastPathComponent, "./" + second.url.lastPathComponent, in: folder)
+        let played = try daemon.spool(
+            "play", first.url.lastPathComponent, "./" + second.url.lastPathComponent, in: folder)
         #expect(played.status == 0, "\(played.stderr)")
         _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         #expect(try daemon.spool("pause").status == 0)
         _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
 
-        let queue = try daemon.waitForSpool("queue") { $0.hasPrefix("> 1. \(first.title)") }.split(separator: "\n").map(String.init)
+        let queue = try daemon.waitForSpool("queue") { $0.hasPrefix("> 1. \(first.title)") }.split(separator: "\n").map(
+            String.init)
         #expect(queue.count == 2, "\(queue)")
         #expect(queue.first?.hasPrefix("> 1. \(first.title)") == true, "\(queue)")
         #expect(queue.last?.hasPrefix("  2. ") == true, "\(queue)")
@@ -139,7 +148,9 @@ struct SpoolCommandTests {
         for (arguments, message) in cases {
             let result = try runSpool(arguments, environment: bus.environment)
             #expect(result.status == 1, "spool \(arguments): \(result)")
-            #expect(result.stderr.hasPrefix("spool: ") && result.stderr.contains(message), "spool \(arguments): \(result.stderr)")
+            #expect(
+                result.stderr.hasPrefix("spool: ") && result.stderr.contains(message),
+                "spool \(arguments): \(result.stderr)")
             #expect(result.stderr.split(separator: "\n").count == 1, "\(result.stderr)")
         }
         for command in ["play", "seek", "volume", "status", "cache", "queue"] {
@@ -148,7 +159,10 @@ struct SpoolCommandTests {
             #expect(try runSpool(["help", command], environment: bus.environment).stdout == help.stdout)
         }
         let overview = try runSpool(["--help"], environment: bus.environment)
-        for command in ["play", "add", "pause", "resume", "toggle", "stop", "next", "prev", "seek", "volume", "rate", "loop", "shuffle", "queue", "status", "cache", "daemon", "config", "version"] {
+        for command in [
+            "play", "add", "pause", "resume", "toggle", "stop", "next", "prev", "seek", "volume", "rate", "loop",
+            "shuffle", "queue", "status", "cache", "daemon", "config", "version",
+        ] {
             #expect(overview.stdout.contains("  \(command)"), "--help does not mention \(command)")
         }
     }
@@ -299,12 +313,16 @@ struct SpoolCommandTests {
         let stats = try #require(try await call("CacheStats").first?.stringVariantDictValue)
         #expect(stats["entries"]?.int64Value == 1)
 
-        await #expect(throws: DBusError.self) { _ = try await call("Prefetch", [.stringArray([track.url.absoluteString])]) }
+        await #expect(throws: DBusError.self) {
+            _ = try await call("Prefetch", [.stringArray([track.url.absoluteString])])
+        }
         await #expect(throws: DBusError.self) { _ = try await call("Play", [.stringArray(["/nonexistent/a.mp3"])]) }
 
         // A file that is not audio fails, and says why (LastError is signalled).
         let signals = try await daemon.client.subscribe(
-            matching: "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.spool.Spool1'")
+            matching:
+                "type='signal',interface='org.freedesktop.DBus.Properties',member='PropertiesChanged',arg0='org.spool.Spool1'"
+        )
         let signalled = Task {
             for await message in signals {
                 if let text = changedProperties(message)["LastError"]?.stringValue, !text.isEmpty { return text }
@@ -335,9 +353,12 @@ struct SpoolCommandTests {
         let second = try RunningDaemon(bus: first.bus, home: first.logs.url, extraArguments: ["--instance"])
         var instanceName: String?
         for _ in 0..<500 where instanceName == nil {
-            let names = try await first.client.call(
-                destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
-                method: "ListNames").first?.stringArrayValue ?? []
+            let names =
+                try await first.client.call(
+                    destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+                    interface: "org.freedesktop.DBus",
+                    method: "ListNames"
+                ).first?.stringArrayValue ?? []
             instanceName = names.first { $0.hasPrefix(busName + ".instance") }
             if instanceName == nil { try await Task.sleep(for: .milliseconds(10)) }
         }

@@ -1,7 +1,7 @@
 import DBusKit
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// `spool status --json` / `--format` as status bars run them, and the daemon's log under systemd.
 @Suite("Status for status bars, end to end", .serialized)
@@ -21,10 +21,12 @@ struct StatusBarEndToEndTests {
     }
 
     /// Starts `spool ARGUMENTS` against `daemon`, its stdout piped into a file.
-    private func following(_ daemon: RunningDaemon, _ arguments: [String]) throws -> (ChildProcess, TemporaryDirectory) {
+    private func following(_ daemon: RunningDaemon, _ arguments: [String]) throws -> (ChildProcess, TemporaryDirectory)
+    {
         let logs = try TemporaryDirectory(prefix: "spool-statusbar")
         let child = try ChildProcess(
-            try spoolExecutable(), arguments, environment: daemon.bus.environment, logDirectory: logs.url, selfStopAfter: 60)
+            try spoolExecutable(), arguments, environment: daemon.bus.environment, logDirectory: logs.url,
+            selfStopAfter: 60)
         return (child, logs)
     }
 
@@ -40,7 +42,8 @@ struct StatusBarEndToEndTests {
         #expect(object["url"] as? String == track.url.absoluteString)
         #expect((object["track_id"] as? String)?.hasPrefix("/") == true)
         #expect(object["status"] as? String == "Playing" && object["class"] as? String == "playing")
-        #expect(object["volume"] as? Int == 40 && object["loop"] as? String == "track" && object["rate"] as? Double == 1)
+        #expect(
+            object["volume"] as? Int == 40 && object["loop"] as? String == "track" && object["rate"] as? Double == 1)
         #expect(object["shuffle"] as? Bool == false && object["buffering"] as? Bool == false)
         #expect(object["cached"] as? Double == 1, "a local file is all here")
         #expect((object["length"] as? Double ?? 0) > 1 && object["position"] is Double)
@@ -49,9 +52,12 @@ struct StatusBarEndToEndTests {
         let template = try daemon.spool("status", "--format", "{{status}}|{{track}}|{{album}}|{{length}}|{{shuffle}}")
         #expect(template.status == 0)
         let length = try #require(object["length"] as? Double)
-        let minutes = Int(length) / 60, seconds = Int(length) % 60
+        let minutes = Int(length) / 60
+        let seconds = Int(length) % 60
         let shownLength = "\(minutes):\(seconds < 10 ? "0" : "")\(seconds)"
-        #expect(template.stdout == "Playing|\(track.title) – \(track.artist)|\(track.album)|\(shownLength)|off\n", "\(template)")
+        #expect(
+            template.stdout == "Playing|\(track.title) – \(track.artist)|\(track.album)|\(shownLength)|off\n",
+            "\(template)")
 
         let waybar = try daemon.spool("status", "--json", "--format={{markup_escape(title)}}")
         #expect(waybar.stdout.contains("\"text\":\"\(track.title)\""), "\(waybar)")
@@ -78,7 +84,9 @@ struct StatusBarEndToEndTests {
         let (daemon, _) = try await playingDaemon()
         let result = try daemon.spool("status", "--format", "{{title}} {{tittle}}")
         #expect(result.status == 1 && result.stdout.isEmpty, "\(result)")
-        #expect(result.stderr == "spool: unknown placeholder '{{tittle}}' in the format; did you mean 'title'?\n", "\(result)")
+        #expect(
+            result.stderr == "spool: unknown placeholder '{{tittle}}' in the format; did you mean 'title'?\n",
+            "\(result)")
     }
 
     @Test func followWithATemplateWritesOneLinePerChange() async throws {
@@ -86,16 +94,24 @@ struct StatusBarEndToEndTests {
         let (follow, logs) = try following(daemon, ["status", "--follow", "--format", "{{status}} {{title}}"])
         defer { follow.stop(grace: 1) }
         _ = logs
-        #expect(eventually(timeout: 10) { follow.standardOutput == "Playing \(track.title)\n" }, "\(follow.standardOutput)")
+        #expect(
+            eventually(timeout: 10) { follow.standardOutput == "Playing \(track.title)\n" }, "\(follow.standardOutput)")
         // Seconds of playing do not change this text, a pause does; a volume change (a signal) does not either.
         let position = Double(try daemon.waitForPlayerctl(["position"]) { _ in true }) ?? 0
         _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > position + 1.2 }
         #expect(try daemon.spool("pause").status == 0)
-        #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Paused \(track.title)\n") }, "\(follow.standardOutput)")
+        #expect(
+            eventually(timeout: 10) { follow.standardOutput.hasSuffix("Paused \(track.title)\n") },
+            "\(follow.standardOutput)")
         #expect(try daemon.spool("volume", "50").status == 0)
         #expect(try daemon.spool("resume").status == 0)
-        #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Paused \(track.title)\nPlaying \(track.title)\n") })
-        #expect(follow.standardOutput == "Playing \(track.title)\nPaused \(track.title)\nPlaying \(track.title)\n", "\(follow.standardOutput)")
+        #expect(
+            eventually(timeout: 10) {
+                follow.standardOutput.hasSuffix("Paused \(track.title)\nPlaying \(track.title)\n")
+            })
+        #expect(
+            follow.standardOutput == "Playing \(track.title)\nPaused \(track.title)\nPlaying \(track.title)\n",
+            "\(follow.standardOutput)")
     }
 
     @Test func followWithJSONWritesAChangeNotEachSecondButATimedTemplateTicks() async throws {
@@ -109,7 +125,8 @@ struct StatusBarEndToEndTests {
         let position = Double(try daemon.waitForPlayerctl(["position"]) { _ in true }) ?? 0
         _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > position + 2.2 }
         #expect(try daemon.spool("pause").status == 0)
-        #expect(eventually(timeout: 10) { json.standardOutput.contains("\"status\":\"Paused\"") }, "\(json.standardOutput)")
+        #expect(
+            eventually(timeout: 10) { json.standardOutput.contains("\"status\":\"Paused\"") }, "\(json.standardOutput)")
         let lines = json.standardOutput.split(separator: "\n")
         #expect(lines.count == 2, "one line playing, one paused: \(lines)")
         for line in lines {
@@ -152,7 +169,9 @@ struct StatusBarEndToEndTests {
         let log = daemon.process.standardError
         let lines = log.split(separator: "\n")
         #expect(lines.count > 3, "\(log)")
-        let prefixed = lines.filter { $0.count > 3 && $0.first == "<" && "34567".contains($0.dropFirst().first!) && $0.dropFirst(2).first == ">" }
+        let prefixed = lines.filter {
+            $0.count > 3 && $0.first == "<" && "34567".contains($0.dropFirst().first!) && $0.dropFirst(2).first == ">"
+        }
         #expect(prefixed.count == lines.count, "lines without a priority: \(lines.filter { !prefixed.contains($0) })")
         #expect(lines.contains { $0.hasPrefix("<6>") } && lines.contains { $0.hasPrefix("<7>") }, "\(log)")
         #expect(!log.contains("INFO ") && !log.contains("DEBUG "), "\(log)")

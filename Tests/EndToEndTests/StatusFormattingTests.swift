@@ -11,7 +11,9 @@ private func properties(
     loop: String = "Track", shuffle: Bool = false, ranges: [(Int64, Int64)] = [(0, 500)], contentLength: Int64 = 1000,
     buffering: Bool = false, download: String = "downloading"
 ) -> (player: [String: DBusValue], spool: [String: DBusValue]) {
-    var metadata: [(String, DBusValue)] = [("mpris:trackid", .objectPath("/org/spool/track/7")), ("xesam:url", .string(url))]
+    var metadata: [(String, DBusValue)] = [
+        ("mpris:trackid", .objectPath("/org/spool/track/7")), ("xesam:url", .string(url)),
+    ]
     if let title { metadata.append(("xesam:title", .string(title))) }
     if !artists.isEmpty { metadata.append(("xesam:artist", .stringArray(artists))) }
     if let album { metadata.append(("xesam:album", .string(album))) }
@@ -50,7 +52,8 @@ struct StatusFormattingTests {
     }
 
     @Test func markupEscapeMakesATitleSafeForPango() throws {
-        let rendered = try StatusTemplate("{{markup_escape(title)}}").render(snapshot(properties(title: "Rock & <Roll>")))
+        let rendered = try StatusTemplate("{{markup_escape(title)}}").render(
+            snapshot(properties(title: "Rock & <Roll>")))
         #expect(rendered == "Rock &amp; &lt;Roll&gt;")
     }
 

@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// What the fake logind saw, in order.
 enum LogindEvent: Equatable, Sendable {
@@ -128,7 +128,8 @@ struct SystemSleepTests {
         let again = try RunningDaemon(bus: daemon.bus, home: home.url, extraEnvironment: environment)
         try await again.waitUntilReady()
         let restored = Double(try again.query("position")) ?? -2
-        #expect(restored >= beforeSleep && restored < beforeSleep + 1, "before sleep \(beforeSleep), restored \(restored)")
+        #expect(
+            restored >= beforeSleep && restored < beforeSleep + 1, "before sleep \(beforeSleep), restored \(restored)")
         #expect(try again.query("status") == "Paused")
 
         // The restarted daemon takes one at start, lets go at sleep, stays paused, and takes a new one after wake.
@@ -153,7 +154,8 @@ struct SystemSleepTests {
         let long = try longTone(seconds: 20, in: media)
         let logind = try FakeLogind(refusing: true)
         let home = try TemporaryDirectory(prefix: "spool-home")
-        let daemon = try RunningDaemon(home: home.url, extraEnvironment: ["DBUS_SYSTEM_BUS_ADDRESS": logind.bus.address])
+        let daemon = try RunningDaemon(
+            home: home.url, extraEnvironment: ["DBUS_SYSTEM_BUS_ADDRESS": logind.bus.address])
         try await daemon.waitUntilReady()
         #expect(try daemon.playerctl("open", long.absoluteString).status == 0)
         _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.0 }

@@ -1,8 +1,8 @@
 import Fetcher
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// One test per fault of the `FaultOrigin`: the delivered bytes equal the resource exactly,
 /// and the origin's log shows exactly which ranges were asked.
@@ -47,7 +47,9 @@ struct FaultTests {
         let log = try origin.requests(atLeast: 3)
         #expect(log.map(\.status) == [503, 503, 206])
         #expect(log.map(\.range) == ["bytes=0-", "bytes=0-", "bytes=0-"])
-        let attempts = recorder.statuses.compactMap { if case .retrying(let delay, let attempt, .httpStatus(503)) = $0 { (delay, attempt) } else { nil } }
+        let attempts = recorder.statuses.compactMap {
+            if case .retrying(let delay, let attempt, .httpStatus(503)) = $0 { (delay, attempt) } else { nil }
+        }
         #expect(attempts.map(\.1) == [1, 2])
         // 50 ms doubling, jittered into [d/2, d].
         #expect(attempts.first.map { (0.025...0.05).contains($0.0) } == true)
@@ -209,7 +211,9 @@ struct FaultTests {
         expectDelivered(recorder, body)
         let statuses = recorder.statuses
         #expect(statuses.count == 2)
-        if case .stalled(let seconds)? = statuses.first { #expect(seconds >= 1 && seconds < 2) } else {
+        if case .stalled(let seconds)? = statuses.first {
+            #expect(seconds >= 1 && seconds < 2)
+        } else {
             Issue.record("expected a stall first: \(statuses)")
         }
         #expect(statuses.last == .reconnecting(from: 70_000))
@@ -223,16 +227,21 @@ struct FaultTests {
         let fresh = origin.url(for: "/fresh.mp3")
         // After the first cut the old URL answers 403 (an expired signature).
         let recorder = TransferRecorder { event in
-            if event.isData { origin.setFaults(OriginFaults(errorResponses: .init(count: 10, status: 403)), for: "/a.mp3") }
+            if event.isData {
+                origin.setFaults(OriginFaults(errorResponses: .init(count: 10, status: 403)), for: "/a.mp3")
+            }
         }
         let asked = Mutex<[URL]>([])
-        fetcher.record(RangeRequest(url: url), reresolve: { old in
-            asked.withLock { $0.append(old) }
-            return fresh
-        }, into: recorder)
+        fetcher.record(
+            RangeRequest(url: url),
+            reresolve: { old in
+                asked.withLock { $0.append(old) }
+                return fresh
+            }, into: recorder)
         expectDelivered(recorder, body)
         #expect(asked.withLock { $0 } == [url])
-        #expect(recorder.statuses == [.reconnecting(from: 40_000), .reresolving(status: 403), .reconnecting(from: 40_000)])
+        #expect(
+            recorder.statuses == [.reconnecting(from: 40_000), .reresolving(status: 403), .reconnecting(from: 40_000)])
         let log = try origin.requests(atLeast: 3)
         #expect(log.map(\.path) == ["/a.mp3", "/a.mp3", "/fresh.mp3"])
         #expect(log.map(\.range) == ["bytes=0-", "bytes=40000-99999", "bytes=40000-99999"])

@@ -1,8 +1,8 @@
 import Fetcher
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Fetcher basics: ranges, connections, cancel, priorities", .serialized)
 struct FetcherTests {
@@ -34,7 +34,8 @@ struct FetcherTests {
         let body = patternedBody(200_000)
         origin.serve(OriginResource(body, etag: "\"v1\""), at: "/a.mp3")
         for start in [0, 150_000, 40_000] as [Int64] {
-            let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/a.mp3"), start: start, end: start + 10_000))
+            let recorder = fetcher.record(
+                RangeRequest(url: origin.url(for: "/a.mp3"), start: start, end: start + 10_000))
             expectDelivered(recorder, body[Int(start)..<Int(start) + 10_000], from: start)
         }
         #expect(origin.acceptedConnections == 1)
@@ -45,7 +46,8 @@ struct FetcherTests {
         let origin = try FaultOrigin()
         let long = patternedBody(100_000)
         let short = Data(patternedBody(1000).reversed())
-        origin.serve(OriginResource(long), at: "/long", faults: OriginFaults(firstByteLatency: 0.05, bytesPerSecond: 100_000))
+        origin.serve(
+            OriginResource(long), at: "/long", faults: OriginFaults(firstByteLatency: 0.05, bytesPerSecond: 100_000))
         origin.serve(OriginResource(short), at: "/short", faults: OriginFaults(firstByteLatency: 0.05))
         let longRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/long")))
         Thread.sleep(forTimeInterval: 0.01)
@@ -117,7 +119,8 @@ struct FetcherTests {
         let origin = try FaultOrigin()
         let low = patternedBody(100_000)
         let high = Data(patternedBody(100_000).reversed())
-        origin.serve(OriginResource(low), at: "/low", faults: OriginFaults(firstByteLatency: 0.3, bytesPerSecond: 100_000))
+        origin.serve(
+            OriginResource(low), at: "/low", faults: OriginFaults(firstByteLatency: 0.3, bytesPerSecond: 100_000))
         origin.serve(OriginResource(high), at: "/high", faults: OriginFaults(bytesPerSecond: 200_000))
         let highRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/high"), priority: .playback))
         #expect(highRecorder.waitFor { $0.isData })

@@ -1,6 +1,7 @@
 import Foundation
-@testable import Fetcher
 import Testing
+
+@testable import Fetcher
 
 /// Retry-After dates are parsed by hand since the Fetcher may not import
 /// Foundation (issue #5); the answers must be DateFormatter's.

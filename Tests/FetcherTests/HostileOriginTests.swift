@@ -1,8 +1,8 @@
 import Fetcher
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// Origins that try to make a client wait or hold memory forever: a redirect loop, endless or
 /// giant response headers, a body trickled a byte a second. Each ends in a clear error, after a

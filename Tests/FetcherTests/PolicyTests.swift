@@ -11,25 +11,32 @@ struct PolicyTests {
         knownLength: Int64? = nil, condition: RequestCondition? = nil
     ) -> HeadVerdict {
         let fields = HeadFields(status: status) { name in headers[name] }
-        return ResponsePolicy.judge(fields, plan: AttemptPlan(start: start, end: end, knownLength: knownLength, condition: condition))
+        return ResponsePolicy.judge(
+            fields, plan: AttemptPlan(start: start, end: end, knownLength: knownLength, condition: condition))
     }
 
     private let v1 = HTTPValidator(etag: "\"v1\"", lastModified: nil)!
 
     @Test func aMatchingPartialResponseIsAccepted() {
-        #expect(judge(206, ["Content-Range": "bytes 100-199/1000"], start: 100, end: 200, knownLength: 1000)
-            == .accept(bodyStart: 100, total: 1000, declaredEnd: 200))
-        #expect(judge(206, ["Content-Range": "bytes 100-149/*"], start: 100, end: 200)
-            == .accept(bodyStart: 100, total: nil, declaredEnd: 150))
+        #expect(
+            judge(206, ["Content-Range": "bytes 100-199/1000"], start: 100, end: 200, knownLength: 1000)
+                == .accept(bodyStart: 100, total: 1000, declaredEnd: 200))
+        #expect(
+            judge(206, ["Content-Range": "bytes 100-149/*"], start: 100, end: 200)
+                == .accept(bodyStart: 100, total: nil, declaredEnd: 150))
     }
 
     @Test func aPartialResponseAtAnotherStartOrPastTheEndIsRejected() {
-        #expect(judge(206, ["Content-Range": "bytes 0-199/1000"], start: 100) == .fail(.badContentRange("bytes 0-199/1000")))
-        #expect(judge(206, ["Content-Range": "bytes 100-299/1000"], start: 100, end: 200)
-            == .fail(.badContentRange("bytes 100-299/1000")))
+        #expect(
+            judge(206, ["Content-Range": "bytes 0-199/1000"], start: 100) == .fail(.badContentRange("bytes 0-199/1000"))
+        )
+        #expect(
+            judge(206, ["Content-Range": "bytes 100-299/1000"], start: 100, end: 200)
+                == .fail(.badContentRange("bytes 100-299/1000")))
         #expect(judge(206, [:], start: 100) == .fail(.badContentRange("<missing>")))
-        #expect(judge(206, ["Content-Range": "bytes 0-9/10", "Content-Type": "multipart/byteranges; boundary=x"])
-            == .fail(.badContentRange("multipart/byteranges")))
+        #expect(
+            judge(206, ["Content-Range": "bytes 0-9/10", "Content-Type": "multipart/byteranges; boundary=x"])
+                == .fail(.badContentRange("multipart/byteranges")))
     }
 
     @Test func aPartialResponseWithAnotherTotalMeansChanged() {
@@ -40,12 +47,15 @@ struct PolicyTests {
     }
 
     @Test func aFullResponseToIfRangeIsAChangeUnlessItNamesTheSameVersion() {
-        #expect(judge(200, ["Content-Length": "500", "ETag": "\"v2\""], start: 100, condition: .ifRange(v1))
-            == .changed(total: 500, declaredEnd: 500))
+        #expect(
+            judge(200, ["Content-Length": "500", "ETag": "\"v2\""], start: 100, condition: .ifRange(v1))
+                == .changed(total: 500, declaredEnd: 500))
         // A server ignoring Range sends the same version whole: skip to the byte asked.
-        #expect(judge(200, ["Content-Length": "500", "ETag": "\"v1\""], start: 100, condition: .ifRange(v1))
-            == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
-        #expect(judge(200, ["Content-Length": "500"], start: 100) == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
+        #expect(
+            judge(200, ["Content-Length": "500", "ETag": "\"v1\""], start: 100, condition: .ifRange(v1))
+                == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
+        #expect(
+            judge(200, ["Content-Length": "500"], start: 100) == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
         guard case .fail(.resourceChanged) = judge(200, ["Content-Length": "500"], start: 100, knownLength: 400) else {
             Issue.record("a 200 of another length must be a change")
             return
@@ -59,7 +69,8 @@ struct PolicyTests {
         let range = "bytes 100-199/1000"
         let accepted = HeadVerdict.accept(bodyStart: 100, total: 1000, declaredEnd: 200)
         func verdict(_ held: HTTPValidator, _ served: [String: String]) -> HeadVerdict {
-            judge(206, served.merging(["Content-Range": range]) { a, _ in a }, start: 100, end: 200,
+            judge(
+                206, served.merging(["Content-Range": range]) { a, _ in a }, start: 100, end: 200,
                 knownLength: 1000, condition: .ifRange(held))
         }
         func changed(_ verdict: HeadVerdict) -> Bool {
@@ -95,31 +106,40 @@ struct PolicyTests {
             #expect(joined ? result == accepted : changed(result), "held \(held), served \(served): \(result)")
         }
         // Another total is a change whatever the validators say.
-        #expect(changed(judge(206, ["Content-Range": "bytes 100-199/1001", "ETag": "W/\"w1\""], start: 100,
-            end: 200, knownLength: 1000, condition: .ifRange(weak))))
+        #expect(
+            changed(
+                judge(
+                    206, ["Content-Range": "bytes 100-199/1001", "ETag": "W/\"w1\""], start: 100,
+                    end: 200, knownLength: 1000, condition: .ifRange(weak))))
     }
 
     @Test func aFullResponseToAWeakValidatorIsAChangeUnlessTheSameWeakTag() {
         let weak = HTTPValidator(etag: "W/\"w1\"", lastModified: nil)!
-        #expect(judge(200, ["Content-Length": "500", "ETag": "W/\"w1\""], start: 100, condition: .ifRange(weak))
-            == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
-        #expect(judge(200, ["Content-Length": "500", "ETag": "W/\"w2\""], start: 100, condition: .ifRange(weak))
-            == .changed(total: 500, declaredEnd: 500))
+        #expect(
+            judge(200, ["Content-Length": "500", "ETag": "W/\"w1\""], start: 100, condition: .ifRange(weak))
+                == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
+        #expect(
+            judge(200, ["Content-Length": "500", "ETag": "W/\"w2\""], start: 100, condition: .ifRange(weak))
+                == .changed(total: 500, declaredEnd: 500))
     }
 
     @Test func revalidationAnswersAreNotModifiedOrChanged() {
         #expect(judge(304, condition: .ifNoneMatch(v1)) == .notModified)
         #expect(judge(304) == .fail(.httpStatus(304)))
-        #expect(judge(206, ["Content-Range": "bytes 0-9/20"], end: 10, condition: .ifNoneMatch(v1))
-            == .changed(total: 20, declaredEnd: 10))
-        #expect(judge(200, ["Content-Length": "20"], end: 10, condition: .ifNoneMatch(v1)) == .changed(total: 20, declaredEnd: 20))
+        #expect(
+            judge(206, ["Content-Range": "bytes 0-9/20"], end: 10, condition: .ifNoneMatch(v1))
+                == .changed(total: 20, declaredEnd: 10))
+        #expect(
+            judge(200, ["Content-Length": "20"], end: 10, condition: .ifNoneMatch(v1))
+                == .changed(total: 20, declaredEnd: 20))
     }
 
     @Test func statusesMapToThePolicy() {
         #expect(judge(416, ["Content-Range": "bytes */1000"], start: 1000) == .endOfResource(total: 1000))
         #expect(judge(416, [:], start: 1000, knownLength: 1000) == .endOfResource(total: 1000))
         #expect(judge(416, [:], start: 10) == .fail(.httpStatus(416)))
-        guard case .fail(.resourceChanged) = judge(416, ["Content-Range": "bytes */800"], start: 900, knownLength: 1000) else {
+        guard case .fail(.resourceChanged) = judge(416, ["Content-Range": "bytes */800"], start: 900, knownLength: 1000)
+        else {
             Issue.record("a shorter resource must be a change")
             return
         }
@@ -146,7 +166,8 @@ struct PolicyTests {
     @Test func backoffDoublesFromHalfASecondIsCappedAndJittered() {
         let configuration = FetcherConfiguration(userAgent: "Spool/test")
         func delay(_ attempt: Int, _ jitter: Double, retryAfter: Double? = nil) -> Double {
-            ResponsePolicy.backoff(attempt: attempt, retryAfter: retryAfter, configuration: configuration, jitter: jitter)
+            ResponsePolicy.backoff(
+                attempt: attempt, retryAfter: retryAfter, configuration: configuration, jitter: jitter)
         }
         #expect(delay(1, 1) == 0.5)
         #expect(delay(1, 0) == 0.25)
@@ -160,8 +181,9 @@ struct PolicyTests {
 
     @Test func onlyStrongETagsGuardARange() {
         #expect(HTTPValidator(etag: "W/\"x\"", lastModified: nil)?.ifRangeValue == nil)
-        #expect(HTTPValidator(etag: "W/\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue
-            == "Tue, 14 Nov 2023 22:13:20 GMT")
+        #expect(
+            HTTPValidator(etag: "W/\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue
+                == "Tue, 14 Nov 2023 22:13:20 GMT")
         #expect(HTTPValidator(etag: "\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue == "\"x\"")
         #expect(HTTPValidator(etag: nil, lastModified: nil) == nil)
     }
@@ -177,8 +199,10 @@ struct PolicyTests {
 
     /// Whether a body closed short of its declared length ends the resource, or is continued.
     @Test func aShortBodyEndsTheResourceOnlyFromAnOriginThatCannotBeAskedForTheRest() {
-        func ends(_ status: Int, ranges: String? = nil, code: Int = 18, bodyEnd: Int64 = 500, next: Int64 = 500) -> Bool {
-            ResponsePolicy.shortBodyEndsResource(status: status, acceptRanges: ranges, code: code, bodyEnd: bodyEnd, next: next)
+        func ends(_ status: Int, ranges: String? = nil, code: Int = 18, bodyEnd: Int64 = 500, next: Int64 = 500) -> Bool
+        {
+            ResponsePolicy.shortBodyEndsResource(
+                status: status, acceptRanges: ranges, code: code, bodyEnd: bodyEnd, next: next)
         }
         #expect(ends(200), "a 200 without Accept-Ranges, closed by the server where it ended")
         #expect(ends(200, ranges: "none"))
@@ -195,7 +219,8 @@ struct PolicyTests {
     /// was overstated. Anywhere else, or unchecked, it is a change.
     @Test func aRefusalWhereTheBodyEndedCorrectsTheLength() {
         let refused = ["Content-Range": "bytes */900"]
-        #expect(judge(416, refused, start: 900, knownLength: 1000, condition: .ifRange(v1)) == .endOfResource(total: 900))
+        #expect(
+            judge(416, refused, start: 900, knownLength: 1000, condition: .ifRange(v1)) == .endOfResource(total: 900))
         let weak = HTTPValidator(etag: "W/\"v1\"", lastModified: nil)!
         for verdict in [
             judge(416, refused, start: 800, knownLength: 1000, condition: .ifRange(v1)),

@@ -37,8 +37,10 @@ struct SpeedCheckTests {
     @Test(arguments: [
         // code, message, head read, error, retryable
         (47, "Maximum (5) redirects followed", false, FetchError.tooManyRedirects(5), false),
-        (56, "Too large response headers: 307755 > 307200", false,
-         .responseHeadTooLarge("Too large response headers: 307755 > 307200"), false),
+        (
+            56, "Too large response headers: 307755 > 307200", false,
+            .responseHeadTooLarge("Too large response headers: 307755 > 307200"), false
+        ),
         (27, "Out of memory", false, .responseHeadTooLarge("a header line over 100 KB"), false),
         (27, "Out of memory", true, .transport(code: 27, message: "Out of memory"), false),
         (56, "Connection reset by peer", false, .transport(code: 56, message: "Connection reset by peer"), true),

@@ -1,8 +1,8 @@
 import Fetcher
 import Foundation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Collects a transfer's events (with the time each arrived) and lets a test await any of them.
 final class TransferRecorder: Sendable {
@@ -90,7 +90,9 @@ final class TransferRecorder: Sendable {
             return "a second head that is not a change"
         }
         let ends = events.filter(\.isEnd)
-        if ends.count != 1 || !(events.last?.isEnd ?? false) { return "\(ends.count) end events, last \(String(describing: events.last))" }
+        if ends.count != 1 || !(events.last?.isEnd ?? false) {
+            return "\(ends.count) end events, last \(String(describing: events.last))"
+        }
         var expected: Int64?
         for event in events {
             switch event {
@@ -159,7 +161,9 @@ func expectDelivered(
         return
     }
     #expect(body.start == start, sourceLocation: sourceLocation)
-    #expect(firstDifference(body.bytes, expected) == nil, "\(describeDifference(body.bytes, expected))", sourceLocation: sourceLocation)
+    #expect(
+        firstDifference(body.bytes, expected) == nil, "\(describeDifference(body.bytes, expected))",
+        sourceLocation: sourceLocation)
 }
 
 /// Checks that the transfer ended (keeping the contract) with an error `matches` accepts.

@@ -1,7 +1,7 @@
 import Fetcher
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Fetcher validators: If-Range, revalidation, the end of the resource", .serialized)
 struct ValidatorTests {
@@ -60,7 +60,8 @@ struct ValidatorTests {
         let (origin, url) = try serve()
         let newBody = Data(body.reversed())
         origin.replace("/a.mp3", with: OriginResource(newBody, etag: "\"v2\""))
-        let version = try #require(HTTPValidator(etag: "\"v1\"", lastModified: HTTPDate.format(Date(timeIntervalSince1970: 1_600_000_000))))
+        let version = try #require(
+            HTTPValidator(etag: "\"v1\"", lastModified: HTTPDate.format(Date(timeIntervalSince1970: 1_600_000_000))))
         let recorder = fetcher.record(RangeRequest(url: url, end: 4096, condition: .ifNoneMatch(version)))
         expectDelivered(recorder, newBody.prefix(4096))
         #expect(recorder.changes.map(\.etag) == ["\"v2\""])

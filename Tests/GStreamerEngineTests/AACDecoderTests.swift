@@ -1,8 +1,8 @@
 import EngineAPI
 import Foundation
 import MediaSource
-import Testing
 import TestSupport
+import Testing
 
 @testable import GStreamerEngine
 
@@ -23,14 +23,19 @@ func withEditList(_ m4a: Data, priming: UInt32) throws -> Data {
         }
         return found
     }
-    func child(_ type: String, of box: (start: Int, size: Int, type: String)) throws -> (start: Int, size: Int, type: String) {
+    func child(_ type: String, of box: (start: Int, size: Int, type: String)) throws -> (
+        start: Int, size: Int, type: String
+    ) {
         guard let found = boxes(box.start + 8..<box.start + box.size).first(where: { $0.type == type }) else {
             throw RigError("no \(type) in \(box.type)")
         }
         return found
     }
     guard let moov = boxes(0..<bytes.count).first(where: { $0.type == "moov" }) else { throw RigError("no moov") }
-    guard boxes(0..<bytes.count).firstIndex(where: { $0.type == "mdat" })! < boxes(0..<bytes.count).firstIndex(where: { $0.type == "moov" })!
+    guard
+        boxes(0..<bytes.count).firstIndex(where: { $0.type == "mdat" })! < boxes(0..<bytes.count).firstIndex(where: {
+            $0.type == "moov"
+        })!
     else { throw RigError("moov must come after mdat") }
     let mvhd = try child("mvhd", of: moov)
     let trak = try child("trak", of: moov)
@@ -47,7 +52,9 @@ func withEditList(_ m4a: Data, priming: UInt32) throws -> Data {
     let edts = be(36) + Array("edts".utf8) + elst
     var edited = bytes
     edited.insert(contentsOf: edts, at: tkhd.start + tkhd.size)
-    for box in [moov, trak] { edited.replaceSubrange(box.start..<box.start + 4, with: be(UInt32(box.size + edts.count))) }
+    for box in [moov, trak] {
+        edited.replaceSubrange(box.start..<box.start + 4, with: be(UInt32(box.size + edts.count)))
+    }
     return Data(edited)
 }
 
@@ -59,9 +66,11 @@ struct AACDecoderTests {
     @Test func anEditListIsHonouredAsLibavHonoursIt() throws {
         let dir = try TemporaryDirectory()
         let edited = dir.file("edited.m4a")
-        try withEditList(Data(contentsOf: Fixtures.shared().fixture(.m4aMoovAtEnd).url), priming: 1024).write(to: edited)
+        try withEditList(Data(contentsOf: Fixtures.shared().fixture(.m4aMoovAtEnd).url), priming: 1024).write(
+            to: edited)
         let events = try decodeThroughEngine(
-            edited, source: { url throws(MediaSourceError) in FileByteSource(path: url.path) }, into: dir.file("spool.raw"))
+            edited, source: { url throws(MediaSourceError) in FileByteSource(path: url.path) },
+            into: dir.file("spool.raw"))
         #expect(events.contains(.trackStarted(TrackID(1))))
         try decodeWithFilesrc(edited, into: dir.file("libav.raw"), ranks: "avdec_aac:300")
         let spool = try Data(contentsOf: dir.file("spool.raw"))
@@ -73,10 +82,16 @@ struct AACDecoderTests {
         // stops dead), so the comparison ends a frame before the end.
         let compared = (frames.spool - 1024) * 4
         let (lag, difference) = (-2...2).map { lag in
-            (lag, maxSampleDifference(
-                Data(spool.dropFirst(max(0, lag) * 4).prefix(compared)), Data(libav.dropFirst(max(0, -lag) * 4).prefix(compared))))
+            (
+                lag,
+                maxSampleDifference(
+                    Data(spool.dropFirst(max(0, lag) * 4).prefix(compared)),
+                    Data(libav.dropFirst(max(0, -lag) * 4).prefix(compared)))
+            )
         }.min { $0.1 < $1.1 }!
-        print("edit list: \(frames.spool) frames through Spool (faad), \(frames.libav) through avdec_aac; aligned \(lag) frames apart, largest sample difference \(difference)")
+        print(
+            "edit list: \(frames.spool) frames through Spool (faad), \(frames.libav) through avdec_aac; aligned \(lag) frames apart, largest sample difference \(difference)"
+        )
         #expect(libav.count > 100_000)
         #expect(abs(frames.spool - frames.libav) <= 2, "\(frames)")
         #expect(difference <= 128, "largest difference \(difference) at the best lag \(lag)")
@@ -87,7 +102,8 @@ struct AACDecoderTests {
     @Test func withoutAnEditListExactlyTheSourceSamplesComeOut() throws {
         let dir = try TemporaryDirectory()
         _ = try decodeThroughEngine(
-            Fixtures.shared().fixture(.m4aFaststart).url, source: { url throws(MediaSourceError) in FileByteSource(path: url.path) },
+            Fixtures.shared().fixture(.m4aFaststart).url,
+            source: { url throws(MediaSourceError) in FileByteSource(path: url.path) },
             into: dir.file("spool.raw"))
         let frames = try Data(contentsOf: dir.file("spool.raw")).count / 4
         #expect(frames == Fixtures.sampleCount, "\(frames) frames of \(Fixtures.sampleCount)")

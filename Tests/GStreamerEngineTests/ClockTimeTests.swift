@@ -1,5 +1,6 @@
-@testable import GStreamerEngine
 import Testing
+
+@testable import GStreamerEngine
 
 @Suite("Clock time conversions")
 struct ClockTimeTests {

@@ -1,8 +1,8 @@
 import EngineAPI
 import Foundation
 import GStreamerEngine
-import Testing
 import TestSupport
+import Testing
 
 /// Damaged files of every format, made from the fixtures by a seeded generator: each one plays
 /// to an end or fails with an error, in bounded time, and the engine then plays a good file.
@@ -31,7 +31,9 @@ struct HostileFilesTests {
         case .garbledBody:
             let start = Int.random(in: bytes.count / 10...(bytes.count / 2), using: &random)
             let length = Int.random(in: 1...(bytes.count / 3), using: &random)
-            for index in start..<min(bytes.count, start + length) { bytes[index] = UInt8.random(in: 0...255, using: &random) }
+            for index in start..<min(bytes.count, start + length) {
+                bytes[index] = UInt8.random(in: 0...255, using: &random)
+            }
         case .garbledHeader:
             for _ in 0..<24 {
                 let index = Int.random(in: 0..<min(4096, bytes.count), using: &random)
@@ -46,7 +48,8 @@ struct HostileFilesTests {
     }
 
     @Test func everyDamagedFileEndsOrFailsAndAGoodOneStillPlays() throws {
-        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("hostile files: seed \(seed); SPOOL_TEST_SEED=\(seed) replays it")
         var random = SeededGenerator(seed: seed)
@@ -58,7 +61,9 @@ struct HostileFilesTests {
         var outcomes: [String] = []
         let rounds = 3
         let cases = fixtures.all.filter { !$0.hasCover }.flatMap { fixture in
-            Damage.allCases.flatMap { damage in Array(repeating: (fixture, damage), count: damage == .empty ? 1 : rounds) }
+            Damage.allCases.flatMap { damage in
+                Array(repeating: (fixture, damage), count: damage == .empty ? 1 : rounds)
+            }
         }
         for (fixture, damage) in cases {
             id += 1
@@ -90,8 +95,11 @@ struct HostileFilesTests {
         let png = dir.file("big.png")
         let made = try runCommand(
             "gst-launch-1.0",
-            ["-q", "videotestsrc", "num-buffers=1", "pattern=snow", "!", "video/x-raw,width=2600,height=2300,format=RGB",
-             "!", "pngenc", "compression-level=0", "!", "filesink", "location=\(png.path)"])
+            [
+                "-q", "videotestsrc", "num-buffers=1", "pattern=snow", "!",
+                "video/x-raw,width=2600,height=2300,format=RGB",
+                "!", "pngenc", "compression-level=0", "!", "filesink", "location=\(png.path)",
+            ])
         #expect(made.status == 0, "\(made.stderr)")
         let picture = try Data(contentsOf: png)
         #expect(picture.count > 16 << 20, "the picture is \(picture.count) bytes")

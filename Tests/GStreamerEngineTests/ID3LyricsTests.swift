@@ -1,10 +1,13 @@
-@testable import GStreamerEngine
 import Testing
+
+@testable import GStreamerEngine
 
 @Suite("Lyrics in ID3 USLT frames")
 struct ID3LyricsTests {
     /// A USLT frame: header (id, size, flags), encoding, language, description, text.
-    static func frame(encoding: UInt8, description: [UInt8], text: [UInt8], flags: UInt8 = 0, extra: [UInt8] = []) -> [UInt8] {
+    static func frame(encoding: UInt8, description: [UInt8], text: [UInt8], flags: UInt8 = 0, extra: [UInt8] = [])
+        -> [UInt8]
+    {
         let content = extra + [encoding] + Array("eng".utf8) + description + text
         return Array("USLT".utf8) + [0, 0, 0, UInt8(content.count)] + [0, flags] + content
     }
@@ -24,15 +27,25 @@ struct ID3LyricsTests {
         #expect(ID3Lyrics.text(ofFrame: utf16, version: 3) == lrc)
         let utf16BE = Self.frame(encoding: 2, description: [0, 0], text: [0x00, 0x41, 0x00, 0xE9])
         #expect(ID3Lyrics.text(ofFrame: utf16BE, version: 4) == "Aé")
-        #expect(ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: [0x61, 0xFF]), version: 4) == "a\u{FFFD}")
+        #expect(
+            ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: [0x61, 0xFF]), version: 4)
+                == "a\u{FFFD}")
     }
 
     @Test func skipsWhatItCannotRead() {
         let text = Array("la".utf8)
-        #expect(ID3Lyrics.text(ofFrame: Array("COMM".utf8) + Self.frame(encoding: 3, description: [0], text: text).dropFirst(4), version: 4) == nil)
-        #expect(ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: text, flags: 0x08), version: 4) == nil, "compressed")
-        #expect(ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: text, flags: 0x80), version: 3) == nil, "compressed")
-        #expect(ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: []), version: 4) == nil, "empty")
+        #expect(
+            ID3Lyrics.text(
+                ofFrame: Array("COMM".utf8) + Self.frame(encoding: 3, description: [0], text: text).dropFirst(4),
+                version: 4) == nil)
+        #expect(
+            ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: text, flags: 0x08), version: 4)
+                == nil, "compressed")
+        #expect(
+            ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: text, flags: 0x80), version: 3)
+                == nil, "compressed")
+        #expect(
+            ID3Lyrics.text(ofFrame: Self.frame(encoding: 3, description: [0], text: []), version: 4) == nil, "empty")
         #expect(ID3Lyrics.text(ofFrame: Array("USLT".utf8) + [0, 0, 0, 1, 0, 0, 3], version: 4) == nil, "truncated")
         let withLength = Self.frame(encoding: 3, description: [0], text: text, flags: 0x01, extra: [0, 0, 0, 7])
         #expect(ID3Lyrics.text(ofFrame: withLength, version: 4) == "la", "data length indicator")

@@ -1,8 +1,8 @@
 import EngineAPI
 import Foundation
 import MediaSource
-import Testing
 import TestSupport
+import Testing
 
 @testable import GStreamerEngine
 
@@ -16,28 +16,46 @@ struct IdleReleaseDecisionTests {
     }
 
     static let tables: [(String, [Step])] = [
-        ("a pause lasting the delay releases", [
-            .transport(.playing, startsWait: false), .transport(.paused, startsWait: true),
-            .waitEnds(token: 1, settled: true, .release),
-        ]),
-        ("a stop lasting the delay releases", [.transport(.stopped, startsWait: true), .waitEnds(token: 1, settled: true, .release)]),
-        ("playing again cancels the wait", [
-            .transport(.paused, startsWait: true), .transport(.playing, startsWait: false),
-            .waitEnds(token: 1, settled: true, .stale),
-        ]),
-        ("a second pause restarts the wait", [
-            .transport(.paused, startsWait: true), .transport(.playing, startsWait: false),
-            .transport(.paused, startsWait: true), .waitEnds(token: 1, settled: true, .stale),
-            .waitEnds(token: 2, settled: true, .release),
-        ]),
-        ("a track between states waits again", [
-            .transport(.paused, startsWait: true), .waitEnds(token: 1, settled: false, .waitAgain(token: 2)),
-            .waitEnds(token: 1, settled: true, .stale), .waitEnds(token: 2, settled: true, .release),
-        ]),
-        ("a release happens once per wait", [
-            .transport(.paused, startsWait: true), .waitEnds(token: 1, settled: true, .release),
-            .waitEnds(token: 1, settled: true, .stale),
-        ]),
+        (
+            "a pause lasting the delay releases",
+            [
+                .transport(.playing, startsWait: false), .transport(.paused, startsWait: true),
+                .waitEnds(token: 1, settled: true, .release),
+            ]
+        ),
+        (
+            "a stop lasting the delay releases",
+            [.transport(.stopped, startsWait: true), .waitEnds(token: 1, settled: true, .release)]
+        ),
+        (
+            "playing again cancels the wait",
+            [
+                .transport(.paused, startsWait: true), .transport(.playing, startsWait: false),
+                .waitEnds(token: 1, settled: true, .stale),
+            ]
+        ),
+        (
+            "a second pause restarts the wait",
+            [
+                .transport(.paused, startsWait: true), .transport(.playing, startsWait: false),
+                .transport(.paused, startsWait: true), .waitEnds(token: 1, settled: true, .stale),
+                .waitEnds(token: 2, settled: true, .release),
+            ]
+        ),
+        (
+            "a track between states waits again",
+            [
+                .transport(.paused, startsWait: true), .waitEnds(token: 1, settled: false, .waitAgain(token: 2)),
+                .waitEnds(token: 1, settled: true, .stale), .waitEnds(token: 2, settled: true, .release),
+            ]
+        ),
+        (
+            "a release happens once per wait",
+            [
+                .transport(.paused, startsWait: true), .waitEnds(token: 1, settled: true, .release),
+                .waitEnds(token: 1, settled: true, .stale),
+            ]
+        ),
     ]
 
     @Test(arguments: tables.indices)
@@ -80,7 +98,9 @@ struct IdleReleaseDecisionTests {
     @Test func aResumedTrackSeeksExactlyToItsPlaceAndReportsNoSeek() {
         var phase = TrackPhase.resuming(at: .seconds(2))
         #expect(phase.reportedPosition { .zero } == .seconds(2), "reported where it comes back while it loads")
-        #expect(phase.asyncDone(markersSeen: 0, filterMismatch: false, exactSeeks: false) == .seek(to: .seconds(2), exact: true))
+        #expect(
+            phase.asyncDone(markersSeen: 0, filterMismatch: false, exactSeeks: false)
+                == .seek(to: .seconds(2), exact: true))
         #expect(phase.asyncDone(markersSeen: 0, filterMismatch: false, exactSeeks: false) == .seeked(quiet: true))
     }
 }
@@ -88,7 +108,9 @@ struct IdleReleaseDecisionTests {
 /// Whether this process holds `file` open.
 func holdsOpen(_ file: URL, pid: String = "self") -> Bool {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-    return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == file.path }
+    return fds.contains {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == file.path
+    }
 }
 
 @Suite("The engine lets go of its pipeline when idle", .serialized)
@@ -125,12 +147,15 @@ struct IdleReleaseEngineTests {
         #expect(recorder.waitFor(after: beforePlay) { $0 == .stateChanged(.playing) } != nil, "\(recorder.all)")
         let resumedAt = try #require(engine.position())
         let elapsed = ContinuousClock.now - started
-        #expect(resumedAt >= pausedAt - .milliseconds(300) && resumedAt <= pausedAt + elapsed + .milliseconds(300),
-                "paused at \(pausedAt), playing again at \(resumedAt) after \(elapsed)")
+        #expect(
+            resumedAt >= pausedAt - .milliseconds(300) && resumedAt <= pausedAt + elapsed + .milliseconds(300),
+            "paused at \(pausedAt), playing again at \(resumedAt) after \(elapsed)")
         #expect(holdsOpen(file))
         #expect(waitForPosition(engine, atLeast: pausedAt + .milliseconds(300)), "it plays on")
         let afterRelease = recorder.all.dropFirst(beforePlay)
-        #expect(!afterRelease.contains { if case .seeked = $0 { true } else { false } }, "no seek is reported: \(afterRelease)")
+        #expect(
+            !afterRelease.contains { if case .seeked = $0 { true } else { false } },
+            "no seek is reported: \(afterRelease)")
         #expect(!afterRelease.contains { if case .failed = $0 { true } else { false } }, "\(afterRelease)")
     }
 
@@ -141,11 +166,15 @@ struct IdleReleaseEngineTests {
         defer { engine.shutdown() }
         let recorder = EventRecorder()
         engine.setEventHandler { recorder.record($0) }
-        engine.load(EngineTrack(id: TrackID(4), url: try Fixtures.shared().fixture(.oggVorbis).url), at: .seconds(1), playing: false)
+        engine.load(
+            EngineTrack(id: TrackID(4), url: try Fixtures.shared().fixture(.oggVorbis).url), at: .seconds(1),
+            playing: false)
         #expect(recorder.waitFor(timeout: 10) { $0 == .pipelineReleased } != nil, "\(recorder.all)")
         let mark = recorder.all.count
         engine.seek(to: .seconds(2))
-        #expect(recorder.waitFor(after: mark) { $0 == .seeked(TrackID(4), position: .seconds(2)) } != nil, "\(recorder.all)")
+        #expect(
+            recorder.waitFor(after: mark) { $0 == .seeked(TrackID(4), position: .seconds(2)) } != nil, "\(recorder.all)"
+        )
         #expect(engine.position() == .seconds(2))
         engine.play()
         #expect(recorder.waitFor(after: mark) { $0 == .stateChanged(.playing) } != nil, "\(recorder.all)")

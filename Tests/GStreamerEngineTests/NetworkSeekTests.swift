@@ -3,8 +3,8 @@ import Foundation
 import GStreamerEngine
 import MediaSource
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A file read as if only its start and its second half had been downloaded yet: reads
 /// elsewhere stay pending (the download has not got there).
@@ -27,7 +27,9 @@ final class PartlyDownloadedSource: ByteSource {
         !tellsHeld || range.upperBound <= head || range.lowerBound >= tailStart
     }
 
-    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) { file.open(completion) }
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        file.open(completion)
+    }
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
         let end = offset + Int64(maxLength)
         if end <= head || offset >= tailStart { return file.read(at: offset, maxLength: maxLength, wake: wake) }
@@ -43,9 +45,11 @@ func longMP3(seconds: Int, in dir: TemporaryDirectory) throws -> URL {
     let file = dir.file("long-\(seconds).mp3")
     let made = try runCommand(
         "gst-launch-1.0",
-        ["-q", "audiotestsrc", "wave=sine", "num-buffers=\(seconds * 44_100 / 1024)", "samplesperbuffer=1024", "!",
-         "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "lamemp3enc", "target=bitrate",
-         "bitrate=128", "cbr=true", "!", "xingmux", "!", "id3v2mux", "!", "filesink", "location=\(file.path)"])
+        [
+            "-q", "audiotestsrc", "wave=sine", "num-buffers=\(seconds * 44_100 / 1024)", "samplesperbuffer=1024", "!",
+            "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!", "lamemp3enc", "target=bitrate",
+            "bitrate=128", "cbr=true", "!", "xingmux", "!", "id3v2mux", "!", "filesink", "location=\(file.path)",
+        ])
     guard made.status == 0 else { throw RigError("could not make the MP3: \(made.stderr)") }
     return file
 }
@@ -71,7 +75,8 @@ struct NetworkSeekTests {
         let source = PartlyDownloadedSource(path: file.path, head: 32_768, tailStart: size)
         let (engine, recorder) = try httpEngine(over: source, sync: false)
         defer { engine.shutdown() }
-        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
+        engine.load(
+            EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
         #expect(
             recorder.waitFor(timeout: 5) { $0 == .stateChanged(.paused) } != nil,
             "not ready with the first 32 KiB; reads left waiting at \(source.pendingReads.withLock { $0 })")
@@ -88,13 +93,16 @@ struct NetworkSeekTests {
         let source = PartlyDownloadedSource(path: file.path, head: 200_000, tailStart: size / 2)
         let (engine, recorder) = try httpEngine(over: source, sync: false)
         defer { engine.shutdown() }
-        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
+        engine.load(
+            EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
         #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
         #expect(recorder.waitFor { $0 == .stateChanged(.paused) } != nil, "\(recorder.all)")
 
         engine.seek(to: .seconds(48))
         let seeked = recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } }
-        #expect(seeked == .seeked(TrackID(1), position: .seconds(48)), "reads left waiting at \(source.pendingReads.withLock { $0 })")
+        #expect(
+            seeked == .seeked(TrackID(1), position: .seconds(48)),
+            "reads left waiting at \(source.pendingReads.withLock { $0 })")
     }
 
     /// A rate change is a seek to the play head. After a far seek (through the seek table) an
@@ -108,15 +116,18 @@ struct NetworkSeekTests {
         let (engine, recorder) = try httpEngine(over: source, sync: true)
         defer { engine.shutdown() }
         engine.setRate(1.25)  // scaletempo from the start: the change below is a plain seek
-        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: true)
+        engine.load(
+            EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: true)
         #expect(recorder.waitFor { $0 == .stateChanged(.playing) } != nil, "\(recorder.all)")
         engine.seek(to: .seconds(48))
-        #expect(recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } } != nil, "\(recorder.all)")
+        #expect(
+            recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } } != nil, "\(recorder.all)")
         #expect(waitForPosition(engine, atLeast: .milliseconds(48_300), timeout: .seconds(5)))
         engine.setRate(1.5)
         #expect(
             waitForPosition(engine, atLeast: .milliseconds(49_500), timeout: .seconds(5)),
-            "stuck at \(String(describing: engine.position())); reads waiting at \(source.pendingReads.withLock { $0 })")
+            "stuck at \(String(describing: engine.position())); reads waiting at \(source.pendingReads.withLock { $0 })"
+        )
     }
 
     /// baseparse answers a seek up to 20 s past what it parsed by parsing every frame up to the
@@ -130,7 +141,8 @@ struct NetworkSeekTests {
         let source = PartlyDownloadedSource(path: file.path, head: 32_768, tailStart: size / 3, tellsHeld: true)
         let (engine, recorder) = try httpEngine(over: source, sync: false)
         defer { engine.shutdown() }
-        engine.load(EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
+        engine.load(
+            EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
         #expect(recorder.waitFor { $0 == .stateChanged(.paused) } != nil, "\(recorder.all)")
         engine.seek(to: .seconds(15))
         let seeked = recorder.waitFor(timeout: 5) { if case .seeked = $0 { true } else { false } }

@@ -1,8 +1,8 @@
 import EngineAPI
 import Foundation
 import GStreamerEngine
-import Testing
 import TestSupport
+import Testing
 
 /// An error of the track prepared for the gapless hand-over belongs to it, never to the one
 /// playing: the playing track plays to its end.
@@ -41,12 +41,16 @@ struct NextTrackErrorTests {
         let events = recorder.all
         print("events after a broken next track: \(events.filter { if case .tags = $0 { false } else { true } })")
         #expect(end == .endOfTrack(TrackID(1)), "the playing track ends normally: \(String(describing: end))")
-        #expect(!events.contains { if case .failed(TrackID(1), _) = $0 { true } else { false } }, "never blamed on the playing track")
+        #expect(
+            !events.contains { if case .failed(TrackID(1), _) = $0 { true } else { false } },
+            "never blamed on the playing track")
         #expect(!events.contains(.trackStarted(TrackID(2))))
         if breakage == .textNamedMP3 {
             // (A rebuild reopens the file sink, so only an unbroken run can be counted.)
             let played = try Data(contentsOf: output).count / 4
-            #expect(played == Fixtures.sampleCount, "the first track's samples all played: \(played) of \(Fixtures.sampleCount)")
+            #expect(
+                played == Fixtures.sampleCount,
+                "the first track's samples all played: \(played) of \(Fixtures.sampleCount)")
         }
     }
 }

@@ -5,8 +5,8 @@ import GStreamerEngine
 import MediaSource
 import RangeCache
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Collects engine events and lets a test await one.
 final class EventRecorder: Sendable {
@@ -78,8 +78,10 @@ func decodeWithFilesrc(_ file: URL, into output: URL, ranks: String = "mpg123aud
     environment["GST_PLUGIN_FEATURE_RANK"] = ranks
     let result = try runCommand(
         "gst-launch-1.0",
-        ["-q", "filesrc", "location=\(file.path)", "!", "decodebin", "!", "audioconvert", "!", pcmCaps, "!",
-         "filesink", "location=\(output.path)"], environment: environment)
+        [
+            "-q", "filesrc", "location=\(file.path)", "!", "decodebin", "!", "audioconvert", "!", pcmCaps, "!",
+            "filesink", "location=\(output.path)",
+        ], environment: environment)
     #expect(result.status == 0, "gst-launch failed: \(result.stderr)")
 }
 
@@ -123,9 +125,11 @@ struct PCMIdentityTests {
         let reference = try Data(contentsOf: dir.file("filesrc.raw"))
         #expect(reference.count > 100_000)
 
-        let events = try decodeThroughEngine(server.url(for: fixture.fileName), source: cached, into: dir.file("first.raw"))
+        let events = try decodeThroughEngine(
+            server.url(for: fixture.fileName), source: cached, into: dir.file("first.raw"))
         let first = try Data(contentsOf: dir.file("first.raw"))
-        #expect(firstDifference(first, reference) == nil, "\(fixture), first play: \(describeDifference(first, reference))")
+        #expect(
+            firstDifference(first, reference) == nil, "\(fixture), first play: \(describeDifference(first, reference))")
         // Tags travel with the bytes.
         let tags = events.compactMap { if case .tags(_, let tags) = $0 { tags } else { nil } }
             .reduce(TrackTags()) { $0.merging($1) }
@@ -134,7 +138,8 @@ struct PCMIdentityTests {
 
         _ = try decodeThroughEngine(server.url(for: fixture.fileName), source: cached, into: dir.file("replay.raw"))
         let replay = try Data(contentsOf: dir.file("replay.raw"))
-        #expect(firstDifference(replay, reference) == nil, "\(fixture), replay: \(describeDifference(replay, reference))")
+        #expect(
+            firstDifference(replay, reference) == nil, "\(fixture), replay: \(describeDifference(replay, reference))")
         #expect(server.accessLog().count == downloaded.count, "the replay came from the cache: \(server.accessLog())")
     }
 
@@ -163,8 +168,10 @@ struct PCMIdentityTests {
         defer { engine.shutdown() }
         let recorder = EventRecorder()
         engine.setEventHandler { recorder.record($0) }
-        engine.load(EngineTrack(id: TrackID(3), url: URL(fileURLWithPath: "/nonexistent/x.mp3")), at: .zero, playing: true)
-        guard case .failed(TrackID(3), let error)? = recorder.waitFor({ if case .failed = $0 { true } else { false } }) else {
+        engine.load(
+            EngineTrack(id: TrackID(3), url: URL(fileURLWithPath: "/nonexistent/x.mp3")), at: .zero, playing: true)
+        guard case .failed(TrackID(3), let error)? = recorder.waitFor({ if case .failed = $0 { true } else { false } })
+        else {
             Issue.record("expected a failure: \(recorder.all)")
             return
         }

@@ -4,13 +4,14 @@ import Foundation
 import GStreamerEngine
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// An engine writing raw PCM to a file as fast as it can decode.
 func pcmEngine(into output: URL, artDirectory: URL? = nil) throws -> (GStreamerEngine, EventRecorder) {
     try fileEngine(
-        audioSink: "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)", artDirectory: artDirectory)
+        audioSink: "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)", artDirectory: artDirectory
+    )
 }
 
 /// Plays the FLAC fixture as track 1 with the WAV one queued as track 2, and waits until
@@ -112,14 +113,17 @@ struct PlaybackBehaviourTests {
         #expect(!recorder.all.contains(.endOfTrack(TrackID(1))), "the first track must hand over, not end")
         // Decoding faster than real time, the track can end before the engine's follow-up
         // duration query (playbin answers it only once the new stream settles): await it.
-        #expect(recorder.waitFor(timeout: 3) { if case .duration(TrackID(2), _) = $0 { true } else { false } } != nil,
-                "the next track's length is reported: \(recorder.all.suffix(6))")
+        #expect(
+            recorder.waitFor(timeout: 3) { if case .duration(TrackID(2), _) = $0 { true } else { false } } != nil,
+            "the next track's length is reported: \(recorder.all.suffix(6))")
         let firstLength = try Data(contentsOf: dir.file("a.raw")).count
         let alone = firstLength + (try Data(contentsOf: dir.file("b.raw")).count)
         let joined = try Data(contentsOf: dir.file("joined.raw"))
         let added = Double(joined.count - alone) / pcmBytesPerMillisecond
         let silence = longestSilence(in: joined, around: firstLength, window: Int(200 * pcmBytesPerMillisecond))
-         print("gap \(first.lastPathComponent) → \(second.lastPathComponent): \(added) ms added, \(silence) ms of silence at the junction")
+        print(
+            "gap \(first.lastPathComponent) → \(second.lastPathComponent): \(added) ms added, \(silence) ms of silence at the junction"
+        )
         return max(abs(added), silence)
     }
 
@@ -164,7 +168,8 @@ struct PlaybackBehaviourTests {
         // Tags of the next track are attributed to it (never to the playing one).
         #expect(firstTagOfNext != nil)
         let secondTitle = fixtures.fixture(.oggVorbis).title
-        #expect(!events.contains { if case .tags(TrackID(1), let tags) = $0 { tags.title == secondTitle } else { false } })
+        #expect(
+            !events.contains { if case .tags(TrackID(1), let tags) = $0 { tags.title == secondTitle } else { false } })
         #expect(events.firstIndex(of: .trackStarted(TrackID(1)))! < started)
     }
 
@@ -225,7 +230,8 @@ struct PlaybackBehaviourTests {
     @Test func anOriginIgnoringRangeGivesASeekableTrackThatPlaysTheSame() throws {
         let fixture = try Fixtures.shared().fixture(.oggVorbis)
         let origin = try FaultOrigin()
-        origin.serve(OriginResource(try Data(contentsOf: fixture.url)), at: "/t.ogg", faults: OriginFaults(ignoresRange: true))
+        origin.serve(
+            OriginResource(try Data(contentsOf: fixture.url)), at: "/t.ogg", faults: OriginFaults(ignoresRange: true))
         let fetcher = Fetcher(userAgent: "Spool/test")
         let dir = try TemporaryDirectory()
         let sink = "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(dir.file("out.raw").path)"
@@ -312,7 +318,9 @@ struct PlaybackBehaviourTests {
                 guard let now = engine.position() else { continue }
                 let time = ContinuousClock.now
                 #expect(now >= last - .milliseconds(20), "at \(rate)×: position went back from \(last) to \(now)")
-                #expect(now - last <= (time - lastTime) * 2 + .milliseconds(60), "at \(rate)×: leapt from \(last) to \(now)")
+                #expect(
+                    now - last <= (time - lastTime) * 2 + .milliseconds(60), "at \(rate)×: leapt from \(last) to \(now)"
+                )
                 samples.append((time, now))
                 (last, lastTime) = (now, time)
             }
@@ -324,7 +332,8 @@ struct PlaybackBehaviourTests {
         }
         #expect(recorder.waitFor(isEnd) == .endOfTrack(TrackID(1)), "\(recorder.all)")
         let events = recorder.all
-        #expect(!events.contains { if case .seeked = $0 { true } else { false } }, "a rate change is no seek: \(events)")
+        #expect(
+            !events.contains { if case .seeked = $0 { true } else { false } }, "a rate change is no seek: \(events)")
         #expect(events.filter { $0 == .trackStarted(TrackID(1)) }.count == 1, "\(events)")
         #expect(!events.contains(.stateChanged(.paused)), "\(events)")
     }

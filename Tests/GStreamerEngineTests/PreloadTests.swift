@@ -4,8 +4,8 @@ import Foundation
 import GStreamerEngine
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Preloading the next track over a slow network", .serialized)
 struct PreloadTests {
@@ -49,7 +49,10 @@ struct PreloadTests {
         // Each byte crossed the network once.
         let sent = origin.requests().reduce(0) { $0 + $1.bodyBytesSent }
         let sizes = try Data(contentsOf: first.url).count + Data(contentsOf: second.url).count
-        #expect(sent == sizes, "sent \(sent) for \(sizes): \(origin.requests().map { "\($0.path) \($0.range ?? "-") \($0.bodyBytesSent)" })")
+        #expect(
+            sent == sizes,
+            "sent \(sent) for \(sizes): \(origin.requests().map { "\($0.path) \($0.range ?? "-") \($0.bodyBytesSent)" })"
+        )
     }
 
     @Test func aSeekIntoBytesNotYetDownloadedReportsBufferingUntilTheyArrive() throws {
@@ -57,8 +60,10 @@ struct PreloadTests {
         let dir = try TemporaryDirectory()
         let made = try runCommand(
             "gst-launch-1.0",
-            ["-q", "audiotestsrc", "num-buffers=\(20 * 44_100 / 1024)", "!", "audioconvert", "!", "wavenc", "!",
-             "filesink", "location=\(dir.file("long.wav").path)"])
+            [
+                "-q", "audiotestsrc", "num-buffers=\(20 * 44_100 / 1024)", "!", "audioconvert", "!", "wavenc", "!",
+                "filesink", "location=\(dir.file("long.wav").path)",
+            ])
         #expect(made.status == 0)
         let origin = try FaultOrigin()
         origin.serve(
@@ -82,6 +87,8 @@ struct PreloadTests {
         #expect(recorder.waitFor { if case .seeked(TrackID(1), _) = $0 { true } else { false } } != nil)
         #expect(recorder.waitFor { $0 == .buffering(TrackID(1), false) } != nil, "\(recorder.all)")
         let events = recorder.all
-        #expect(events.firstIndex(of: .buffering(TrackID(1), true))! < events.firstIndex(of: .buffering(TrackID(1), false))!)
+        #expect(
+            events.firstIndex(of: .buffering(TrackID(1), true))! < events.firstIndex(of: .buffering(TrackID(1), false))!
+        )
     }
 }

@@ -40,15 +40,17 @@ struct SeekRouteTests {
     func theRouteFollowsTheHeldBytes(row: Row) {
         let route = SeekRoute.choose(
             target: .seconds(row.target), accurate: row.accurate, pushed: row.pushed,
-            byte: { row.converts ? Self.byte($0) : nil }, holds: { row.held.lowerBound <= $0.lowerBound && $0.upperBound <= row.held.upperBound })
+            byte: { row.converts ? Self.byte($0) : nil },
+            holds: { row.held.lowerBound <= $0.lowerBound && $0.upperBound <= row.held.upperBound })
         #expect(route == row.route)
     }
 
-    @Test(arguments: [
-        ("http://o/a.mp3", nil, false), ("http://o/a.flac", nil, false), ("http://o/a", "audio/flac", false),
-        ("http://o/a.ogg", nil, true), ("http://o/a.m4a", nil, true), ("http://o/a.wav", nil, true),
-        ("file:///a.mp3", nil, true), ("file:///a.flac", nil, true),
-    ] as [(String, String?, Bool)])
+    @Test(
+        arguments: [
+            ("http://o/a.mp3", nil, false), ("http://o/a.flac", nil, false), ("http://o/a", "audio/flac", false),
+            ("http://o/a.ogg", nil, true), ("http://o/a.m4a", nil, true), ("http://o/a.wav", nil, true),
+            ("file:///a.mp3", nil, true), ("file:///a.flac", nil, true),
+        ] as [(String, String?, Bool)])
     func mp3AndFLACArePushedOverHTTP(url: String, contentType: String?, pulled: Bool) {
         let track = EngineTrack(id: TrackID(1), url: URL(string: url)!)
         #expect(FeedingMode.pulls(track, contentType: contentType) == pulled)

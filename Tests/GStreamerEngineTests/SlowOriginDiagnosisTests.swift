@@ -5,8 +5,8 @@ import GStreamerEngine
 import MediaSource
 import RangeCache
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// Diagnosis rig (not a regression test): runs only with DIAG_FILE set. DIAG_RATE (B/s),
 /// DIAG_CHUNKED, DIAG_NORANGE, DIAG_SEEK (s) after DIAG_SEEK_AFTER (s), DIAG_START (s),
@@ -82,12 +82,16 @@ struct SlowOriginDiagnosisTests {
         let body = try Data(contentsOf: URL(fileURLWithPath: file))
         let origin = try FaultOrigin()
         let ext = URL(fileURLWithPath: file).pathExtension
-        let types = ["mp3": "audio/mpeg", "flac": "audio/flac", "opus": "audio/ogg", "ogg": "audio/ogg", "m4a": "audio/mp4"]
+        let types = [
+            "mp3": "audio/mpeg", "flac": "audio/flac", "opus": "audio/ogg", "ogg": "audio/ogg", "m4a": "audio/mp4",
+        ]
         let path = env["DIAG_NOEXT"] != nil ? "/t" : "/t.\(ext)"
-        origin.serve(OriginResource(body, contentType: types[ext] ?? "application/octet-stream"), at: path, faults: faults)
+        origin.serve(
+            OriginResource(body, contentType: types[ext] ?? "application/octet-stream"), at: path, faults: faults)
         let next = env["DIAG_NEXT"]
         if let next {
-            origin.serve(OriginResource(try Data(contentsOf: URL(fileURLWithPath: next))), at: "/n", faults: OriginFaults())
+            origin.serve(
+                OriginResource(try Data(contentsOf: URL(fileURLWithPath: next))), at: "/n", faults: OriginFaults())
         }
         let cacheDirectory = try TemporaryDirectory(prefix: "spool-cache")
         let cache = try RangeCache(directory: cacheDirectory.url)
@@ -101,7 +105,9 @@ struct SlowOriginDiagnosisTests {
         defer { engine.shutdown() }
         engine.setEventHandler { event in diagSay(t0, "event \(event)") }
         diagSay(t0, "LOAD \(file) size \(body.count) at \(rate) B/s faults \(faults)")
-        engine.load(EngineTrack(id: TrackID(1), url: origin.url(for: path)), at: .milliseconds(Int64(startAt * 1000)), playing: true)
+        engine.load(
+            EngineTrack(id: TrackID(1), url: origin.url(for: path)), at: .milliseconds(Int64(startAt * 1000)),
+            playing: true)
         if next != nil { engine.setNext(EngineTrack(id: TrackID(2), url: origin.url(for: "/n"))) }
         var last: Duration? = nil
         var seeked = false
@@ -120,7 +126,10 @@ struct SlowOriginDiagnosisTests {
             Thread.sleep(forTimeInterval: 0.05)
         }
         for request in origin.requests() {
-            diagSay(t0, "origin served \(request.path) range=\(request.range ?? "-") status=\(request.status) sent=\(request.bodyBytesSent)")
+            diagSay(
+                t0,
+                "origin served \(request.path) range=\(request.range ?? "-") status=\(request.status) sent=\(request.bodyBytesSent)"
+            )
         }
     }
 }

@@ -3,8 +3,8 @@ import Foundation
 import GStreamerEngine
 import MediaSource
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A file source that records what the engine tells it.
 final class HintRecordingSource: ByteSource {
@@ -13,7 +13,9 @@ final class HintRecordingSource: ByteSource {
 
     init(path: String) { file = FileByteSource(path: path) }
 
-    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) { file.open(completion) }
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        file.open(completion)
+    }
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
         file.read(at: offset, maxLength: maxLength, wake: wake)
     }
@@ -39,7 +41,8 @@ struct SourceHintsTests {
         let recorder = EventRecorder()
         engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: false)
-        guard case .duration(_, let duration)? = recorder.waitFor({ if case .duration = $0 { true } else { false } }) else {
+        guard case .duration(_, let duration)? = recorder.waitFor({ if case .duration = $0 { true } else { false } })
+        else {
             Issue.record("no duration: \(recorder.all)")
             return
         }
@@ -59,6 +62,7 @@ struct SourceHintsTests {
         #expect(waitForPosition(engine, atLeast: .milliseconds(1500)))
         engine.load(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url), at: .zero, playing: true)
         let right = engine.position()
-        #expect(right == nil || right! < .milliseconds(500), "reported \(String(describing: right)) right after the load")
+        #expect(
+            right == nil || right! < .milliseconds(500), "reported \(String(describing: right)) right after the load")
     }
 }

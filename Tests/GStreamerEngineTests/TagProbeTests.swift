@@ -3,8 +3,8 @@ import Foundation
 import GStreamerEngine
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// Tags read ahead for the queue: from a file or a complete cached copy, without playing it.
 @Suite("Tag probe", .serialized)
@@ -17,8 +17,11 @@ struct TagProbeTests {
             #expect(found?.tags.artists == [fixture.artist], "\(fixture)")
             #expect(found?.tags.album == fixture.album, "\(fixture)")
             #expect(found?.tags.lyrics == nil && found?.tags.artURL == nil, "\(fixture): no lyrics or art for a queue")
-            let seconds = found?.duration.map { Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18 }
-            #expect(seconds.map { abs($0 - fixture.duration) < 0.3 } == true, "\(fixture): \(String(describing: seconds))")
+            let seconds = found?.duration.map {
+                Double($0.components.seconds) + Double($0.components.attoseconds) / 1e18
+            }
+            #expect(
+                seconds.map { abs($0 - fixture.duration) < 0.3 } == true, "\(fixture): \(String(describing: seconds))")
         }
     }
 
@@ -30,7 +33,8 @@ struct TagProbeTests {
         defer { cache.close() }
         let url = URL(string: "http://127.0.0.1:1/\(fixture.fileName)")!
         let entry = try cache.entry(for: url)
-        try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(etag: "\"1\"", length: Int64(bytes.count))))
+        try entry.setMetadata(
+            EntryMetadata(url: url, validator: CacheValidator(etag: "\"1\"", length: Int64(bytes.count))))
         try entry.write(bytes.prefix(bytes.count / 2), at: 0)
         #expect(CachedCopySource(entry: entry) == nil, "half the bytes are not a copy")
         try entry.write(bytes.suffix(from: bytes.count / 2), at: Int64(bytes.count / 2))
@@ -43,7 +47,8 @@ struct TagProbeTests {
     /// Damaged files and random bytes: each read ends (with what it found, or nothing) within
     /// its timeout, and a good file reads afterwards.
     @Test func damagedFilesEndInTimeAndNeverStopTheNextRead() throws {
-        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 1...UInt64(UInt32.max))
         print("tag probe: seed \(seed); SPOOL_TEST_SEED=\(seed) replays it")
         var random = SeededGenerator(seed: seed)
@@ -93,7 +98,8 @@ struct TagProbeTests {
     @Test func costPerRead() throws {
         let fixtures = try Fixtures.shared()
         let files = fixtures.all.filter { !$0.hasCover }
-        for fixture in files { _ = TagProbe.read(FileByteSource(path: fixture.url.path), url: fixture.url) }  // plugins loaded
+        // Plugins loaded first.
+        for fixture in files { _ = TagProbe.read(FileByteSource(path: fixture.url.path), url: fixture.url) }
         let before = residentKiB()
         let clock = ContinuousClock()
         let started = clock.now
@@ -109,13 +115,17 @@ struct TagProbeTests {
         }
         let each = (clock.now - started) / (rounds * files.count)
         let after = residentKiB()
-        print("tag probe: \(each) a read over \(rounds * files.count) reads (slowest \(slowest)); resident \(before) → \(after) KiB")
+        print(
+            "tag probe: \(each) a read over \(rounds * files.count) reads (slowest \(slowest)); resident \(before) → \(after) KiB"
+        )
         #expect(after - before < 4096, "reads leak: \(before) → \(after) KiB")
     }
 
     private func residentKiB() -> Int {
-        let status = (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/status")).readDataToEndOfFile()) ?? Data()
+        let status =
+            (try? FileHandle(forReadingFrom: URL(fileURLWithPath: "/proc/self/status")).readDataToEndOfFile()) ?? Data()
         let line = String(decoding: status, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
-        return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") } ?? 0
+        return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+            ?? 0
     }
 }

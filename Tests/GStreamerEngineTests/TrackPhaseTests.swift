@@ -18,22 +18,30 @@ struct TrackPhaseTests {
     @Test func aResumePositionIsSoughtOnceAndReported() {
         var phase = TrackPhase.loading(start: .seconds(42))
         #expect(phase.reportedPosition { nil } == .seconds(42), "where it is about to start")
-        #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: false) == .seek(to: .seconds(42), exact: false))
-        #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: false) == .seeked(quiet: false))
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: false)
+                == .seek(to: .seconds(42), exact: false))
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: false) == .seeked(quiet: false))
         #expect(phase.stage == .ready)
     }
 
     @Test func aRateAtTheStartIsAppliedBySeekingToZeroQuietly() {
         var phase = TrackPhase.loading(start: .zero)
-        #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seek(to: .zero, exact: true))
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true)
+                == .seek(to: .zero, exact: true))
         #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seeked(quiet: true))
     }
 
     @Test func aListenersSeekBeforeThePrerollBecomesTheStart() {
         var phase = TrackPhase.loading(start: nil)
         #expect(phase.listenerSeek(to: .seconds(5)) == .atPreroll)
-        #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seek(to: .seconds(5), exact: true))
-        #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seeked(quiet: false))
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true)
+                == .seek(to: .seconds(5), exact: true))
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seeked(quiet: false))
     }
 
     @Test func aListenersSeekWhenReadyLeavesNowAndIsReported() {
@@ -41,7 +49,8 @@ struct TrackPhaseTests {
         #expect(phase.listenerSeek(to: .seconds(3)) == .now)
         phase.aim(at: .seconds(3))
         #expect(phase.target == .seconds(3))
-        #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seeked(quiet: false))
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seeked(quiet: false))
     }
 
     @Test func aRateSeekIsNotReported() {
@@ -57,7 +66,9 @@ struct TrackPhaseTests {
         #expect(phase.reportedPosition { .seconds(99) } == .seconds(12), "the pipeline answers no query meanwhile")
         // A seek that ended as the rebuild began: its ASYNC_DONE comes before the marker.
         #expect(phase.asyncDone(markersSeen: 2, filterMismatch: false, exactSeeks: false) == .stale)
-        #expect(phase.asyncDone(markersSeen: 3, filterMismatch: false, exactSeeks: false) == .seek(to: .seconds(12), exact: true))
+        #expect(
+            phase.asyncDone(markersSeen: 3, filterMismatch: false, exactSeeks: false)
+                == .seek(to: .seconds(12), exact: true))
         #expect(phase.isRebuilding, "until its seek is done")
         #expect(phase.asyncDone(markersSeen: 3, filterMismatch: false, exactSeeks: false) == .seeked(quiet: true))
         #expect(!phase.isRebuilding)
@@ -76,13 +87,16 @@ struct TrackPhaseTests {
         phase.rebuild(at: .seconds(12), marker: 1, rateIsOne: false)
         #expect(phase.listenerSeek(to: .seconds(30)) == .atPreroll)
         #expect(phase.reportedPosition { nil } == .seconds(30))
-        #expect(phase.asyncDone(markersSeen: 1, filterMismatch: false, exactSeeks: false) == .seek(to: .seconds(30), exact: false))
+        #expect(
+            phase.asyncDone(markersSeen: 1, filterMismatch: false, exactSeeks: false)
+                == .seek(to: .seconds(30), exact: false))
         #expect(phase.asyncDone(markersSeen: 1, filterMismatch: false, exactSeeks: false) == .seeked(quiet: false))
     }
 
     @Test func aRateThatCrossedOneBeforeThePrerollRebuildsFirst() {
         var phase = TrackPhase.loading(start: .seconds(7))
-        #expect(phase.asyncDone(markersSeen: noMarker, filterMismatch: true, exactSeeks: true) == .rebuild(at: .seconds(7)))
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: true, exactSeeks: true) == .rebuild(at: .seconds(7)))
         #expect(!phase.isPrerolled, "still loading: the rebuild restarts it")
     }
 

@@ -3,8 +3,8 @@ import Foundation
 import GStreamerEngine
 import MediaSource
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// A file source that records every read asked of it. `remote`: it stands for a download
 /// with nothing cached yet (it holds no byte before it is read).
@@ -20,7 +20,9 @@ final class ReadRecordingSource: ByteSource {
 
     func holds(_ range: Range<Int64>) -> Bool { !remote }
 
-    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) { file.open(completion) }
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        file.open(completion)
+    }
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
         reads.withLock { $0.append((offset, maxLength)) }
         return file.read(at: offset, maxLength: maxLength, wake: wake)
@@ -62,7 +64,9 @@ struct TypeFindingReadsTests {
         let reads = try readsUntilTheDuration(of: fixture.url)
         // The type finders pull 4 KiB at a time (less only at the end of the file); the first
         // other pull is the demuxer's or parser's.
-        let typeFinding = reads.prefix { $0.length == 4096 || ($0.length < 4096 && $0.offset + Int64($0.length) == size) }
+        let typeFinding = reads.prefix {
+            $0.length == 4096 || ($0.length < 4096 && $0.offset + Int64($0.length) == size)
+        }
         let far = typeFinding.filter { $0.offset >= 4096 && $0.offset < size - 128 }
         #expect(far.isEmpty, "type finding read far from the start: \(typeFinding.map { "\($0.offset)+\($0.length)" })")
     }
@@ -81,7 +85,9 @@ final class PartlyArrivedSource: ByteSource {
         self.arrived = arrived
     }
 
-    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) { file.open(completion) }
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        file.open(completion)
+    }
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
         read(at: offset, maxLength: maxLength, minLength: maxLength, wake: wake)
     }
@@ -93,7 +99,9 @@ final class PartlyArrivedSource: ByteSource {
     }
     func cancelPendingReads() {}
     func close() { file.close() }
-    func holds(_ range: Range<Int64>) -> Bool { arrived.contains { $0.contains(range.lowerBound) && range.upperBound <= $0.upperBound } }
+    func holds(_ range: Range<Int64>) -> Bool {
+        arrived.contains { $0.contains(range.lowerBound) && range.upperBound <= $0.upperBound }
+    }
 }
 
 @Suite("How little GStreamer waits for before it starts", .serialized)
@@ -137,6 +145,8 @@ extension FirstBytesTests {
         let size = Int64(try Data(contentsOf: fixture.url).count)
         let url = URL(string: "http://127.0.0.1:9/\(fixture.url.lastPathComponent)")!
         let reads = try readsUntilTheDuration(of: fixture.url, playedAs: url)
-        #expect(reads.first.map { $0.offset == max(0, size - 8500) } == true, "\(reads.map { "\($0.offset)+\($0.length)" })")
+        #expect(
+            reads.first.map { $0.offset == max(0, size - 8500) } == true, "\(reads.map { "\($0.offset)+\($0.length)" })"
+        )
     }
 }

@@ -1,8 +1,8 @@
 import DBusKit
 import Foundation
 import FoundationXML
-import Testing
 import TestSupport
+import Testing
 
 /// The files `make install-files` writes, relative to `$(DESTDIR)$(PREFIX)`.
 let installedFiles = [
@@ -63,12 +63,14 @@ struct InstallTests {
         #expect(try Data(contentsOf: installed) == Data(contentsOf: URL(fileURLWithPath: binary)))
 
         let activation = try String(
-            contentsOf: root.appendingPathComponent("share/dbus-1/services/org.mpris.MediaPlayer2.spool.service"), encoding: .utf8)
+            contentsOf: root.appendingPathComponent("share/dbus-1/services/org.mpris.MediaPlayer2.spool.service"),
+            encoding: .utf8)
         #expect(iniValue("Name", in: activation) == "org.mpris.MediaPlayer2.spool")
         #expect(iniValue("Exec", in: activation) == "/usr/bin/spool daemon")
         #expect(iniValue("SystemdService", in: activation) == "spool.service")
 
-        let unit = try String(contentsOf: root.appendingPathComponent("lib/systemd/user/spool.service"), encoding: .utf8)
+        let unit = try String(
+            contentsOf: root.appendingPathComponent("lib/systemd/user/spool.service"), encoding: .utf8)
         #expect(iniValue("Type", in: unit) == "dbus")
         #expect(iniValue("BusName", in: unit) == "org.mpris.MediaPlayer2.spool")
         #expect(iniValue("ExecStart", in: unit) == "/usr/bin/spool daemon")
@@ -91,12 +93,14 @@ struct InstallTests {
             let attributes = try FileManager.default.attributesOfItem(atPath: path)
             #expect((attributes[.posixPermissions] as? Int) == 0o644, "\(file)")
         }
-        let bash = try runCommand("bash", ["-n", root.appendingPathComponent("share/bash-completion/completions/spool").path])
+        let bash = try runCommand(
+            "bash", ["-n", root.appendingPathComponent("share/bash-completion/completions/spool").path])
         #expect(bash.status == 0 && bash.stderr.isEmpty, "\(bash.stderr)")
         var manEnvironment = ProcessInfo.processInfo.environment
         manEnvironment["MANWIDTH"] = "80"
         let man = try runCommand(
-            "man", ["--warnings", "-l", root.appendingPathComponent("share/man/man1/spool.1").path], environment: manEnvironment)
+            "man", ["--warnings", "-l", root.appendingPathComponent("share/man/man1/spool.1").path],
+            environment: manEnvironment)
         #expect(man.status == 0 && man.stderr.isEmpty && man.stdout.contains("spool daemon"), "\(man.stderr)")
 
         for file in installedFiles where file != "bin/spool" {
@@ -110,19 +114,25 @@ struct InstallTests {
 
     /// `systemd-analyze verify` checks that ExecStart exists, so this installs under a real
     /// temporary PREFIX (no DESTDIR) and verifies the unit as installed, for the user manager.
-    @Test(.enabled(if: (try? executablePath("systemd-analyze")) != nil, "systemd-analyze is not installed: the unit is not verified"))
+    @Test(
+        .enabled(
+            if: (try? executablePath("systemd-analyze")) != nil,
+            "systemd-analyze is not installed: the unit is not verified"))
     func theInstalledUserUnitPassesSystemdAnalyzeVerify() throws {
         let prefix = try TemporaryDirectory(prefix: "spool-prefix")
         let runtime = try TemporaryDirectory(prefix: "spool-runtime")
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: runtime.path)
         _ = try make("install-files", ["PREFIX": prefix.path, "BINARY": try spoolExecutable()])
         let unit = prefix.file("lib/systemd/user/spool.service")
-        #expect(iniValue("ExecStart", in: try String(contentsOf: unit, encoding: .utf8)) == "\(prefix.path)/bin/spool daemon")
+        #expect(
+            iniValue("ExecStart", in: try String(contentsOf: unit, encoding: .utf8))
+                == "\(prefix.path)/bin/spool daemon")
         var environment = ProcessInfo.processInfo.environment
         environment["XDG_RUNTIME_DIR"] = runtime.path
         let verify = try runCommand("systemd-analyze", ["--user", "verify", unit.path], environment: environment)
         // verify exits 0 even for unknown keys, which it reports on stderr: both must be clean.
-        #expect(verify.status == 0 && verify.stderr.isEmpty && verify.stdout.isEmpty, "\(verify.stdout)\(verify.stderr)")
+        #expect(
+            verify.status == 0 && verify.stderr.isEmpty && verify.stdout.isEmpty, "\(verify.stdout)\(verify.stderr)")
     }
 
     @Test func aCallToTheBusNameStartsTheDaemonThroughItsActivationFile() async throws {

@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// Issue #5: the daemon imports FoundationEssentials, never Foundation, so that
 /// libFoundation, FoundationInternationalization and the ICU data (several MiB

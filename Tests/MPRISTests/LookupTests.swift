@@ -23,7 +23,8 @@ struct LookupTests {
         try await rig.waitForLength(from: mark)
         let metadata = try rig.bus.get(ServiceRig.player, "Metadata").stringVariantDictValue
         #expect(metadata?["mpris:length"] == .int64(41_700 * 8 * 1_000_000 / 128_000))
-        #expect(await rig.player.state.nowPlaying?.duration == nil, "an estimate of the MPRIS layer; the player keeps none")
+        #expect(
+            await rig.player.state.nowPlaying?.duration == nil, "an estimate of the MPRIS layer; the player keeps none")
     }
 
     @Test func aRemotePlaylistThatCannotBeFetchedShowsAsLastErrorAfterTheCall() async throws {

@@ -13,7 +13,10 @@ func isObjectPath(_ path: String) -> Bool {
     if path == "/" { return true }
     let elements = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)
     return elements.allSatisfy { element in
-        !element.isEmpty && element.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_") }
+        !element.isEmpty
+            && element.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_")
+            }
     }
 }
 
@@ -63,16 +66,21 @@ struct MetadataTests {
     }
 
     @Test func aTrackWithoutTagsIsNamedByItsFileAndHasNoEmptyKeys() throws {
-        let metadata = try #require(MPRISService.metadata(NowPlaying(entry: entry, tags: TrackTags(), duration: nil)).stringVariantDictValue)
+        let metadata = try #require(
+            MPRISService.metadata(NowPlaying(entry: entry, tags: TrackTags(), duration: nil)).stringVariantDictValue)
         #expect(metadata["xesam:title"] == .string("a b.mp3"), "the file name, decoded")
-        #expect(Set(metadata.keys) == ["mpris:trackid", "xesam:url", "xesam:title"], "no length, artist or album unknown")
-        let queued = try #require(MPRISService.metadata(QueueEntry(id: TrackID(8), url: entry.url, title: "From the playlist")).stringVariantDictValue)
+        #expect(
+            Set(metadata.keys) == ["mpris:trackid", "xesam:url", "xesam:title"], "no length, artist or album unknown")
+        let queued = try #require(
+            MPRISService.metadata(QueueEntry(id: TrackID(8), url: entry.url, title: "From the playlist"))
+                .stringVariantDictValue)
         #expect(queued["xesam:title"] == .string("From the playlist"))
         #expect(queued["mpris:trackid"] == .objectPath("/org/spool/Track/8"))
     }
 
     @Test func noTrackIsOnlyTheNoTrackID() {
-        #expect(MPRISService.metadata(nil) == .stringVariantDict([("mpris:trackid", .objectPath(MPRISService.noTrack))]))
+        #expect(
+            MPRISService.metadata(nil) == .stringVariantDict([("mpris:trackid", .objectPath(MPRISService.noTrack))]))
     }
 
     @Test func trackIDsAreValidObjectPathsForEveryNumber() {
@@ -184,7 +192,9 @@ struct PlayerPropertiesTests {
 
 @Suite("TrackList signals for a change of the queue")
 struct TrackListSignalTests {
-    func entry(_ id: UInt64) -> QueueEntry { QueueEntry(id: TrackID(id), url: URL(string: "http://127.0.0.1:1/\(id).mp3")!) }
+    func entry(_ id: UInt64) -> QueueEntry {
+        QueueEntry(id: TrackID(id), url: URL(string: "http://127.0.0.1:1/\(id).mp3")!)
+    }
     func snapshot(_ ids: [UInt64], playing: UInt64? = nil, title: String? = nil) -> PlayerSnapshot {
         var snapshot = PlayerSnapshot()
         snapshot.queue = ids.map(entry)

@@ -15,7 +15,10 @@ struct ServiceRig {
     let player: Player
     let service: MPRISService
 
-    init(engine: FakeEngine = FakeEngine(reacting: true), playlists: PlaylistLibrary? = nil, status: SpoolStatusProvider? = nil) async {
+    init(
+        engine: FakeEngine = FakeEngine(reacting: true), playlists: PlaylistLibrary? = nil,
+        status: SpoolStatusProvider? = nil
+    ) async {
         self.engine = engine
         player = Player(engine: engine, retryDelay: .zero, networkUp: { _ in true })
         service = MPRISService(
@@ -86,7 +89,8 @@ struct PlayerInterfaceTests {
         let mark = rig.bus.mark
         let id = try await rig.openAndWait()
         #expect(rig.engine.loads.map(\.0) == [id])
-        let metadata = try #require(await rig.bus.changes(from: mark, holding: "Metadata")?["Metadata"]?.stringVariantDictValue)
+        let metadata = try #require(
+            await rig.bus.changes(from: mark, holding: "Metadata")?["Metadata"]?.stringVariantDictValue)
         #expect(metadata["mpris:trackid"] == .objectPath(MPRISService.trackPath(id)))
         #expect(try rig.bus.get(ServiceRig.player, "PlaybackStatus") == .string("Playing"))
         #expect(try rig.bus.get(ServiceRig.player, "CanPause") == .boolean(true))
@@ -101,7 +105,10 @@ struct PlayerInterfaceTests {
             [.string("/no/such/file.mp3")], [.string("file://elsewhere/a.mp3")], [.string("a\u{1}b.mp3")],
         ]
         for arguments in bad {
-            #expect(await throwsDBusError(invalidArgs) { _ = try await rig.bus.call(ServiceRig.player, "OpenUri", arguments) }, "\(arguments)")
+            #expect(
+                await throwsDBusError(invalidArgs) {
+                    _ = try await rig.bus.call(ServiceRig.player, "OpenUri", arguments)
+                }, "\(arguments)")
         }
         #expect(rig.engine.loads.isEmpty)
         #expect(await rig.player.state.queue.isEmpty)
@@ -110,7 +117,9 @@ struct PlayerInterfaceTests {
     @Test func playbackStatusFollowsPauseStopAndPlay() async throws {
         let rig = await ServiceRig()
         _ = try await rig.openAndWait()
-        for (method, status) in [("Pause", "Paused"), ("Stop", "Stopped"), ("Play", "Playing"), ("PlayPause", "Paused")] {
+        for (method, status) in [
+            ("Pause", "Paused"), ("Stop", "Stopped"), ("Play", "Playing"), ("PlayPause", "Paused"),
+        ] {
             let mark = rig.bus.mark
             _ = try await rig.bus.call(ServiceRig.player, method)
             let changes = try #require(await rig.bus.changes(from: mark, holding: "PlaybackStatus"), "\(method)")
@@ -126,7 +135,10 @@ struct PlayerInterfaceTests {
         let id = try await rig.openAndWait()
         let track = DBusValue.objectPath(MPRISService.trackPath(id))
         for arguments: [DBusValue] in [[], [track], [.string("/x"), .int64(1)], [track, .int32(1)]] {
-            #expect(await throwsDBusError(invalidArgs) { _ = try await rig.bus.call(ServiceRig.player, "SetPosition", arguments) }, "\(arguments)")
+            #expect(
+                await throwsDBusError(invalidArgs) {
+                    _ = try await rig.bus.call(ServiceRig.player, "SetPosition", arguments)
+                }, "\(arguments)")
         }
         let ignored: [[DBusValue]] = [
             [.objectPath(MPRISService.trackPath(TrackID(id.rawValue + 1))), .int64(1_000_000)],  // a stale id
@@ -144,17 +156,22 @@ struct PlayerInterfaceTests {
         #expect(seeked?.interface == MPRISService.playerInterface)
         #expect(seeked?.arguments == [.int64(42_000_000)])
         #expect(try rig.bus.get(ServiceRig.player, "Position") == .int64(42_000_000))
-        #expect(!rig.bus.signals.contains { $0.changes?.values["Position"] != nil }, "Position is never in PropertiesChanged")
+        #expect(
+            !rig.bus.signals.contains { $0.changes?.values["Position"] != nil },
+            "Position is never in PropertiesChanged")
     }
 
     @Test func seekMovesByTheOffsetAndPastTheEndGoesToTheNextTrack() async throws {
         let rig = await ServiceRig()
         let mark = rig.bus.mark
-        await rig.player.open([(URL(string: "http://127.0.0.1:1/a.mp3")!, nil), (URL(string: "http://127.0.0.1:1/b.mp3")!, nil)])
+        await rig.player.open([
+            (URL(string: "http://127.0.0.1:1/a.mp3")!, nil), (URL(string: "http://127.0.0.1:1/b.mp3")!, nil),
+        ])
         let first = try #require(await rig.player.state.nowPlaying?.entry.id)
         try await rig.waitForLength(from: mark)
         rig.engine.setPosition(.seconds(10))
-        #expect(await throwsDBusError(invalidArgs) { _ = try await rig.bus.call(ServiceRig.player, "Seek", [.int32(5)]) })
+        #expect(
+            await throwsDBusError(invalidArgs) { _ = try await rig.bus.call(ServiceRig.player, "Seek", [.int32(5)]) })
         _ = try await rig.bus.call(ServiceRig.player, "Seek", [.int64(5_000_000)])
         #expect(rig.engine.commands.last == .seek(.seconds(15)))
         _ = try await rig.bus.call(ServiceRig.player, "Seek", [.int64(-60_000_000)])
@@ -170,19 +187,26 @@ struct PlayerInterfaceTests {
         #expect(try rig.bus.get(ServiceRig.player, "CanSeek") == .boolean(false))
         #expect(
             await throwsDBusError(MPRISService.cannotSeekError) {
-                _ = try await rig.bus.call(ServiceRig.player, "SetPosition", [.objectPath(MPRISService.trackPath(id)), .int64(1_000_000)])
+                _ = try await rig.bus.call(
+                    ServiceRig.player, "SetPosition", [.objectPath(MPRISService.trackPath(id)), .int64(1_000_000)])
             })
-        #expect(await throwsDBusError(MPRISService.cannotSeekError) { _ = try await rig.bus.call(ServiceRig.player, "Seek", [.int64(1_000_000)]) })
+        #expect(
+            await throwsDBusError(MPRISService.cannotSeekError) {
+                _ = try await rig.bus.call(ServiceRig.player, "Seek", [.int64(1_000_000)])
+            })
         #expect(!rig.engine.commands.contains { if case .seek = $0 { true } else { false } })
     }
 
     @Test func loopStatusAndShuffleTakeOnlyTheirValues() async throws {
         let rig = await ServiceRig()
         for value: DBusValue in [.string("Bogus"), .string("none"), .int32(1), .boolean(true)] {
-            #expect(await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, "LoopStatus", value) }, "\(value)")
+            #expect(
+                await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, "LoopStatus", value) },
+                "\(value)")
         }
         for value: DBusValue in [.string("true"), .int32(1), .double(1)] {
-            #expect(await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, "Shuffle", value) }, "\(value)")
+            #expect(
+                await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, "Shuffle", value) }, "\(value)")
         }
         for mode in ["Track", "Playlist", "None"] {
             #expect(try await rig.set("LoopStatus", .string(mode))["LoopStatus"] == .string(mode))
@@ -203,7 +227,9 @@ struct PlayerInterfaceTests {
         #expect(try await rig.set("Volume", .double(1.5))["Volume"] == .double(1.0))
         #expect(try await rig.set("Volume", .double(-3))["Volume"] == .double(0.0))
         for (property, value) in [("Rate", DBusValue.string("fast")), ("Volume", .boolean(true))] {
-            #expect(await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, property, value) }, "\(property)")
+            #expect(
+                await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, property, value) },
+                "\(property)")
         }
         let mark = rig.bus.mark
         try rig.bus.set(ServiceRig.player, "Rate", .double(0))
@@ -233,11 +259,13 @@ struct PlayerInterfaceTests {
             $0.snapshot.nowPlaying = NowPlaying(entry: entry, tags: TrackTags(), duration: .seconds(200))
         }
         // The engine already plays the next track (a gapless hand-over the player has not seen yet).
-        engine.load(EngineTrack(id: TrackID(2), url: URL(string: "http://127.0.0.1:1/b.mp3")!), at: .seconds(3), playing: true)
+        engine.load(
+            EngineTrack(id: TrackID(2), url: URL(string: "http://127.0.0.1:1/b.mp3")!), at: .seconds(3), playing: true)
         #expect(try rig.bus.get(ServiceRig.player, "Position") == .int64(200_000_000), "the named track's end")
         rig.service.published.withLock {
             $0.snapshot.nowPlaying = NowPlaying(
-                entry: QueueEntry(id: TrackID(2), url: URL(string: "http://127.0.0.1:1/b.mp3")!), tags: TrackTags(), duration: nil)
+                entry: QueueEntry(id: TrackID(2), url: URL(string: "http://127.0.0.1:1/b.mp3")!), tags: TrackTags(),
+                duration: nil)
         }
         #expect(try rig.bus.get(ServiceRig.player, "Position") == .int64(3_000_000))
     }

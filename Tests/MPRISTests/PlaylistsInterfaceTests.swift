@@ -39,7 +39,10 @@ struct PlaylistsInterfaceTests {
     }
 
     @Test func pathsThatNameNoPlaylistAreRefused() {
-        for path in ["/org/spool/Playlist/", "/org/spool/Playlist/6", "/org/spool/Playlist/zz", "/org/spool/Track/61", "/org/spool/Playlist/ff"] {
+        for path in [
+            "/org/spool/Playlist/", "/org/spool/Playlist/6", "/org/spool/Playlist/zz", "/org/spool/Track/61",
+            "/org/spool/Playlist/ff",
+        ] {
             #expect(MPRISService.playlistName(path) == nil, "\(path)")
         }
     }
@@ -63,14 +66,22 @@ struct PlaylistsInterfaceTests {
         _ = try await rig.openAndWait()
         var mark = rig.bus.mark
         #expect(try await rig.bus.call(MPRISService.spoolInterface, "SavePlaylist", [.string("queue")]) == [.uint32(1)])
-        #expect(await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"] == .uint32(2))
+        #expect(
+            await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"]
+                == .uint32(2))
         #expect(try rig.bus.get(Self.playlists, "PlaylistCount") == .uint32(2))
         mark = rig.bus.mark
-        _ = try await rig.bus.call(MPRISService.spoolInterface, "AddToPlaylist", [.string("more"), .stringArray(["http://127.0.0.1:1/x.mp3"])])
-        #expect(await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"] == .uint32(3))
+        _ = try await rig.bus.call(
+            MPRISService.spoolInterface, "AddToPlaylist", [.string("more"), .stringArray(["http://127.0.0.1:1/x.mp3"])])
+        #expect(
+            await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"]
+                == .uint32(3))
         mark = rig.bus.mark
-        #expect(try await rig.bus.call(MPRISService.spoolInterface, "RemovePlaylist", [.string("one")]) == [.boolean(true)])
-        #expect(await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"] == .uint32(2))
+        #expect(
+            try await rig.bus.call(MPRISService.spoolInterface, "RemovePlaylist", [.string("one")]) == [.boolean(true)])
+        #expect(
+            await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"]
+                == .uint32(2))
         #expect(try rig.bus.get(Self.playlists, "PlaylistCount") == .uint32(2))
     }
 
@@ -80,10 +91,16 @@ struct PlaylistsInterfaceTests {
         let rig = await ServiceRig(playlists: temporary.library, status: NoCache())
         try temporary.save("a")
         let mark = rig.bus.mark
-        let listed = try await rig.bus.call(Self.playlists, "GetPlaylists", [.uint32(0), .uint32(10), .string("Alphabetical"), .boolean(false)])
-        #expect(listed == [.array(elementSignature: "(oss)", [MPRISService.playlistValue("a"), MPRISService.playlistValue("b")])])
+        let listed = try await rig.bus.call(
+            Self.playlists, "GetPlaylists", [.uint32(0), .uint32(10), .string("Alphabetical"), .boolean(false)])
+        #expect(
+            listed == [
+                .array(elementSignature: "(oss)", [MPRISService.playlistValue("a"), MPRISService.playlistValue("b")])
+            ])
         #expect(try rig.bus.get(Self.playlists, "PlaylistCount") == .uint32(2))
-        #expect(await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"] == .uint32(2))
+        #expect(
+            await rig.bus.changes(of: Self.playlists, from: mark, holding: "PlaylistCount")?["PlaylistCount"]
+                == .uint32(2))
     }
 
     @Test func getPlaylistsAndActivatePlaylistRefuseBadArguments() async throws {
@@ -91,14 +108,24 @@ struct PlaylistsInterfaceTests {
         try temporary.save("one")
         let rig = await ServiceRig(playlists: temporary.library, status: NoCache())
         let bad: [[DBusValue]] = [
-            [], [.uint32(0), .uint32(1), .string("Alphabetical")], [.int32(0), .uint32(1), .string("Alphabetical"), .boolean(false)],
+            [], [.uint32(0), .uint32(1), .string("Alphabetical")],
+            [.int32(0), .uint32(1), .string("Alphabetical"), .boolean(false)],
             [.uint32(0), .uint32(1), .string("UserDefined"), .boolean(false)],
         ]
         for arguments in bad {
-            #expect(await throwsDBusError(invalidArgs) { _ = try await rig.bus.call(Self.playlists, "GetPlaylists", arguments) }, "\(arguments)")
+            #expect(
+                await throwsDBusError(invalidArgs) {
+                    _ = try await rig.bus.call(Self.playlists, "GetPlaylists", arguments)
+                }, "\(arguments)")
         }
-        for arguments: [DBusValue] in [[], [.string("one")], [.objectPath(MPRISService.playlistPath("missing"))], [.objectPath("/org/spool/Playlist/zz")]] {
-            #expect(await throwsDBusError(invalidArgs) { _ = try await rig.bus.call(Self.playlists, "ActivatePlaylist", arguments) }, "\(arguments)")
+        for arguments: [DBusValue] in [
+            [], [.string("one")], [.objectPath(MPRISService.playlistPath("missing"))],
+            [.objectPath("/org/spool/Playlist/zz")],
+        ] {
+            #expect(
+                await throwsDBusError(invalidArgs) {
+                    _ = try await rig.bus.call(Self.playlists, "ActivatePlaylist", arguments)
+                }, "\(arguments)")
         }
         #expect(rig.engine.loads.isEmpty)
         _ = try await rig.bus.call(Self.playlists, "ActivatePlaylist", [.objectPath(MPRISService.playlistPath("one"))])

@@ -91,7 +91,8 @@ final class RecordingBus: MPRISBus {
 
     /// Writes a property, as Set does; throws what the service answers.
     func set(_ interface: String, _ property: String, _ value: DBusValue) throws {
-        let setter = try #require(try self.interface(interface).property(named: property)?.set, "\(property) is read-only")
+        let setter = try #require(
+            try self.interface(interface).property(named: property)?.set, "\(property) is read-only")
         try setter(value)
     }
 
@@ -131,7 +132,8 @@ final class RecordingBus: MPRISBus {
     func changes(
         of interface: String = MPRISService.playerInterface, from mark: Int, holding property: String
     ) async -> [String: DBusValue]? {
-        await signal(from: mark) { $0.changes?.interface == interface && $0.changes?.values[property] != nil }?.changes?.values
+        await signal(from: mark) { $0.changes?.interface == interface && $0.changes?.values[property] != nil }?.changes?
+            .values
     }
 
     private func expire(_ key: UInt64) {

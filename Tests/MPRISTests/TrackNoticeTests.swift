@@ -13,15 +13,19 @@ struct TrackNoticeTests {
 
     @Test func theMetadataGivesTitleArtistsAlbumAndArtOnlyWhilePlaying() {
         let metadata: [String: DBusValue] = [
-            "mpris:trackid": .objectPath("/t/9"), "xesam:title": .string("Song"), "xesam:artist": .stringArray(["One", "Two"]),
+            "mpris:trackid": .objectPath("/t/9"), "xesam:title": .string("Song"),
+            "xesam:artist": .stringArray(["One", "Two"]),
             "xesam:album": .string("LP"), "mpris:artUrl": .string("file:///art.png"),
         ]
         #expect(
             TrackNotice(metadata: metadata, playing: true)
                 == TrackNotice(track: "/t/9", title: "Song", body: "One, Two — LP", art: "file:///art.png"))
         #expect(TrackNotice(metadata: metadata, playing: false) == nil, "a paused player announces nothing")
-        #expect(TrackNotice(metadata: ["mpris:trackid": .objectPath("/t/9")], playing: true) == nil, "no title, no notice")
-        let albumOnly: [String: DBusValue] = ["mpris:trackid": .objectPath("/t/9"), "xesam:title": .string("T"), "xesam:album": .string("LP")]
+        #expect(
+            TrackNotice(metadata: ["mpris:trackid": .objectPath("/t/9")], playing: true) == nil, "no title, no notice")
+        let albumOnly: [String: DBusValue] = [
+            "mpris:trackid": .objectPath("/t/9"), "xesam:title": .string("T"), "xesam:album": .string("LP"),
+        ]
         #expect(TrackNotice(metadata: albumOnly, playing: true)?.body == "LP")
     }
 
@@ -33,7 +37,9 @@ struct TrackNoticeTests {
         #expect(pacer.due(now: at(299)) == nil)
         #expect(pacer.due(now: at(300)) == a)
         let withArt = TrackNotice(track: a.track, title: "A", body: "Artist — Album", art: "file:///art.png")
-        #expect(pacer.offer(withArt, now: at(2000)) == .send(withArt), "what the on-screen track shows changed: updated at once")
+        #expect(
+            pacer.offer(withArt, now: at(2000)) == .send(withArt),
+            "what the on-screen track shows changed: updated at once")
     }
 
     @Test func oneNoticeASecondTheLatestWinning() {

@@ -1,8 +1,8 @@
 import Fetcher
 import Foundation
 import MediaSource
-import Testing
 import TestSupport
+import Testing
 
 /// The memory-only source (no cache, or a full disk) holds at most its window, whatever the
 /// length of the stream or the length its origin declares.
@@ -37,7 +37,8 @@ struct BoundedMemoryTests {
         let origin = try FaultOrigin()
         let body = patternedBody(3 << 20)
         origin.serve(
-            OriginResource(body, etag: "\"v1\""), at: "/long.mp3", faults: OriginFaults(ignoresRange: originIgnoresRange))
+            OriginResource(body, etag: "\"v1\""), at: "/long.mp3",
+            faults: OriginFaults(ignoresRange: originIgnoresRange))
         let capacity: Int64 = 512 << 10
         let source = HTTPByteSource(
             url: origin.url(for: "/long.mp3"), fetcher: fetcher, window: MemoryWindow(capacity: capacity))
@@ -69,7 +70,9 @@ struct BoundedMemoryTests {
         while offset < 4 << 20 {
             let bytes = try readFully(source, at: offset, length: 64 << 10).get()
             #expect(bytes.count == 64 << 10)
-            #expect(bytes.first == TerabyteOrigin.byte(at: offset) && bytes.last == TerabyteOrigin.byte(at: offset + 65_535))
+            #expect(
+                bytes.first == TerabyteOrigin.byte(at: offset) && bytes.last == TerabyteOrigin.byte(at: offset + 65_535)
+            )
             largest = max(largest, source.heldBytes)
             offset += Int64(bytes.count)
         }
@@ -125,7 +128,9 @@ struct BoundedMemoryTests {
         while outcome == .pending, Date() < deadline {
             let woken = DispatchSemaphore(value: 0)
             outcome = source.read(at: 0, maxLength: 4096) { woken.signal() }
-            if outcome == .pending, woken.wait(timeout: .now() + deadline.timeIntervalSinceNow) == .success { wakes += 1 }
+            if outcome == .pending, woken.wait(timeout: .now() + deadline.timeIntervalSinceNow) == .success {
+                wakes += 1
+            }
         }
         guard case .failed(.readFailed(let why)) = outcome else {
             Issue.record("expected a read failure within 10 s, got \(outcome)")
@@ -157,11 +162,13 @@ final class TerabyteOrigin: Sendable {
         // Any 64 KiB of the stream is a slice of this, starting at its offset modulo 251.
         let pattern = Data((0..<(65_536 + 251)).map { UInt8($0 % 251) })
         origin = try ScriptedOrigin { connection in
-            let range = connection.requestHead.split(separator: "\r\n")
+            let range =
+                connection.requestHead.split(separator: "\r\n")
                 .first { $0.lowercased().hasPrefix("range: bytes=") }
                 .flatMap { Int64($0.dropFirst("range: bytes=".count).prefix { $0.isNumber }) } ?? 0
             let start = min(range, Self.length - 1)
-            let head = "HTTP/1.1 206 Partial Content\r\nContent-Type: audio/mpeg\r\nAccept-Ranges: bytes\r\n"
+            let head =
+                "HTTP/1.1 206 Partial Content\r\nContent-Type: audio/mpeg\r\nAccept-Ranges: bytes\r\n"
                 + "ETag: \"huge\"\r\nContent-Range: bytes \(start)-\(Self.length - 1)/\(Self.length)\r\n"
                 + "Content-Length: \(Self.length - start)\r\nConnection: close\r\n\r\n"
             guard connection.send(head) else { return }

@@ -1,8 +1,8 @@
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 @Suite("The cache's counters as a cached source plays", .serialized)
 struct CacheCountersTests {

@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// Every misbehaviour the fault origin offers, as the media source meets it.
 enum OriginFault: String, CaseIterable, CustomStringConvertible, Sendable {
@@ -80,7 +80,8 @@ struct CachedByteSourceFaultTests {
         }
         if fault == .contentLengthUnder {
             // A body short of its range once; a server doing it on every request never finishes.
-            let origin = rig.origin, path = rig.path
+            let origin = rig.origin
+            let path = rig.path
             Thread.detachNewThread {
                 _ = try? origin.requests(atLeast: 1)
                 origin.setFaults(OriginFaults(), for: path)

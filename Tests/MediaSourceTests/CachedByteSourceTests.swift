@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// A cache directory, a fetcher and a fault origin serving one resource.
 final class CacheRig {
@@ -15,7 +15,8 @@ final class CacheRig {
     private(set) var cache: RangeCache
 
     init(
-        size: Int = 1_500_000, faults: OriginFaults = OriginFaults(), fetcher: Fetcher = Fetcher(userAgent: "Spool/test"),
+        size: Int = 1_500_000, faults: OriginFaults = OriginFaults(),
+        fetcher: Fetcher = Fetcher(userAgent: "Spool/test"),
         storage: (any CacheStorage)? = nil, syncBatchBytes: Int64? = nil
     ) throws {
         self.fetcher = fetcher
@@ -141,7 +142,8 @@ struct CachedByteSourceTests {
         defer { source.close() }
         _ = try open(source).get()
         // SPOOL_TEST_SEED=<seed> replays a failing run's seeks.
-        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
+        let seed =
+            ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap { UInt64($0) }
             ?? UInt64.random(in: 0...UInt64(UInt32.max))
         var generator = SeededGenerator(seed: seed)
         var offsets: [Int] = [0]
@@ -151,12 +153,15 @@ struct CachedByteSourceTests {
             #expect(firstDifference(read, rig.body[offset..<(offset + 65_536)]) == nil, "at \(offset), seed \(seed)")
         }
         // Then play it all from the start: what the seeks left out is fetched now (or was by the read-ahead).
-        #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count, timeout: 30).get(), rig.body) == nil)
+        #expect(
+            firstDifference(try readFully(source, at: 0, length: rig.body.count, timeout: 30).get(), rig.body) == nil)
         source.close()
         let log = try rig.origin.settledRequests()
         let sent = log.reduce(0) { $0 + $1.bodyBytesSent }
-        #expect(sent <= rig.body.count + 5 * 64 * 1024,
-                "origin sent \(sent) (stored \(rig.cache.stats.bytesFromNetwork)) for \(rig.body.count) with seeks at \(offsets) (seed \(seed)): \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
+        #expect(
+            sent <= rig.body.count + 5 * 64 * 1024,
+            "origin sent \(sent) (stored \(rig.cache.stats.bytesFromNetwork)) for \(rig.body.count) with seeks at \(offsets) (seed \(seed)): \(log.map { "\($0.range ?? "-") \($0.bodyBytesSent)" })"
+        )
     }
 
     @Test func aSmallReadNearTheEndGetsItsOwnShortRequest() throws {
@@ -296,12 +301,17 @@ struct CachedByteSourceTests {
         // 16 KiB first: the download's rate is measured over enough of its bytes that a slow
         // start (a loaded machine) does not make it look slower than it is.
         _ = try readFully(source, at: 0, length: 16_384).get()
-        let near = 40_000, far = 3_000_000
-        #expect(firstDifference(try readFully(source, at: Int64(near), length: 100_000).get(), rig.body[near..<near + 100_000]) == nil)
+        let near = 40_000
+        let far = 3_000_000
+        #expect(
+            firstDifference(
+                try readFully(source, at: Int64(near), length: 100_000).get(), rig.body[near..<near + 100_000]) == nil)
         // Counted now: later, the download may reconnect at where it got to (a slow window on a
         // loaded machine), which the origin could not tell from a request for the near read.
         #expect(rig.origin.requestsBegun == 1, "the near read got a request of its own")
-        #expect(firstDifference(try readFully(source, at: Int64(far), length: 4096).get(), rig.body[far..<far + 4096]) == nil)
+        #expect(
+            firstDifference(try readFully(source, at: Int64(far), length: 4096).get(), rig.body[far..<far + 4096])
+                == nil)
         source.close()
         let ranges = try rig.origin.settledRequests().compactMap(\.range)
         #expect(ranges.contains { $0.hasPrefix("bytes=\(far)-") }, "\(ranges)")
@@ -356,8 +366,9 @@ struct CachedByteSourceTests {
             _ = try open(current).get()
             #expect(eventually(timeout: 10) { !current.isRevalidating })
             #expect(current.foundNewVersion)
-            #expect(firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
-                    "the play in progress keeps the version it started with")
+            #expect(
+                firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
+                "the play in progress keeps the version it started with")
             current.close()
         }
         let next = try rig.source(revalidator: revalidator)
@@ -378,7 +389,10 @@ struct CachedByteSourceTests {
         #expect(cached >= window && cached < window + 512 * 1024, "cached \(cached) bytes")
         // Playing on moves the window.
         let later: Int64 = 3_000_000
-        #expect(firstDifference(try readFully(source, at: later, length: 65_536).get(), rig.body[Int(later)..<Int(later) + 65_536]) == nil)
+        #expect(
+            firstDifference(
+                try readFully(source, at: later, length: 65_536).get(), rig.body[Int(later)..<Int(later) + 65_536])
+                == nil)
         #expect(eventually(timeout: 10) { !source.isDownloading })
         let ranges = try rig.cache.entry(for: rig.url).cachedRanges
         #expect(ranges.contains(later + window - 1))
@@ -393,10 +407,11 @@ struct CachedByteSourceTests {
         let opened = DispatchSemaphore(value: 0)
         source.open { _ in opened.signal() }
         var seen = ""
-        #expect(eventually(timeout: 5) {
-            seen = source.downloadState
-            return seen.hasPrefix("retrying in 1 s")
-        }, "state was '\(seen)'")
+        #expect(
+            eventually(timeout: 5) {
+                seen = source.downloadState
+                return seen.hasPrefix("retrying in 1 s")
+            }, "state was '\(seen)'")
         #expect(seen.contains("503"), "\(seen)")
         #expect(opened.wait(timeout: .now() + 10) == .success)
         _ = try readFully(source, at: 0, length: rig.body.count).get()

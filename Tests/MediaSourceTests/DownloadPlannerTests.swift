@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 private typealias Planner = DownloadPlanner
 private let start = ContinuousClock.now
@@ -58,23 +58,30 @@ struct DownloadPlannerRuleTests {
         let cached = RangeSet([0..<10_000])
         #expect(p.read(.init(offset: 0, maxLength: 4096), cached: cached, now: start).0 == .serve(4096))
         // 64 KiB asked, 8 KiB enough: the 10,000 bytes here are the answer.
-        #expect(p.read(.init(offset: 0, maxLength: 65536, minLength: 8192), cached: cached, now: start).0 == .serve(10_000))
+        #expect(
+            p.read(.init(offset: 0, maxLength: 65536, minLength: 8192), cached: cached, now: start).0 == .serve(10_000))
         #expect(p.read(.init(offset: 0, maxLength: 65536), cached: cached, now: start).0 == .wait)
         // At the end, fewer than the minimum is the whole rest.
-        #expect(p.read(.init(offset: 4 * mb - 10, maxLength: 4096), cached: RangeSet([0..<4 * mb]), now: start).0 == .serve(10))
+        #expect(
+            p.read(.init(offset: 4 * mb - 10, maxLength: 4096), cached: RangeSet([0..<4 * mb]), now: start).0
+                == .serve(10))
         #expect(p.read(.init(offset: 4 * mb, maxLength: 4096), cached: cached, now: start).0 == .endOfStream)
     }
 
     @Test func aReadJustAheadOfTheDownloadWaitsForIt() {
         var (p, _) = planner()
-        let (answer, actions) = p.read(.init(offset: 30_000, maxLength: 65536), cached: RangeSet([0..<10_000]), now: start)
+        let (answer, actions) = p.read(
+            .init(offset: 30_000, maxLength: 65536), cached: RangeSet([0..<10_000]), now: start)
         #expect(answer == .wait)
         #expect(starts(actions).isEmpty)
     }
 
     @Test func theWaitAheadFollowsTheMeasuredRate() {
         var (p, actions) = planner()
-        guard case .start(let key, _, _, _) = actions.first else { Issue.record("no start"); return }
+        guard case .start(let key, _, _, _) = actions.first else {
+            Issue.record("no start")
+            return
+        }
         _ = p.setRate(2_000_000, of: key, cached: RangeSet(), now: start)  // 0.3 s at 2 MB/s: 600 kB
         #expect(p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start).0 == .wait)
         #expect(starts(p.read(.init(offset: 500_000, maxLength: 100_000), cached: RangeSet(), now: start).1).isEmpty)
@@ -85,7 +92,10 @@ struct DownloadPlannerRuleTests {
 
     @Test func aReaderWaitingForAnUnmeasuredDownloadGetsARequestOnceItsRateShowsTheWaitIsLong() {
         var (p, opened) = planner(length: 30_000)
-        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let key, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         // The end of a short file: within the first guess of what a new download delivers soon.
         let (answer, first) = p.read(.init(offset: 29_900, maxLength: 100), cached: RangeSet([0..<1000]), now: start)
         #expect(answer == .wait && starts(first).isEmpty)
@@ -97,7 +107,10 @@ struct DownloadPlannerRuleTests {
     /// that will reach it, so nothing crosses the network twice, until it starts playing.
     @Test func aBackgroundProbeWaitsForTheDownloadUntilItPlays() {
         var (p, opened) = planner(length: 300_000)
-        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let key, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         _ = p.setBackground(true, cached: RangeSet(), now: start)
         let cached = RangeSet([0..<1000])
         let (answer, actions) = p.read(.init(offset: 299_872, maxLength: 128), cached: cached, now: start)
@@ -147,7 +160,8 @@ struct DownloadPlannerRuleTests {
         var scheduled = 0
         for step in 2...10 {
             let (_, actions) = p.read(
-                .init(offset: Int64(step) * 300_000, maxLength: 65536), cached: cached, now: start + .milliseconds(step))
+                .init(offset: Int64(step) * 300_000, maxLength: 65536), cached: cached, now: start + .milliseconds(step)
+            )
             #expect(starts(actions).isEmpty)
             scheduled += actions.filter { if case .scheduleSeek = $0 { true } else { false } }.count
         }
@@ -158,15 +172,22 @@ struct DownloadPlannerRuleTests {
 
     @Test func aSeekParksTheDownloadOrCancelsItWhenHeldBytesAreClose() {
         var (p, opened) = planner(length: 20 * mb)
-        guard case .start(let mainKey, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let mainKey, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         let (_, actions) = p.read(.init(offset: 10 * mb, maxLength: 200_000), cached: RangeSet(), now: start)
         #expect(actions.contains(.setPriority(key: mainKey, .fillHoles)))
         #expect(starts(actions).map(\.from) == [10 * mb])
         #expect(p.transfers.first { $0.key == mainKey }?.role == .parked)
         // The new download reaches cached bytes within 2 MiB: a further seek cancels rather than parks it.
         var (q, opened2) = planner(length: 20 * mb)
-        guard case .start(let key2, _, _, _) = opened2.first else { Issue.record("no start"); return }
-        let (_, actions2) = q.read(.init(offset: 10 * mb, maxLength: 200_000), cached: RangeSet([1 * mb..<2 * mb]), now: start)
+        guard case .start(let key2, _, _, _) = opened2.first else {
+            Issue.record("no start")
+            return
+        }
+        let (_, actions2) = q.read(
+            .init(offset: 10 * mb, maxLength: 200_000), cached: RangeSet([1 * mb..<2 * mb]), now: start)
         #expect(cancels(actions2) == [key2])
     }
 
@@ -192,7 +213,10 @@ struct DownloadPlannerRuleTests {
 
     @Test func aStreamOfUnknownLengthEndsWhereItsDownloadEnded() {
         var (p, opened) = planner(length: nil, ranges: false)
-        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let key, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         let cached = RangeSet([0..<50_000])
         #expect(p.read(.init(offset: 0, maxLength: 65536), cached: cached, now: start).0 == .serve(50_000))
         // The download ends before the reader gets there: no reader waits at that moment.
@@ -205,7 +229,10 @@ struct DownloadPlannerRuleTests {
     @Test func anOverstatedLengthEndsTheStreamWhereTheBodyEnded() {
         // Declared 4 MB; the origin, without ranges, sends 3 MB and closes.
         var (p, opened) = planner(ranges: false)
-        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let key, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         let cached = RangeSet([0..<3 * mb])
         _ = p.received(key, upTo: 3 * mb, cached: cached)
         // The decoder asks across the real end, more than is left: it waits, as for any byte to come.
@@ -227,9 +254,15 @@ struct DownloadPlannerRuleTests {
     @Test func anOverstatedLengthStopsTransfersPastTheRealEnd() {
         // With ranges: a probe of the declared end asks for bytes that do not exist.
         var (p, opened) = planner()
-        guard case .start(let mainKey, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let mainKey, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         let (_, probed) = p.read(.init(offset: 4 * mb - 128, maxLength: 128), cached: RangeSet(), now: start)
-        guard case .start(let probeKey, _, _, _)? = probed.last else { Issue.record("no probe: \(probed)"); return }
+        guard case .start(let probeKey, _, _, _)? = probed.last else {
+            Issue.record("no probe: \(probed)")
+            return
+        }
         let cached = RangeSet([0..<3 * mb])
         _ = p.received(mainKey, upTo: 3 * mb, cached: cached)
         let effects = p.resourceEnds(at: 3 * mb, reportedBy: mainKey, cached: cached)
@@ -239,7 +272,10 @@ struct DownloadPlannerRuleTests {
 
     @Test func aWaitingReaderIsWokenWhenItsMinimumArrives() {
         var (p, opened) = planner()
-        guard case .start(let key, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let key, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         #expect(p.read(.init(offset: 0, maxLength: 65536, minLength: 8192), cached: RangeSet(), now: start).0 == .wait)
         #expect(!p.received(key, upTo: 4096, cached: RangeSet([0..<4096])).wakeReader)
         #expect(p.received(key, upTo: 9000, cached: RangeSet([0..<9000])).wakeReader)
@@ -247,11 +283,17 @@ struct DownloadPlannerRuleTests {
 
     @Test func theDownloadStopsAtBytesAProbeFetchedAndGoesOnAfterThem() {
         var (p, opened) = planner()
-        guard case .start(let mainKey, _, _, _) = opened.first else { Issue.record("no start"); return }
+        guard case .start(let mainKey, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         _ = p.read(.init(offset: 0, maxLength: 4096), cached: RangeSet(), now: start)
         var cached = RangeSet([0..<4096])
         _ = p.read(.init(offset: 100_000, maxLength: 4096), cached: cached, now: start)  // a probe
-        guard let probe = p.transfers.first(where: { $0.role == .probe }) else { Issue.record("no probe"); return }
+        guard let probe = p.transfers.first(where: { $0.role == .probe }) else {
+            Issue.record("no probe")
+            return
+        }
         cached.insert(100_000..<100_000 + Planner.probeRequestMinimum)
         _ = p.finished(probe.key, cached: cached)
         cached.insert(0..<100_000)
@@ -287,11 +329,14 @@ private struct SimulatedWorld {
             switch action {
             case .start(let key, let from, let to, _):
                 if cached.contains(from) { violations.append("start at cached byte \(from)") }
-                if let to, !cached.intersection(with: from..<to).isEmpty { violations.append("request \(from)..<\(to) covers cached bytes") }
+                if let to, !cached.intersection(with: from..<to).isEmpty {
+                    violations.append("request \(from)..<\(to) covers cached bytes")
+                }
                 for (other, transfer) in running where other != key && transfer.next <= from && from < transfer.end {
                     let role = planner.transfers.first(where: { $0.key == other })?.role
                     if role != .main, role != .parked {
-                        violations.append("start at \(from), transfer \(other) (\(String(describing: role))) delivers it")
+                        violations.append(
+                            "start at \(from), transfer \(other) (\(String(describing: role))) delivers it")
                     }
                 }
                 running[key] = (from, to ?? length)
@@ -342,7 +387,8 @@ struct DownloadPlannerPropertyTests {
     /// far read starts a request in the same call, and little is delivered twice.
     @Test(arguments: [false, true])
     func everyReadIsServedAndNothingIsRequestedTwice(storms: Bool) {
-        let seed = ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap(UInt64.init)
+        let seed =
+            ProcessInfo.processInfo.environment["SPOOL_TEST_SEED"].flatMap(UInt64.init)
             ?? UInt64.random(in: 0...UInt64(UInt32.max))
         var generator = SeededGenerator(seed: seed)
         for _ in 0..<200 {
@@ -362,7 +408,9 @@ struct DownloadPlannerPropertyTests {
                     world.apply(actions)
                     if attempt == 0, far, world.ranges, answer == .wait, !wasStorm, !world.cached.contains(read.offset),
                         world.pendingSeekAt == nil,
-                        !actions.contains(where: { if case .start = $0 { true } else if case .setPriority = $0 { true } else { false } })
+                        !actions.contains(where: {
+                            if case .start = $0 { true } else if case .setPriority = $0 { true } else { false }
+                        })
                     {
                         world.violations.append("far read at \(read.offset) started nothing: \(actions)")
                     }

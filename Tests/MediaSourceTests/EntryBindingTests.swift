@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 @Suite("How a cache entry follows the origin's answers")
 struct EntryBindingTests {
@@ -17,7 +17,8 @@ struct EntryBindingTests {
     }
 
     private func head(etag: String? = "\"v1\"", lastModified: String? = nil, length: Int64 = 1000) -> ResponseHead {
-        ResponseHead(status: 206, totalLength: length, etag: etag, lastModified: lastModified, contentType: "audio/mpeg")
+        ResponseHead(
+            status: 206, totalLength: length, etag: etag, lastModified: lastModified, contentType: "audio/mpeg")
     }
 
     @Test func anEmptyEntryAsksWithoutAConditionAndOneWithBytesWithIfRange() throws {

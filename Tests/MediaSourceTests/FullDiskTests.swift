@@ -1,8 +1,8 @@
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// The file system, except that no byte of audio fits: a data file gets its header, and every
 /// write past it fails with ENOSPC, as on a disk that filled up.
@@ -10,7 +10,9 @@ final class FullDiskStorage: CacheStorage {
     let disk = FileSystemStorage()
 
     func create(_ path: String) -> (any StoredFile)? { disk.create(path).map(FullFile.init) }
-    func open(_ path: String, writable: Bool) -> (any StoredFile)? { disk.open(path, writable: writable).map(FullFile.init) }
+    func open(_ path: String, writable: Bool) -> (any StoredFile)? {
+        disk.open(path, writable: writable).map(FullFile.init)
+    }
     func remove(_ path: String) { disk.remove(path) }
     func syncDirectory(_ directory: String) { disk.syncDirectory(directory) }
     func fileNames(in directory: String) -> Set<String> { disk.fileNames(in: directory) }
@@ -27,7 +29,9 @@ private final class FullFile: StoredFile {
         }
         return file.write(bytes, at: offset)
     }
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int { file.read(into: buffer, at: offset) }
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {
+        file.read(into: buffer, at: offset)
+    }
     func sync() -> Int32 { file.sync() }
     var length: Int64? { file.length }
     var allocatedBytes: Int64 { file.allocatedBytes }
@@ -63,14 +67,19 @@ struct FullDiskTests {
         // The download stayed within the window: what it dropped behind the reader was never
         // fetched twice on the way through.
         let sent = rig.bytesSent
-        #expect(sent <= rig.body.count + (64 << 10), "sent \(sent) bytes for a body of \(rig.body.count): \(rig.origin.requests().map { "\($0.range ?? "-") \($0.bodyBytesSent)" })")
+        #expect(
+            sent <= rig.body.count + (64 << 10),
+            "sent \(sent) bytes for a body of \(rig.body.count): \(rig.origin.requests().map { "\($0.range ?? "-") \($0.bodyBytesSent)" })"
+        )
 
         // The start was dropped long ago: reading it again asks the origin again.
         let before = rig.origin.requests().count
         let again = try readFully(source, at: 0, length: 4096).get()
         #expect(firstDifference(again, rig.body.prefix(4096)) == nil)
         let requests = try rig.origin.requests(atLeast: before + 1)
-        #expect(requests.dropFirst(before).contains { $0.range?.hasPrefix("bytes=0-") == true }, "\(requests.map { $0.range ?? "-" })")
+        #expect(
+            requests.dropFirst(before).contains { $0.range?.hasPrefix("bytes=0-") == true },
+            "\(requests.map { $0.range ?? "-" })")
         #expect(source.bytesInMemory <= capacity)
     }
 }

@@ -1,11 +1,13 @@
 import Fetcher
 import Foundation
 import MediaSource
-import Testing
 import TestSupport
+import Testing
 
 /// Reads `[offset, offset+length)` from a source, waiting on its wake-ups (never polling).
-func readFully(_ source: ByteSource, at offset: Int64, length: Int, timeout: Double = 10) -> Result<Data, MediaSourceError> {
+func readFully(_ source: ByteSource, at offset: Int64, length: Int, timeout: Double = 10) -> Result<
+    Data, MediaSourceError
+> {
     var collected = Data()
     var position = offset
     while collected.count < length {
@@ -57,7 +59,8 @@ struct HTTPByteSourceTests {
         #expect(info.length == 400_000)
         #expect(info.randomAccess)
         #expect(firstDifference(try readFully(source, at: 0, length: 4096).get(), body.prefix(4096)) == nil)
-        #expect(firstDifference(try readFully(source, at: 123_456, length: 10_000).get(), body[123_456..<133_456]) == nil)
+        #expect(
+            firstDifference(try readFully(source, at: 123_456, length: 10_000).get(), body[123_456..<133_456]) == nil)
     }
 
     @Test func aReadFarAheadStartsARangeRequestAtThatOffset() throws {
@@ -69,7 +72,9 @@ struct HTTPByteSourceTests {
         let source = HTTPByteSource(url: origin.url(for: "/big.mp3"), fetcher: fetcher)
         _ = try open(source).get()
         let far: Int64 = 1_500_000
-        #expect(firstDifference(try readFully(source, at: far, length: 1000).get(), body[Int(far)..<Int(far) + 1000]) == nil)
+        #expect(
+            firstDifference(try readFully(source, at: far, length: 1000).get(), body[Int(far)..<Int(far) + 1000]) == nil
+        )
         source.close()  // ends the transfers, so the origin logs both
         let ranges = try origin.requests(atLeast: 2).compactMap(\.range)
         #expect(ranges.contains("bytes=0-"))

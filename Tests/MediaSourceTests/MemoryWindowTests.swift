@@ -8,28 +8,30 @@ import Testing
 struct MemoryWindowTests {
     let window = MemoryWindow(capacity: 100)
 
-    @Test(arguments: [
-        // held, reader, kept (a trim leaves 94 of the 100)
-        ([0..<100], 50, [0..<100]),  // fits: nothing dropped
-        ([0..<150], 100, [56..<150]),  // behind the reader first, lowest first
-        ([0..<40, 60..<160], 100, [66..<160]),  // a whole run behind goes before part of the next
-        ([0..<150], 0, [0..<94]),  // nothing behind: the furthest ahead goes
-        ([0..<30, 50..<200], 60, [60..<154]),  // behind first, then the far end ahead
-        ([200..<350], 0, [200..<294]),  // all ahead, not touching the reader
-    ] as [([Range<Int64>], Int64, [Range<Int64>])])
+    @Test(
+        arguments: [
+            // held, reader, kept (a trim leaves 94 of the 100)
+            ([0..<100], 50, [0..<100]),  // fits: nothing dropped
+            ([0..<150], 100, [56..<150]),  // behind the reader first, lowest first
+            ([0..<40, 60..<160], 100, [66..<160]),  // a whole run behind goes before part of the next
+            ([0..<150], 0, [0..<94]),  // nothing behind: the furthest ahead goes
+            ([0..<30, 50..<200], 60, [60..<154]),  // behind first, then the far end ahead
+            ([200..<350], 0, [200..<294]),  // all ahead, not touching the reader
+        ] as [([Range<Int64>], Int64, [Range<Int64>])])
     func keepsTheBytesNearestTheWayForward(held: [Range<Int64>], reader: Int64, kept: [Range<Int64>]) {
         #expect(window.retained(held, reader: reader) == kept)
     }
 
-    @Test(arguments: [
-        // reader, next or held end, full, resume
-        (0, 99, false, false),
-        (0, 100, true, false),
-        (1_000, 1_100, true, false),
-        (1_000, 1_050, false, false),
-        (1_000, 1_049, false, true),
-        (1_000, 1_000, false, true),
-    ] as [(Int64, Int64, Bool, Bool)])
+    @Test(
+        arguments: [
+            // reader, next or held end, full, resume
+            (0, 99, false, false),
+            (0, 100, true, false),
+            (1_000, 1_100, true, false),
+            (1_000, 1_050, false, false),
+            (1_000, 1_049, false, true),
+            (1_000, 1_000, false, true),
+        ] as [(Int64, Int64, Bool, Bool)])
     func stopsAFullWindowAheadAndResumesAtHalf(reader: Int64, end: Int64, full: Bool, resume: Bool) {
         #expect(window.isFull(reader: reader, next: end) == full)
         #expect(window.shouldResume(reader: reader, heldEnd: end) == resume)

@@ -1,8 +1,8 @@
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 private let now = ContinuousClock.now
 private let mb: Int64 = 1_000_000
@@ -11,14 +11,15 @@ private typealias Policy = CachedByteSource.ReadAheadPolicy
 @Suite("Read-ahead on a metered network")
 struct MeteredReadAheadTests {
     /// (metered, byte rate, expected threshold, expected window) for 256 MB / 32 MB / 2 min.
-    @Test(arguments: [
-        (false, nil, 256 * mb, 32 * mb),  // unmetered: the large-file rule
-        (false, 16_000.0, 256 * mb, 32 * mb),
-        (true, 16_000.0, 0, 1_920_000),  // 2 min at 128 kbps, for every size
-        (true, nil, 0, 4_800_000),  // rate unknown: 320 kbps assumed
-        (true, 0.0, 0, 4_800_000),
-        (true, 1_000_000.0, 0, 32 * mb),  // 2 min of hi-res would be 120 MB: the large-file window bounds it
-    ] as [(Bool, Double?, Int64, Int64)])
+    @Test(
+        arguments: [
+            (false, nil, 256 * mb, 32 * mb),  // unmetered: the large-file rule
+            (false, 16_000.0, 256 * mb, 32 * mb),
+            (true, 16_000.0, 0, 1_920_000),  // 2 min at 128 kbps, for every size
+            (true, nil, 0, 4_800_000),  // rate unknown: 320 kbps assumed
+            (true, 0.0, 0, 4_800_000),
+            (true, 1_000_000.0, 0, 32 * mb),  // 2 min of hi-res would be 120 MB: the large-file window bounds it
+        ] as [(Bool, Double?, Int64, Int64)])
     func theMeteredWindowIsMinutesOfAudioForEverySize(metered: Bool, rate: Double?, threshold: Int64, window: Int64) {
         let policy = Policy(threshold: 256 * mb, window: 32 * mb, meteredWindow: .seconds(120))
         let limits = policy.limits(metered: metered, byteRate: rate)
@@ -43,7 +44,9 @@ struct MeteredReadAheadTests {
         var held = RangeSet([0..<200_000])
         #expect(planner.read(.init(offset: 0, maxLength: 65_536), cached: held, now: now).0 == .serve(65_536))
 
-        #expect(planner.setReadAhead((threshold: 0, window: mb), cached: held).isEmpty, "the running one decides at its next bytes")
+        #expect(
+            planner.setReadAhead((threshold: 0, window: mb), cached: held).isEmpty,
+            "the running one decides at its next bytes")
         held.insert(0..<900_000)
         #expect(planner.received(main, upTo: 900_000, cached: held).actions.isEmpty, "within the window")
         held.insert(0..<1_100_000)
@@ -62,7 +65,8 @@ struct MeteredReadAheadTests {
         _ = planner.setReadAhead((threshold: 0, window: 2 * mb), cached: RangeSet())
         #expect(planner.readAhead?.window == mb / 2)
         _ = planner.setReadAhead((threshold: 256 * mb, window: 32 * mb), cached: RangeSet())
-        #expect(planner.readAhead?.threshold == 0 && planner.readAhead?.window == mb / 2, "the disk still refuses bytes")
+        #expect(
+            planner.readAhead?.threshold == 0 && planner.readAhead?.window == mb / 2, "the disk still refuses bytes")
     }
 
     /// Through a real fetcher and origin: metered before it opens, a source fetches a second of
@@ -74,13 +78,15 @@ struct MeteredReadAheadTests {
         source.setMetered(true)
         _ = try open(source).get()
         _ = try readFully(source, at: 0, length: 16_384).get()
-        let stopped = try eventually(timeout: 3) { rig.origin.requestsBegun == rig.origin.requests().count }
+        let stopped = eventually(timeout: 3) { rig.origin.requestsBegun == rig.origin.requests().count }
         let sent = rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent }
         #expect(stopped, "the download stops at the window; the whole body would take 2 s")
         #expect(sent < 600_000, "a 200 kB window (and what was in flight when it was cut): \(sent)")
 
         source.setMetered(false)
-        let complete = try eventually(timeout: 10) { rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent } >= rig.body.count }
+        let complete = eventually(timeout: 10) {
+            rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent } >= rig.body.count
+        }
         #expect(complete, "\(rig.origin.requests())")
         #expect(rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent } <= rig.body.count + 256 * 1024)
         source.close()

@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// An origin whose Content-Length promises more than its body holds: the stream ends where the
 /// body ended, at once, the real length is what the cache records, and nothing is fetched twice.

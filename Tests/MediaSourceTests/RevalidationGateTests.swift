@@ -20,11 +20,16 @@ struct RevalidationGateTests {
     }
 
     @Test func theDeadlineOrAnUnreachableOriginOpensFromTheCacheAndALaterChangeWaitsForTheNextPlay() {
-        #expect(run([.deadline, .answered(sameVersion: false)]) == [.openFromCache(stopRequest: false), .replaceOnClose])
-        #expect(run([.unreachable, .unreachable, .deadline, .answered(sameVersion: false)])
-            == [.openFromCache(stopRequest: false), .none, .none, .replaceOnClose])
+        #expect(
+            run([.deadline, .answered(sameVersion: false)]) == [.openFromCache(stopRequest: false), .replaceOnClose])
+        #expect(
+            run([.unreachable, .unreachable, .deadline, .answered(sameVersion: false)])
+                == [.openFromCache(stopRequest: false), .none, .none, .replaceOnClose])
         #expect(run([.deadline, .answered(sameVersion: true)]) == [.openFromCache(stopRequest: false), .stopRequest])
-        #expect(run([.deadline, .notModified, .answered(sameVersion: false)]) == [.openFromCache(stopRequest: false), .none, .none])
+        #expect(
+            run([.deadline, .notModified, .answered(sameVersion: false)]) == [
+                .openFromCache(stopRequest: false), .none, .none,
+            ])
     }
 
     @Test func withoutAWaitTheOpenIsNotHeldAndAChangeOnlyReplacesTheEntryAtClose() {

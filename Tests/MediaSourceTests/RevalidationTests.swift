@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// How long opening `source` takes, and its result.
 func timedOpen(_ source: ByteSource) -> (Result<ResourceInfo, MediaSourceError>, seconds: Double) {
@@ -22,7 +22,8 @@ struct RevalidationTests {
 
         func resource(_ body: Data, version: Int) -> OriginResource {
             OriginResource(
-                body, etag: "\"v\(version)\"", lastModified: Date(timeIntervalSince1970: 1_700_000_000 + Double(version) * 60),
+                body, etag: "\"v\(version)\"",
+                lastModified: Date(timeIntervalSince1970: 1_700_000_000 + Double(version) * 60),
                 sendsETag: self == .strongETag)
         }
     }
@@ -48,7 +49,8 @@ struct RevalidationTests {
             let (opened, seconds) = timedOpen(source)
             #expect(try opened.get().length == Int64(newer.count))
             #expect(seconds < 4, "the answer came in milliseconds; the open waited \(seconds) s")
-            #expect(firstDifference(try readInChunks(source, length: newer.count).get(), newer) == nil,
+            #expect(
+                firstDifference(try readInChunks(source, length: newer.count).get(), newer) == nil,
                 "the play that found the change plays the new version")
             source.close()
         }
@@ -95,7 +97,8 @@ struct RevalidationTests {
             let (opened, seconds) = timedOpen(current)
             _ = try opened.get()
             #expect(seconds < 2, "the deadline is 100 ms; the open took \(seconds) s")
-            #expect(firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
+            #expect(
+                firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
                 "past the deadline the cached copy plays")
             #expect(eventually(timeout: 10) { current.foundNewVersion })
             current.close()

@@ -3,8 +3,8 @@ import Foundation
 import MediaSource
 import RangeCache
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The file system, except that every data sync waits until the test opens the gate (or
 /// 10 s pass, so a test never hangs): a disk that takes its time to make bytes durable.
@@ -17,7 +17,9 @@ final class GatedSyncStorage: CacheStorage {
     let started = Atomic<Int>(0)
 
     func create(_ path: String) -> (any StoredFile)? { disk.create(path).map { GatedFile($0, self) } }
-    func open(_ path: String, writable: Bool) -> (any StoredFile)? { disk.open(path, writable: writable).map { GatedFile($0, self) } }
+    func open(_ path: String, writable: Bool) -> (any StoredFile)? {
+        disk.open(path, writable: writable).map { GatedFile($0, self) }
+    }
     func remove(_ path: String) { disk.remove(path) }
     func syncDirectory(_ directory: String) { disk.syncDirectory(directory) }
     func fileNames(in directory: String) -> Set<String> { disk.fileNames(in: directory) }
@@ -36,7 +38,9 @@ private final class GatedFile: StoredFile {
     }
 
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Int { file.write(bytes, at: offset) }
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int { file.read(into: buffer, at: offset) }
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {
+        file.read(into: buffer, at: offset)
+    }
     func sync() -> Int32 {
         storage.started.add(1, ordering: .relaxed)
         if storage.gate.wait(timeout: .now() + 10) == .success { storage.gate.signal() }
@@ -64,7 +68,9 @@ struct SlowDiskTests {
         #expect(storage.completed.load(ordering: .relaxed) == 0, "a read or the close waited for a sync")
         storage.open()
         let entry = try rig.cache.entry(for: rig.url)
-        #expect(eventually(timeout: 5) { entry.durableRanges.count == Int64(rig.body.count) }, "the bytes are committed once synced")
+        #expect(
+            eventually(timeout: 5) { entry.durableRanges.count == Int64(rig.body.count) },
+            "the bytes are committed once synced")
     }
 
     /// A download faster than the disk makes its writer wait for the running sync (the cache
@@ -93,18 +99,23 @@ struct SlowDiskTests {
         // Capped: at full loopback speed one pass of the fetcher's loop takes in more than the
         // whole body, before a hold can take effect.
         let slow = try CacheRig(
-            size: 1_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000), storage: storage, syncBatchBytes: 32 << 10)
+            size: 1_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000), storage: storage, syncBatchBytes: 32 << 10
+        )
         let other = try CacheRig(size: 400_000, fetcher: slow.fetcher)
         let held = try slow.source()
         defer { held.close() }
         _ = try open(held).get()
         #expect(eventually(timeout: 5) { storage.started.load(ordering: .relaxed) >= 1 })
-        #expect(eventually(timeout: 5) { held.downloadState == "waiting for the disk to store what arrived" }, "\(held.downloadState)")
+        #expect(
+            eventually(timeout: 5) { held.downloadState == "waiting for the disk to store what arrived" },
+            "\(held.downloadState)")
 
         let source = try other.source()
         defer { source.close() }
         _ = try open(source).get()
-        #expect(firstDifference(try readFully(source, at: 0, length: other.body.count, timeout: 5).get(), other.body) == nil)
+        #expect(
+            firstDifference(try readFully(source, at: 0, length: other.body.count, timeout: 5).get(), other.body) == nil
+        )
         #expect(storage.completed.load(ordering: .relaxed) == 0, "the other download waited for the slow disk's sync")
 
         storage.open()

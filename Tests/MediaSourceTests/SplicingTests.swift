@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// Reads `length` bytes from 0 in 64 KiB reads, as a player does (a read of everything at once
 /// would wait until the whole resource is there and hide what a splice does to earlier reads).
@@ -81,13 +81,15 @@ struct SplicingTests {
         stale.close()
         switch read {
         case .success(let bytes):
-            #expect(firstDifference(bytes, rig.body) == nil || firstDifference(bytes, newer) == nil,
+            #expect(
+                firstDifference(bytes, rig.body) == nil || firstDifference(bytes, newer) == nil,
                 "spliced: \(rig.origin.requests())")
         case .failure(let error):
             #expect(error.description.contains("changed"), "\(error)")
         }
         if kind == .noValidators {
-            #expect(try rig.origin.settledRequests().first?.range == "bytes=0-", "nothing names the version: not resumed")
+            #expect(
+                try rig.origin.settledRequests().first?.range == "bytes=0-", "nothing names the version: not resumed")
         }
         // Played again, it is the new version, whole.
         let fresh = try rig.source()

@@ -2,8 +2,8 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// A declared length of terabytes through the cache-backed source: nothing is sized by it.
 /// The entry records the length, the planner fetches a read-ahead window, and the disk and the

@@ -15,7 +15,9 @@ struct FailurePolicyTests {
     struct Row: Sendable, CustomTestStringConvertible {
         let failures: [(track: UInt64, kind: FailureKind, networkUp: Bool)]
         let expected: [FailurePolicy.Action]
-        var testDescription: String { failures.map { "\($0.track):\($0.kind)\($0.networkUp ? "" : " offline")" }.joined(separator: ", ") }
+        var testDescription: String {
+            failures.map { "\($0.track):\($0.kind)\($0.networkUp ? "" : " offline")" }.joined(separator: ", ")
+        }
     }
 
     static let rows: [Row] = [
@@ -26,13 +28,16 @@ struct FailurePolicyTests {
         // A refused connection with the network up is the server's fault: retried once, then skipped.
         Row(failures: [(1, .unreachable, true), (1, .unreachable, true)], expected: [.retry(after: .zero), .skip]),
         // With the network down nothing is skipped, however often it fails.
-        Row(failures: [(1, .unreachable, false), (1, .unreachable, false), (1, .unreachable, false)],
+        Row(
+            failures: [(1, .unreachable, false), (1, .unreachable, false), (1, .unreachable, false)],
             expected: [.waitForNetwork, .waitForNetwork, .waitForNetwork]),
         // Every track given up on in one pass: stop, at the last one.
-        Row(failures: [(1, .permanent, true), (2, .permanent, true), (3, .transient, true), (3, .transient, true)],
+        Row(
+            failures: [(1, .permanent, true), (2, .permanent, true), (3, .transient, true), (3, .transient, true)],
             expected: [.skip, .skip, .retry(after: .zero), .stop]),
         // A track failing twice in a pass counts once: the others still get their turn.
-        Row(failures: [(1, .permanent, true), (1, .permanent, true), (2, .permanent, true)],
+        Row(
+            failures: [(1, .permanent, true), (1, .permanent, true), (2, .permanent, true)],
             expected: [.skip, .skip, .skip]),
     ]
 
@@ -72,7 +77,9 @@ final class NetworkSwitch: Sendable {
 struct PlayerFailureTests {
     let urls = (1...4).map { URL(string: "http://127.0.0.1:1/\($0).mp3")! }
 
-    func makePlayer(network: NetworkSwitch = NetworkSwitch(true)) async -> (FakeEngine, Player, UpdateRecorder, TransientMemory) {
+    func makePlayer(network: NetworkSwitch = NetworkSwitch(true)) async -> (
+        FakeEngine, Player, UpdateRecorder, TransientMemory
+    ) {
         let engine = FakeEngine()
         let memory = TransientMemory()
         let player = Player(
@@ -141,9 +148,10 @@ struct PlayerFailureTests {
         for _ in 0..<4 {
             let loadsBefore = engine.loads.count
             engine.send(.failed(engine.loads.last!.0, EngineError("not audio", kind: .permanent)))
-            #expect(await recorder.waitUntil { _ in
-                engine.loads.count == loadsBefore + 1 || recorder.snapshots.last?.status == .stopped
-            })
+            #expect(
+                await recorder.waitUntil { _ in
+                    engine.loads.count == loadsBefore + 1 || recorder.snapshots.last?.status == .stopped
+                })
         }
         #expect(await player.state.status == .stopped)
         #expect(Set(engine.loads.map(\.0)).count == 4, "every track was tried once, even with loop on")
@@ -156,7 +164,10 @@ struct PlayerFailureTests {
         await player.open(urls.map { ($0, nil) })
         let id = engine.loads[0].0
         engine.send(.failed(id, EngineError("no route", kind: .unreachable, position: .seconds(7))))
-        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.lastError?.contains("waiting for the network") == true })
+        #expect(
+            await recorder.waitUntil { _ in
+                recorder.snapshots.last?.lastError?.contains("waiting for the network") == true
+            })
         #expect(await player.state.buffering)
         #expect(await player.state.nowPlaying?.entry.id == id, "no skipping through the queue offline")
         #expect(engine.loads.count == 1)
@@ -164,7 +175,9 @@ struct PlayerFailureTests {
         let deadline = ContinuousClock.now + .seconds(5)
         while engine.loads.count < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(engine.loads.count == 2)
-        #expect(engine.loads.last?.0 == id && engine.loads.last?.1 == .seconds(7), "back online: the same track, same place")
+        #expect(
+            engine.loads.last?.0 == id && engine.loads.last?.1 == .seconds(7), "back online: the same track, same place"
+        )
     }
 
     @Test func pausingWhileWaitingForTheNetworkCancelsTheAutomaticRetry() async throws {

@@ -1,6 +1,7 @@
 import Foundation
-@testable import PlayerCore
 import Testing
+
+@testable import PlayerCore
 
 /// PlayerCore replaced NSString methods with its own (it must not import
 /// Foundation, issue #5); each must answer as Foundation does, so the test
@@ -9,7 +10,9 @@ import Testing
 struct FoundationGapsTests {
     @Test func percentEncodingMatchesURLPathAllowed() {
         for text in ["a b.mp3", "100%.mp3", "é/ü?#x", "dir/sub;x=1&y", "🎵 \u{1}\t", "~user/(1)+[2]{3}|\\\"'", ""] {
-            #expect(percentEncodingPath(text) == text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed), "\(text)")
+            #expect(
+                percentEncodingPath(text) == text.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed),
+                "\(text)")
         }
     }
 

@@ -50,7 +50,9 @@ struct HandOverTests {
         #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
         #expect(engine.loads.last?.0 == inserted.first)
         #expect(await current(player) == urls[3])
-        #expect(!recorder.snapshots.contains { $0.nowPlaying?.entry.id == ids[1] }, "Metadata never named the committed track")
+        #expect(
+            !recorder.snapshots.contains { $0.nowPlaying?.entry.id == ids[1] },
+            "Metadata never named the committed track")
         // And the committed one still comes after it.
         engine.send(.endOfTrack(inserted[0]))
         #expect(await recorder.waitUntil { _ in engine.loads.count == 3 })

@@ -33,35 +33,47 @@ struct InterruptionPolicyTests {
     static let rows: [Row] = [
         // A call pauses the music; its end plays on.
         Row(mode: .pause, steps: [.server(.pause, .playing)], actions: [.pause], interrupted: true),
-        Row(mode: .pause, steps: [.server(.pause, .playing), .server(.play, .paused)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .playing), .server(.play, .paused)],
             actions: [.pause, .resume], interrupted: false),
         // A listener who paused by hand is not overruled (a server asking anyway changes nothing).
-        Row(mode: .pause, steps: [.server(.pause, .paused), .server(.play, .paused)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .paused), .server(.play, .paused)],
             actions: [.none, .none], interrupted: false),
-        Row(mode: .pause, steps: [.server(.pause, .stopped), .server(.play, .stopped)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .stopped), .server(.play, .stopped)],
             actions: [.none, .none], interrupted: false),
         // The listener acting during the call (pause, play, stop, another track) cancels the resume.
-        Row(mode: .pause, steps: [.server(.pause, .playing), .listener, .server(.play, .paused)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .playing), .listener, .server(.play, .paused)],
             actions: [.pause, .none], interrupted: false),
-        Row(mode: .pause, steps: [.server(.pause, .playing), .listener, .server(.play, .playing)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .playing), .listener, .server(.play, .playing)],
             actions: [.pause, .none], interrupted: false),
-        Row(mode: .pause, steps: [.server(.pause, .playing), .listener, .server(.play, .stopped)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .playing), .listener, .server(.play, .stopped)],
             actions: [.pause, .none], interrupted: false),
         Row(mode: .pause, steps: [.server(.pause, .playing), .listener], actions: [.pause], interrupted: false),
         // Stopped meanwhile by something else (a failure): nothing to resume.
-        Row(mode: .pause, steps: [.server(.pause, .playing), .server(.play, .stopped)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .playing), .server(.play, .stopped)],
             actions: [.pause, .none], interrupted: false),
         // A second pause request during the call keeps the one interruption; one end resumes.
-        Row(mode: .pause, steps: [.server(.pause, .playing), .server(.pause, .paused), .server(.play, .paused)],
+        Row(
+            mode: .pause, steps: [.server(.pause, .playing), .server(.pause, .paused), .server(.play, .paused)],
             actions: [.pause, .none, .resume], interrupted: false),
         // A play request with no interruption (the server lets a corked stream go) does nothing.
         Row(mode: .pause, steps: [.server(.play, .paused)], actions: [.none], interrupted: false),
         // Two calls in a row: each pauses and resumes.
-        Row(mode: .pause,
-            steps: [.server(.pause, .playing), .server(.play, .paused), .server(.pause, .playing), .server(.play, .paused)],
+        Row(
+            mode: .pause,
+            steps: [
+                .server(.pause, .playing), .server(.play, .paused), .server(.pause, .playing), .server(.play, .paused),
+            ],
             actions: [.pause, .resume, .pause, .resume], interrupted: false),
         // Turned off: nothing at all.
-        Row(mode: .ignore, steps: [.server(.pause, .playing), .server(.play, .playing)],
+        Row(
+            mode: .ignore, steps: [.server(.pause, .playing), .server(.play, .playing)],
             actions: [.none, .none], interrupted: false),
     ]
 
@@ -111,13 +123,16 @@ struct PlayerInterruptionTests {
         await interrupt(engine, recorder)
         #expect(await player.state.status == .paused)
         #expect(engine.commands.suffix(2) == [.pause, .keepOutput(true)], "the stream the server corked stays")
-        #expect(memory.position(forKey: url.absoluteString)?.position == .seconds(42),
-                "the place is saved as a listener's pause saves it")
+        #expect(
+            memory.position(forKey: url.absoluteString)?.position == .seconds(42),
+            "the place is saved as a listener's pause saves it")
 
         engine.send(.soundServerRequest(.play))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.status == .playing })
         #expect(await player.state.interrupted == false)
-        #expect(engine.commands.suffix(2) == [.keepOutput(false), .play], "plays on in place, no reload: \(engine.commands)")
+        #expect(
+            engine.commands.suffix(2) == [.keepOutput(false), .play], "plays on in place, no reload: \(engine.commands)"
+        )
         #expect(engine.loads.count == 1)
     }
 

@@ -1,7 +1,7 @@
 import Foundation
 import PlayerCore
-import Testing
 import TestSupport
+import Testing
 
 @Suite("LRC lyrics")
 struct LyricsTests {
@@ -26,7 +26,10 @@ struct LyricsTests {
             "[00:01.25]a\n[00:02.125]b\n[00:03.5]c\n[00:04]d\n[00:05:50]e",
             ([(1.25, "a"), (2.125, "b"), (3.5, "c"), (4, "d"), (5.5, "e")], "a\nb\nc\nd\ne")
         ),
-        ("minutes of 60 and more", "[75:00.00]late\n[123:04.00]later", ([(4500, "late"), (7384, "later")], "late\nlater")),
+        (
+            "minutes of 60 and more", "[75:00.00]late\n[123:04.00]later",
+            ([(4500, "late"), (7384, "later")], "late\nlater")
+        ),
         (
             "unsorted lines, stable for equal times", "[00:03.00]c\n[00:01.00]a1\n[00:02.00]b\n[00:01.00]a2",
             ([(1, "a1"), (1, "a2"), (2, "b"), (3, "c")], "a1\na2\nb\nc")
@@ -36,14 +39,18 @@ struct LyricsTests {
             ([(1, "a"), (2, ""), (3, "b")], "a\n\nb")
         ),
         ("UTF-8 BOM", "\u{FEFF}[00:01.00]Grüße", ([(1, "Grüße")], "Grüße")),
-        ("CRLF and lone CR", "[00:01.00]a\r\n[00:02.00]b\r[00:03.00]c\r\n", ([(1, "a"), (2, "b"), (3, "c")], "a\nb\nc")),
+        (
+            "CRLF and lone CR", "[00:01.00]a\r\n[00:02.00]b\r[00:03.00]c\r\n",
+            ([(1, "a"), (2, "b"), (3, "c")], "a\nb\nc")
+        ),
         (
             "word-level stamps stripped", "[00:01.00]<00:01.00>Hello <00:01.50>world <00:02.00>",
             ([(1, "Hello world")], "Hello world")
         ),
         ("a < that is no stamp stays", "[00:01.00]1 <3 you <b>", ([(1, "1 <3 you <b>")], "1 <3 you <b>")),
         (
-            "invalid lines skipped", "[00:01.00]good\n[00:61.00]bad seconds\n[xx:01.00]bad\n[00:02.00 unclosed\nno stamp\n[00:03.00]good too",
+            "invalid lines skipped",
+            "[00:01.00]good\n[00:61.00]bad seconds\n[xx:01.00]bad\n[00:02.00 unclosed\nno stamp\n[00:03.00]good too",
             ([(1, "good"), (3, "good too")], "good\ngood too")
         ),
         ("a bracket word is text", "[00:01.00][Chorus] la la", ([(1, "[Chorus] la la")], "[Chorus] la la")),
@@ -58,7 +65,9 @@ struct LyricsTests {
     func parsesRealWorldShapes(_ index: Int) {
         let (name, text, expected) = Self.cases[index]
         let lyrics = Lyrics.parse(text)
-        let lines = lyrics.lines.map { (Double($0.time.components.seconds) + Double($0.time.components.attoseconds) / 1e18, $0.text) }
+        let lines = lyrics.lines.map {
+            (Double($0.time.components.seconds) + Double($0.time.components.attoseconds) / 1e18, $0.text)
+        }
         #expect(lines.map(\.0) == expected.lines.map(\.0), "\(name): times")
         #expect(lines.map(\.1) == expected.lines.map(\.1), "\(name): texts")
         #expect(lyrics.plainText == expected.plain, "\(name): plain text")
@@ -93,12 +102,17 @@ struct LyricsTests {
         #expect(LyricsFile.sidecarPath(for: URL(string: "https://example.org/a.mp3")!) == nil)
         #expect(LyricsFile.read(atPath: folder.url.path + "/01 Song.lrc") == nil)
         // Invalid UTF-8 becomes U+FFFD; UTF-16 with a BOM is decoded.
-        try Data([0x5B, 0x30, 0x30, 0x3A, 0x30, 0x31, 0x5D, 0x61, 0xFF, 0x62]).write(to: URL(fileURLWithPath: folder.url.path + "/01 Song.lrc"))
+        try Data([0x5B, 0x30, 0x30, 0x3A, 0x30, 0x31, 0x5D, 0x61, 0xFF, 0x62]).write(
+            to: URL(fileURLWithPath: folder.url.path + "/01 Song.lrc"))
         #expect(LyricsFile.read(atPath: folder.url.path + "/01 Song.lrc") == "[00:01]a\u{FFFD}b")
-        #expect(LyricsFile.decode([0xFF, 0xFE] + Array("[00:01]é".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })) == "[00:01]é")
-        #expect(LyricsFile.decode([0xFE, 0xFF] + Array("x".utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })) == "x")
+        #expect(
+            LyricsFile.decode([0xFF, 0xFE] + Array("[00:01]é".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }))
+                == "[00:01]é")
+        #expect(
+            LyricsFile.decode([0xFE, 0xFF] + Array("x".utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] })) == "x")
         // A huge file is read up to the cap.
-        try Data(repeating: 0x61, count: LyricsFile.maximumSize + 100).write(to: URL(fileURLWithPath: folder.url.path + "/big.lrc"))
+        try Data(repeating: 0x61, count: LyricsFile.maximumSize + 100).write(
+            to: URL(fileURLWithPath: folder.url.path + "/big.lrc"))
         #expect(LyricsFile.read(atPath: folder.url.path + "/big.lrc")?.utf8.count == LyricsFile.maximumSize)
     }
 
@@ -118,6 +132,7 @@ struct LyricsTests {
     @Test func audioAndUTF16AreToldApart() {
         let wave = Array("RIFF".utf8) + [0x24, 0x08, 0, 0] + Array("WAVEfmt ".utf8)
         #expect(!LyricsFile.isText(wave), "audio from a server that ignores the path")
-        #expect(LyricsFile.isText([0xFF, 0xFE] + Array("[00:01]a".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })))
+        #expect(
+            LyricsFile.isText([0xFF, 0xFE] + Array("[00:01]a".utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] })))
     }
 }

@@ -14,19 +14,20 @@ private func upcoming(_ n: Int, _ download: TrackDownload = TrackDownload()) -> 
 
 @Suite("Metered rules")
 struct MeteredRulesTests {
-    @Test(arguments: [
-        // (network.metered forced, NetworkManager says, in force)
-        (nil, nil, false),  // no NetworkManager: not metered
-        (nil, NetworkManagerMetered.unknown, false),
-        (nil, .yes, true),
-        (nil, .no, false),
-        (nil, .guessYes, true),
-        (nil, .guessNo, false),
-        (true, nil, true),
-        (true, .no, true),
-        (false, .yes, false),
-        (false, .guessYes, false),
-    ] as [(Bool?, NetworkManagerMetered?, Bool)])
+    @Test(
+        arguments: [
+            // (network.metered forced, NetworkManager says, in force)
+            (nil, nil, false),  // no NetworkManager: not metered
+            (nil, NetworkManagerMetered.unknown, false),
+            (nil, .yes, true),
+            (nil, .no, false),
+            (nil, .guessYes, true),
+            (nil, .guessNo, false),
+            (true, nil, true),
+            (true, .no, true),
+            (false, .yes, false),
+            (false, .guessYes, false),
+        ] as [(Bool?, NetworkManagerMetered?, Bool)])
     func autoFollowsNetworkManagerAndYesOrNoOverrideIt(forced: Bool?, reported: NetworkManagerMetered?, inForce: Bool) {
         #expect(MeteredNetwork.inForce(forced: forced, reported: reported) == inForce)
     }

@@ -184,8 +184,9 @@ struct PlayerTests {
         var tags = TrackTags()
         tags.title = "Second"
         engine.send(.tags(prepared, tags))  // arrives before its audio starts
-        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.queue.last?.title == "Second" },
-                "the queue shows the title read ahead")
+        #expect(
+            await recorder.waitUntil { _ in recorder.snapshots.last?.queue.last?.title == "Second" },
+            "the queue shows the title read ahead")
         engine.send(.trackStarted(prepared))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.entry.id == prepared })
         let now = await player.state

@@ -76,11 +76,15 @@ struct PreloadPolicyTests {
         // Unknown byte rate: 512 KiB.
         #expect(policy.prefixLength(of: upcoming(2)) == 512 * KiB)
         // 8 MB for 200 s = 40 kB/s: 15 s = 600 kB.
-        #expect(policy.prefixLength(of: upcoming(2, TrackDownload(length: 8_000_000), duration: .seconds(200))) == 600_000)
+        #expect(
+            policy.prefixLength(of: upcoming(2, TrackDownload(length: 8_000_000), duration: .seconds(200))) == 600_000)
         // 60 MB for 200 s: 15 s would be 4.5 MB, capped at 2 MiB.
-        #expect(policy.prefixLength(of: upcoming(2, TrackDownload(length: 60_000_000), duration: .seconds(200))) == 2 * MiB)
+        #expect(
+            policy.prefixLength(of: upcoming(2, TrackDownload(length: 60_000_000), duration: .seconds(200))) == 2 * MiB)
         // A low rate stays at the minimum.
-        #expect(policy.prefixLength(of: upcoming(2, TrackDownload(length: 1_000_000), duration: .seconds(200))) == 512 * KiB)
+        #expect(
+            policy.prefixLength(of: upcoming(2, TrackDownload(length: 1_000_000), duration: .seconds(200))) == 512 * KiB
+        )
         // A file shorter than the prefix: all of it.
         #expect(policy.prefixLength(of: upcoming(2, TrackDownload(length: 300_000))) == 300_000)
     }
@@ -112,7 +116,8 @@ struct PreloadPolicyTests {
 
     @Test func completeAndReadyTracksNeedNoJob() {
         let complete = TrackDownload(length: 1000, ranges: [0..<1000])
-        let plan = policy.plan(situation(position: .seconds(250), cachedTo: 9_999_000, window: [upcoming(2, complete), upcoming(3)]))
+        let plan = policy.plan(
+            situation(position: .seconds(250), cachedTo: 9_999_000, window: [upcoming(2, complete), upcoming(3)]))
         #expect(plan.items.map(\.stage) == [.complete, .fetchingHead])
         #expect(plan.jobs.map(\.id) == [TrackID(3)])
     }
@@ -120,7 +125,9 @@ struct PreloadPolicyTests {
 
 /// A preloader that records plans and answers from a table the test fills.
 final class FakePreloader: Preloader {
-    private let state = Mutex<(downloads: [URL: TrackDownload], plans: [PreloadPlan], onChange: (@Sendable () -> Void)?)>(
+    private let state = Mutex<
+        (downloads: [URL: TrackDownload], plans: [PreloadPlan], onChange: (@Sendable () -> Void)?)
+    >(
         ([:], [], nil))
 
     func set(_ url: URL, _ download: TrackDownload) { state.withLock { $0.downloads[url] = download } }
@@ -156,9 +163,12 @@ struct PlayerPreloadTests {
         let ids = await player.state.queue.map(\.id)
         engine.setPosition(.seconds(1))
         engine.send(.duration(ids[0], .seconds(300)))
-        #expect(await recorder.waitUntil { updates in
-            updates.contains { if case .changed(let s) = $0 { s.nowPlaying?.duration == .seconds(300) } else { false } }
-        })
+        #expect(
+            await recorder.waitUntil { updates in
+                updates.contains {
+                    if case .changed(let s) = $0 { s.nowPlaying?.duration == .seconds(300) } else { false }
+                }
+            })
         return (engine, preloader, player, ids)
     }
 
@@ -207,7 +217,9 @@ struct PlayerPreloadTests {
 
     @Test func theDurationFromAnEarlierPlaySizesThePrefix() async {
         let memory = TransientMemory()
-        memory.save(SavedPosition(key: url(2).absoluteString, position: .zero, duration: .seconds(200), rate: 1, finished: true))
+        memory.save(
+            SavedPosition(key: url(2).absoluteString, position: .zero, duration: .seconds(200), rate: 1, finished: true)
+        )
         let (engine, preloader, player, _) = await makePlayer(memory: memory)
         preloader.set(url(2), TrackDownload(length: 8_000_000, ranges: [0..<1000]))
         engine.setPosition(.seconds(250))

@@ -58,7 +58,9 @@ struct QueueTagPolicyTests {
             ([], false, nil),
         ]
         for row in rows {
-            let candidates = row.candidates.map { QueueTagCandidate(id: TrackID($0.0), local: $0.1, known: $0.2, tried: $0.3) }
+            let candidates = row.candidates.map {
+                QueueTagCandidate(id: TrackID($0.0), local: $0.1, known: $0.2, tried: $0.3)
+            }
             #expect(QueueTagPolicy.next(candidates, reading: row.reading) == row.next.map(TrackID.init), "\(row)")
         }
     }
@@ -67,13 +69,29 @@ struct QueueTagPolicyTests {
         var known = entry
         known.tags = tags("Heard", album: nil)
         known.duration = .seconds(61)
-        let rows: [(before: QueueEntry, found: ReadTags, title: String?, artists: [String], album: String?, duration: Duration?)] = [
-            (entry, ReadTags(tags: tags("Read", ["A"], album: "L"), duration: .seconds(60)), "Read", ["A"], "L", .seconds(60)),
-            (known, ReadTags(tags: tags("Read", ["A"], album: "L"), duration: .seconds(60)), "Heard", ["A"], "L", .seconds(61)),
-            (entry, ReadTags(tags: tags("\u{1B}[2JTitle\u{0}\nnext"), duration: .zero), "[2JTitle next", [], nil, nil),
-            (entry, ReadTags(tags: tags(nil, (1...40).map { "A\($0)" })), nil, ["A1", "A2", "A3", "A4"], nil, nil),
-            (entry, ReadTags(tags: tags(String(repeating: "x", count: 100_000))), String(repeating: "x", count: 1023) + "…", [], nil, nil),
-        ]
+        let rows:
+            [(
+                before: QueueEntry, found: ReadTags, title: String?, artists: [String], album: String?,
+                duration: Duration?
+            )] = [
+                (
+                    entry, ReadTags(tags: tags("Read", ["A"], album: "L"), duration: .seconds(60)), "Read", ["A"], "L",
+                    .seconds(60)
+                ),
+                (
+                    known, ReadTags(tags: tags("Read", ["A"], album: "L"), duration: .seconds(60)), "Heard", ["A"], "L",
+                    .seconds(61)
+                ),
+                (
+                    entry, ReadTags(tags: tags("\u{1B}[2JTitle\u{0}\nnext"), duration: .zero), "[2JTitle next", [], nil,
+                    nil
+                ),
+                (entry, ReadTags(tags: tags(nil, (1...40).map { "A\($0)" })), nil, ["A1", "A2", "A3", "A4"], nil, nil),
+                (
+                    entry, ReadTags(tags: tags(String(repeating: "x", count: 100_000))),
+                    String(repeating: "x", count: 1023) + "…", [], nil, nil
+                ),
+            ]
         for row in rows {
             let after = QueueTagPolicy.read(row.found, into: row.before)
             #expect(after.tags?.title == row.title, "\(row.found)")
@@ -139,7 +157,9 @@ struct PlayerQueueTagsTests {
         let recorder = UpdateRecorder()
         await player.observe { recorder.record($0) }
         await player.add([second, cached, partial, broken, last])  // nothing plays
-        #expect(await recorder.waitUntil { _ in reader.read.count == 4 && recorder.snapshots.last?.queue.last?.tags != nil })
+        #expect(
+            await recorder.waitUntil { _ in reader.read.count == 4 && recorder.snapshots.last?.queue.last?.tags != nil }
+        )
         #expect(reader.read == [second, cached, broken, last], "the partial download is not read")
         #expect(reader.mostRunning == 1)
         let state = await player.state

@@ -24,7 +24,10 @@ struct ReactingEngineTests {
         engine.fail("connection reset")
         #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
         #expect(engine.loads.last.map { [$0.1] } == [.seconds(42)], "\(engine.loads)")
-        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.lastError == nil && recorder.snapshots.last?.status == .playing })
+        #expect(
+            await recorder.waitUntil { _ in
+                recorder.snapshots.last?.lastError == nil && recorder.snapshots.last?.status == .playing
+            })
         #expect(engine.loadedTrack == engine.loads.last?.0)
     }
 

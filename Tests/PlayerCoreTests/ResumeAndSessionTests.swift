@@ -51,7 +51,10 @@ struct ResumeAndSessionTests {
         let memory = TransientMemory()
         let engine = FakeEngine()
         let player = makePlayer(engine, memory)
-        memory.save(SavedPosition(key: "http://127.0.0.1:1/episode.mp3", position: .seconds(60), duration: .seconds(600), rate: 1, finished: false))
+        memory.save(
+            SavedPosition(
+                key: "http://127.0.0.1:1/episode.mp3", position: .seconds(60), duration: .seconds(600), rate: 1,
+                finished: false))
         await player.open([(episode, nil), (other, nil)])
         #expect(engine.loads.last?.1 == .seconds(58))
         let recorder = UpdateRecorder()
@@ -153,7 +156,10 @@ struct ResumeAndSessionTests {
 
     @Test func aStaleNextQueuedAfterNextKeepsTheResumePositionAndSignalsNoSeek() async {
         let memory = TransientMemory()
-        memory.save(SavedPosition(key: "http://127.0.0.1:1/other.mp3", position: .seconds(60), duration: .seconds(600), rate: 1, finished: false))
+        memory.save(
+            SavedPosition(
+                key: "http://127.0.0.1:1/other.mp3", position: .seconds(60), duration: .seconds(600), rate: 1,
+                finished: false))
         let engine = FakeEngine()
         let player = makePlayer(engine, memory)
         let recorder = UpdateRecorder()

@@ -1,7 +1,7 @@
 import Foundation
 import PlayerCore
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Cover art next to a local file")
 struct SidecarArtTests {

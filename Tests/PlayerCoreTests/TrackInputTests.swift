@@ -7,7 +7,10 @@ struct TrackInputTests {
     /// Inputs that are accepted, and what they are taken for.
     static let accepted: [(String, TrackInput)] = [
         ("http://example.org/a.mp3", .remote(URL(string: "http://example.org/a.mp3")!)),
-        ("HTTPS://Example.org:8443/a%20b.mp3?sig=x#t", .remote(URL(string: "HTTPS://Example.org:8443/a%20b.mp3?sig=x#t")!)),
+        (
+            "HTTPS://Example.org:8443/a%20b.mp3?sig=x#t",
+            .remote(URL(string: "HTTPS://Example.org:8443/a%20b.mp3?sig=x#t")!)
+        ),
         ("http://user:pw@127.0.0.1:8080/x", .remote(URL(string: "http://user:pw@127.0.0.1:8080/x")!)),
         ("http://[::1]:8080/x.flac", .remote(URL(string: "http://[::1]:8080/x.flac")!)),
         ("http://bücher.example/x.ogg", .remote(URL(string: "http://bücher.example/x.ogg")!)),

@@ -1,7 +1,7 @@
 import Foundation
 import PlayerCore
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Playlists and directories")
 struct TrackSourcesTests {
@@ -19,10 +19,11 @@ struct TrackSourcesTests {
             /music/four.wav
             """
         let items = PlaylistParser.parse(text, base: base)
-        #expect(items.map(\.url.absoluteString) == [
-            "http://127.0.0.1:8080/lists/one.mp3", "http://127.0.0.1:8080/other/two.flac",
-            "https://cdn.example/three.ogg?sig=x", "file:///music/four.wav",
-        ])
+        #expect(
+            items.map(\.url.absoluteString) == [
+                "http://127.0.0.1:8080/lists/one.mp3", "http://127.0.0.1:8080/other/two.flac",
+                "https://cdn.example/three.ogg?sig=x", "file:///music/four.wav",
+            ])
         #expect(items.map(\.title) == ["Artist - First", nil, nil, nil])
     }
 

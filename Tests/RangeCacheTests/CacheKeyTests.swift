@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import RangeCache
 
 @Suite struct CacheKeyTests {
@@ -11,7 +12,9 @@ import Testing
     }
 
     @Test func rotatingSignedURLsShareOneKey() {
-        let first = URL(string: "https://bucket.s3.amazonaws.com/t.flac?X-Amz-Algorithm=AWS4&X-Amz-Signature=abc&X-Amz-Expires=60&v=3")!
+        let first = URL(
+            string:
+                "https://bucket.s3.amazonaws.com/t.flac?X-Amz-Algorithm=AWS4&X-Amz-Signature=abc&X-Amz-Expires=60&v=3")!
         let second = URL(string: "https://bucket.s3.amazonaws.com/t.flac?v=3&x-amz-signature=def&X-Amz-Expires=90")!
         let cloudFront = URL(string: "https://cdn.example/t.flac?v=3&Expires=1&Signature=zz&Key-Pair-Id=K&Policy=p")!
         #expect(CacheKey(url: first) == CacheKey(url: second))
@@ -19,7 +22,8 @@ import Testing
         #expect(CacheKey(url: cloudFront).value == "https://cdn.example/t.flac?v=3")
         #expect(CacheKey(url: URL(string: "https://x.example/a?token=1&sig=2")!).value == "https://x.example/a")
         #expect(CacheKey(url: first, ignoring: []).value.contains("X-Amz-Signature=abc"))
-        #expect(CacheKey(url: URL(string: "https://x.example/a?id=7")!, ignoring: ["id"]).value == "https://x.example/a")
+        #expect(
+            CacheKey(url: URL(string: "https://x.example/a?id=7")!, ignoring: ["id"]).value == "https://x.example/a")
     }
 
     @Test func callersMaySupplyAStableKey() {
@@ -42,7 +46,8 @@ import Testing
         #expect(!weak.isSameVersion(as: CacheValidator(etag: "\"w\"", length: 10)), "weak never matches strong")
         let weakDated = CacheValidator(etag: "W/\"w\"", lastModified: "Mon", length: 10)
         #expect(weakDated.isSameVersion(as: CacheValidator(etag: "W/\"w\"", lastModified: "Mon", length: 10)))
-        #expect(!weakDated.isSameVersion(as: CacheValidator(etag: "W/\"v\"", lastModified: "Mon", length: 10)),
+        #expect(
+            !weakDated.isSameVersion(as: CacheValidator(etag: "W/\"v\"", lastModified: "Mon", length: 10)),
             "a changed weak tag is a new version even with the same date")
         #expect(!weak.isSameVersion(as: CacheValidator(length: 10)), "the weak tag vanished")
         #expect(CacheValidator(length: 10).isSameVersion(as: CacheValidator(length: 10)))

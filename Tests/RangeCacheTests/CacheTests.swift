@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import RangeCache
 
 @Suite struct CacheTests {
@@ -18,7 +19,9 @@ import TestSupport
             #expect(entry.contiguousLength(from: 1_500_000) == 500_000)
             #expect(entry.read(at: 600_000, maxLength: 10) == nil)
             let middle = try #require(readAll(entry, 1_000_000..<2_000_000))
-            #expect(firstDifference(middle, source[1_000_000..<2_000_000]) == nil, "\(describeDifference(middle, source[1_000_000..<2_000_000]))")
+            #expect(
+                firstDifference(middle, source[1_000_000..<2_000_000]) == nil,
+                "\(describeDifference(middle, source[1_000_000..<2_000_000]))")
             try entry.flush()
             #expect(entry.durableRanges == entry.cachedRanges)
             entry.close()
@@ -46,7 +49,9 @@ import TestSupport
         #expect(eventually(timeout: 5) { entry.durableRanges.contains(0..<(100 << 10)) }, "a full batch is committed")
         try entry.write(randomBytes(100), at: 100 << 10)
         #expect(entry.cachedRanges.contains(0..<((100 << 10) + 100)), "written bytes are readable at once")
-        #expect(eventually(timeout: 5) { entry.durableRanges.count == (100 << 10) + 100 }, "a partial batch is committed within the interval")
+        #expect(
+            eventually(timeout: 5) { entry.durableRanges.count == (100 << 10) + 100 },
+            "a partial batch is committed within the interval")
     }
 
     @Test func aNewValidatorEmptiesTheEntryAndTheSameOneKeepsIt() throws {
@@ -56,7 +61,9 @@ import TestSupport
         let first = EntryMetadata(validator: CacheValidator(etag: "\"1\"", length: 1000), contentType: "audio/mpeg")
         #expect(try entry.setMetadata(first) == false)
         try entry.write(randomBytes(1000), at: 0)
-        #expect(try entry.setMetadata(EntryMetadata(validator: CacheValidator(etag: "\"1\"", length: 1000), acceptsRanges: true)) == false)
+        #expect(
+            try entry.setMetadata(
+                EntryMetadata(validator: CacheValidator(etag: "\"1\"", length: 1000), acceptsRanges: true)) == false)
         #expect(entry.cachedRanges.count == 1000)
         #expect(try entry.setMetadata(EntryMetadata(validator: CacheValidator(etag: "\"2\"", length: 1000))) == true)
         #expect(entry.cachedRanges.isEmpty && entry.durableRanges.isEmpty)
@@ -78,7 +85,9 @@ import TestSupport
             // Neither ETag nor Last-Modified; the length known or not (a chunked body).
             #expect(try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(length: length))) == false)
             try entry.write(randomBytes(1000), at: 0)
-            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(length: length), acceptsRanges: false)) == false,
+            #expect(
+                try entry.setMetadata(
+                    EntryMetadata(url: url, validator: CacheValidator(length: length), acceptsRanges: false)) == false,
                 "the same facts again keep the bytes")
             #expect(entry.cachedRanges.count == 1000)
             #expect(try entry.setMetadata(EntryMetadata()) == true, "length \(String(describing: length))")
@@ -96,7 +105,8 @@ import TestSupport
         do {
             let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
             let entry = try cache.entry(for: url)
-            try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(etag: "\"1\"", length: 1500), acceptsRanges: false))
+            try entry.setMetadata(
+                EntryMetadata(url: url, validator: CacheValidator(etag: "\"1\"", length: 1500), acceptsRanges: false))
             try entry.write(bytes, at: 0)
             try entry.correctLength(1000)
             #expect(entry.metadata.validator == CacheValidator(etag: "\"1\"", length: 1000))

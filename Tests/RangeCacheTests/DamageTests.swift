@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import RangeCache
 
 /// A cache directory holding `count` entries "0", "1", … of 20,000 bytes each

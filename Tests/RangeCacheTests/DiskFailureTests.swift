@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import RangeCache
 
 /// A tmpfs of `size` mounted under a fresh temporary directory; unmounted on `unmount()`.
@@ -12,7 +13,8 @@ private final class SmallFileSystem {
         holder = try TemporaryDirectory(prefix: "spool-cache-fs")
         mountPoint = holder.file("mnt")
         try FileManager.default.createDirectory(at: mountPoint, withIntermediateDirectories: true)
-        let result = try runCommand("mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", mountPoint.path], timeout: 10)
+        let result = try runCommand(
+            "mount", ["-t", "tmpfs", "-o", "size=\(size),mode=0700", "tmpfs", mountPoint.path], timeout: 10)
         guard result.status == 0 else { throw RigError("mount tmpfs failed: \(result.stderr)") }
     }
 
@@ -31,7 +33,8 @@ struct DiskFailureTests {
     @Test func aFullDiskFailsWritesSoftlyEvictsAndKeepsReadsWorking() throws {
         let fs = try SmallFileSystem(size: "3m")
         defer { fs.unmount() }
-        let cache = try RangeCache(directory: fs.mountPoint.appendingPathComponent("cache"), configuration: testConfiguration())
+        let cache = try RangeCache(
+            directory: fs.mountPoint.appendingPathComponent("cache"), configuration: testConfiguration())
         let old = try cache.entry(for: CacheKey(stable: "old"))!
         try old.write(randomBytes(1 << 20, seed: 1), at: 0)
         old.close()

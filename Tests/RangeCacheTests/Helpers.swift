@@ -20,7 +20,6 @@ func randomBytes(_ count: Int, seed: UInt64 = 1) -> Data {
     return Data(bytes)
 }
 
-
 /// The bytes `entry` holds at `range`, or nil if any is missing.
 func readAll(_ entry: CacheEntry, _ range: Range<Int64>) -> Data? {
     var result = Data()

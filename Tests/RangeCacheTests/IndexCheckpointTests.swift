@@ -1,7 +1,7 @@
 import Foundation
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// The index's write-ahead log is checkpointed by the cache itself, off the lock that reads
 /// take (its commits never checkpoint): it must still stay bounded.

@@ -1,10 +1,14 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import RangeCache
 
 /// What the kill-test child reported last for one entry: its version and how many bytes it held.
-private struct Report { var version = 0; var held: Int64 = 0 }
+private struct Report {
+    var version = 0
+    var held: Int64 = 0
+}
 
 /// The child's last report per entry (0 = sequential, 1 = random offsets).
 private func lastReports(_ output: String) -> [Report] {
@@ -70,12 +74,15 @@ private func lastReports(_ output: String) -> [Report] {
                 for range in durable.ranges {
                     let bytes = try #require(readAll(entry, range))
                     let want = KillTests.expected(source, entry: index, version: version, range: range)
-                    #expect(firstDifference(bytes, want) == nil, "round \(round) \(name) \(range): \(describeDifference(bytes, want))")
+                    #expect(
+                        firstDifference(bytes, want) == nil,
+                        "round \(round) \(name) \(range): \(describeDifference(bytes, want))")
                 }
                 claimedTotal += durable.count
                 if reports[index].version == version {
                     // Lost at most: the batch being synced and the batch being filled.
-                    #expect(durable.count >= reports[index].held - 2 * (batch + maxPiece),
+                    #expect(
+                        durable.count >= reports[index].held - 2 * (batch + maxPiece),
                         "round \(round) \(name): \(durable.count) durable of \(reports[index].held) written")
                 }
             }
@@ -103,6 +110,8 @@ private func lastReports(_ output: String) -> [Report] {
         if let first = entry.durableRanges.ranges.first {
             #expect(entry.read(at: first.lowerBound, maxLength: 1000) != nil)
         }
-        #expect(CacheError.inUseByAnotherProcess(directory: "/c", pid: 7).description.contains("in use by another spool daemon (pid 7)"))
+        #expect(
+            CacheError.inUseByAnotherProcess(directory: "/c", pid: 7).description.contains(
+                "in use by another spool daemon (pid 7)"))
     }
 }

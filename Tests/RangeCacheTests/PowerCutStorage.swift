@@ -77,8 +77,14 @@ final class PowerCutStorage: CacheStorage {
 
     func create(_ path: String) -> (any StoredFile)? {
         state.withLock { state -> (any StoredFile)? in
-            guard !state.off else { errno = EIO; return nil }
-            guard state.files[path] == nil else { errno = EEXIST; return nil }
+            guard !state.off else {
+                errno = EIO
+                return nil
+            }
+            guard state.files[path] == nil else {
+                errno = EEXIST
+                return nil
+            }
             state.nextID += 1
             state.files[path] = File(id: state.nextID)
             return MemoryFile(storage: self, path: path, id: state.nextID)
@@ -87,7 +93,10 @@ final class PowerCutStorage: CacheStorage {
 
     func open(_ path: String, writable: Bool) -> (any StoredFile)? {
         state.withLock { state -> (any StoredFile)? in
-            guard let file = state.files[path] else { errno = ENOENT; return nil }
+            guard let file = state.files[path] else {
+                errno = ENOENT
+                return nil
+            }
             return MemoryFile(storage: self, path: path, id: file.id)
         }
     }
@@ -108,7 +117,10 @@ final class PowerCutStorage: CacheStorage {
 
     func fileNames(in directory: String) -> Set<String> {
         state.withLock { state in
-            Set(state.files.keys.filter { $0.hasPrefix(directory + "/") }.map { String($0.dropFirst(directory.count + 1)) })
+            Set(
+                state.files.keys.filter { $0.hasPrefix(directory + "/") }.map {
+                    String($0.dropFirst(directory.count + 1))
+                })
         }
     }
 
@@ -155,7 +167,9 @@ private final class MemoryFile: StoredFile {
             let start = Int(offset)
             guard start < file.current.count else { return 0 }
             let count = min(buffer.count, file.current.count - start)
-            file.current.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)])) }
+            file.current.withUnsafeBytes {
+                buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<(start + count)]))
+            }
             return count
         } ?? 0
     }

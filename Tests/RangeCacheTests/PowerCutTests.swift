@@ -1,7 +1,7 @@
 import Foundation
 import RangeCache
-import Testing
 import TestSupport
+import Testing
 
 /// The cache's durability rule under simulated power cuts: downloads of two resources write
 /// in random pieces, seek, flush, and see their resource change on the origin (a new version
@@ -23,7 +23,8 @@ struct PowerCutTests {
             if outcome.lost > 0 { cutsLosingBytes += 1 }
         }
         // Not vacuous: cuts lost unsynced bytes, and the cache still served what it had synced.
-        #expect(served > 0 && cutsLosingBytes > iterations / 4, "served \(served), lost \(lost) in \(cutsLosingBytes) cuts")
+        #expect(
+            served > 0 && cutsLosingBytes > iterations / 4, "served \(served), lost \(lost) in \(cutsLosingBytes) cuts")
     }
 
     /// One run to a power cut and the check after it; returns the bytes served after it and lost by it.
@@ -45,7 +46,8 @@ struct PowerCutTests {
             (0..<2).map { version in randomBytes(sizes[resource], seed: seed << 8 | UInt64(resource << 4 | version)) }
         }
         func metadata(_ resource: Int, _ version: Int) -> EntryMetadata {
-            EntryMetadata(validator: CacheValidator(etag: "\"r\(resource)v\(version)\"", length: Int64(sizes[resource])))
+            EntryMetadata(
+                validator: CacheValidator(etag: "\"r\(resource)v\(version)\"", length: Int64(sizes[resource])))
         }
         do {
             let cache = try RangeCache(directory: directory.url, configuration: configuration)
@@ -65,7 +67,7 @@ struct PowerCutTests {
                 switch generator.next(below: 24) {
                 case 0:
                     version[resource] ^= 1  // the file changed on the origin
-                    try? entry.setMetadata(metadata(resource, version[resource]))
+                    _ = try? entry.setMetadata(metadata(resource, version[resource]))
                 case 1:
                     try? entry.flush()
                 case 2, 3:
@@ -94,10 +96,13 @@ struct PowerCutTests {
             let etag = entry.metadata.validator.etag
             let version = (0..<2).first { metadata(resource, $0).validator.etag == etag }
             for range in entry.cachedRanges.ranges {
-                let version = try #require(version, "seed \(seed): bytes held under an unknown version \(etag ?? "none")")
+                let version = try #require(
+                    version, "seed \(seed): bytes held under an unknown version \(etag ?? "none")")
                 let bytes = readAll(entry, range)
                 let expected = versions[resource][version][Int(range.lowerBound)..<Int(range.upperBound)]
-                #expect(bytes == expected, "seed \(seed): resource \(resource) v\(version) \(range) differs from the origin")
+                #expect(
+                    bytes == expected, "seed \(seed): resource \(resource) v\(version) \(range) differs from the origin"
+                )
                 served += range.count
             }
         }

@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
 @testable import RangeCache
 
 /// The reference model: one Bool per offset of a small domain.
@@ -14,7 +15,10 @@ private struct NaiveSet {
         var start: Int?
         for (i, bit) in zip(0..., held + [false]) {
             if bit, start == nil { start = i }
-            if !bit, let s = start { result.append(Int64(s)..<Int64(i)); start = nil }
+            if !bit, let s = start {
+                result.append(Int64(s)..<Int64(i))
+                start = nil
+            }
         }
         return result
     }
@@ -23,7 +27,10 @@ private struct NaiveSet {
         var start: Int64?
         for i in range {
             if !held[Int(i)], start == nil { start = i }
-            if held[Int(i)], let s = start { result.append(s..<i); start = nil }
+            if held[Int(i)], let s = start {
+                result.append(s..<i)
+                start = nil
+            }
         }
         if let start { result.append(start..<range.upperBound) }
         return result

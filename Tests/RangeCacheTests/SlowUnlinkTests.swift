@@ -2,8 +2,8 @@ import Dispatch
 import Foundation
 import RangeCache
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The file system, except that removing a file waits until the test opens the gate (or 10 s
 /// pass, so a test never hangs): a disk that takes its time to free a large file.

@@ -1,9 +1,9 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Distinct bytes, so any misplaced slice shows up.
@@ -40,7 +40,8 @@ struct FaultOriginProtocolTests {
         #expect(response.header("ETag") == "\"v1\"")
         #expect(response.header("Last-Modified") == "Tue, 14 Nov 2023 22:13:20 GMT")
         #expect(response.header("Accept-Ranges") == "bytes")
-        #expect(try origin.requests(atLeast: 1) == [ServedRequest(path: "/a.mp3?x=1", status: 200, bodyBytesSent: 20_000)])
+        #expect(
+            try origin.requests(atLeast: 1) == [ServedRequest(path: "/a.mp3?x=1", status: 200, bodyBytesSent: 20_000)])
     }
 
     @Test func answersEveryRangeFormOnOneKeptAliveConnection() throws {

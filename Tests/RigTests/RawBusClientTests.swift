@@ -1,6 +1,6 @@
 import DBusKit
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Raw D-Bus messages")
 struct RawBusClientTests {

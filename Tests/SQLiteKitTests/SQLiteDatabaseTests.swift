@@ -1,7 +1,7 @@
 import Foundation
 import SQLiteKit
-import Testing
 import TestSupport
+import Testing
 
 @Suite("SQLite database")
 struct SQLiteDatabaseTests {
@@ -9,13 +9,17 @@ struct SQLiteDatabaseTests {
         let directory = try TemporaryDirectory()
         let database = try SQLiteDatabase(path: directory.file("values.sqlite").path)
         try database.execute("CREATE TABLE t(i INTEGER, r REAL, s TEXT, b BLOB, n INTEGER)")
-        try database.run("INSERT INTO t VALUES(?, ?, ?, ?, ?)", [.integer(-7), .real(1.25), .text("ä"), .blob([0, 1, 255]), .null])
-        try database.run("INSERT INTO t VALUES(?, ?, ?, ?, ?)", [.null, .null, .null, .blob([]), .optional(nil as Int64?)])
+        try database.run(
+            "INSERT INTO t VALUES(?, ?, ?, ?, ?)", [.integer(-7), .real(1.25), .text("ä"), .blob([0, 1, 255]), .null])
+        try database.run(
+            "INSERT INTO t VALUES(?, ?, ?, ?, ?)", [.null, .null, .null, .blob([]), .optional(nil as Int64?)])
         var rows: [[String]] = []
         try database.run("SELECT i, r, s, b, n FROM t ORDER BY rowid") { row in
             rows.append([
-                "\(row.integer(0).map(String.init) ?? "nil")", "\(row.real(1).map { "\($0)" } ?? "nil")", row.text(2) ?? "nil",
-                row.withBlob(3) { Array($0).map(String.init).joined(separator: ",") }, "\(row.integer(4).map(String.init) ?? "nil")",
+                "\(row.integer(0).map(String.init) ?? "nil")", "\(row.real(1).map { "\($0)" } ?? "nil")",
+                row.text(2) ?? "nil",
+                row.withBlob(3) { Array($0).map(String.init).joined(separator: ",") },
+                "\(row.integer(4).map(String.init) ?? "nil")",
             ])
         }
         #expect(rows == [["-7", "1.25", "ä", "0,1,255", "nil"], ["nil", "nil", "nil", "", "nil"]])

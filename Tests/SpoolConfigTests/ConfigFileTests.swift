@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import SpoolConfig
 
@@ -23,14 +23,16 @@ struct ConfigFileTests {
                   preload.count   =  3   # three ahead
                 # log.level = debug
                 """, path: "/x/config")
-        #expect(file.assignments == [
-            .init(key: "cache.budget", value: "1GiB", line: 3),
-            .init(key: "preload.count", value: "3", line: 4),
-        ])
+        #expect(
+            file.assignments == [
+                .init(key: "cache.budget", value: "1GiB", line: 3),
+                .init(key: "preload.count", value: "3", line: 4),
+            ])
     }
 
     @Test func quotesKeepSpacesAndHashesAndDoubleQuotesHaveTwoEscapes() throws {
-        let parsed = try values(#"""
+        let parsed = try values(
+            #"""
             audio.sink = "fakesink  sync=true # not a comment"   # a comment
             account = 'its'
             log.level = 'C:\tmp'
@@ -49,9 +51,10 @@ struct ConfigFileTests {
     }
 
     @Test func windowsLineEndingsAndAByteOrderMarkAreTolerated() throws {
-        #expect(try values("\u{FEFF}cache.budget = 1GiB\r\nlog.level = debug\r\n") == [
-            "cache.budget": "1GiB", "log.level": "debug",
-        ])
+        #expect(
+            try values("\u{FEFF}cache.budget = 1GiB\r\nlog.level = debug\r\n") == [
+                "cache.budget": "1GiB", "log.level": "debug",
+            ])
     }
 
     @Test(arguments: [
@@ -62,10 +65,14 @@ struct ConfigFileTests {
         ("audio.sink = \"pulsesink", .syntax, "f:1: audio.sink: the value has no closing \""),
         ("audio.sink = 'pulsesink", .syntax, "f:1: audio.sink: the value has no closing '"),
         ("audio.sink = \"a\" b", .syntax, "f:1: audio.sink: unexpected 'b' after the closing \""),
-        ("audio.sink = \"a\\tb\"", .syntax,
-         "f:1: audio.sink: in double quotes only \\\" and \\\\ are escapes; use single quotes for a literal backslash"),
-        ("audio.sink = \"a\\", .syntax,
-         "f:1: audio.sink: in double quotes only \\\" and \\\\ are escapes; use single quotes for a literal backslash"),
+        (
+            "audio.sink = \"a\\tb\"", .syntax,
+            "f:1: audio.sink: in double quotes only \\\" and \\\\ are escapes; use single quotes for a literal backslash"
+        ),
+        (
+            "audio.sink = \"a\\", .syntax,
+            "f:1: audio.sink: in double quotes only \\\" and \\\\ are escapes; use single quotes for a literal backslash"
+        ),
         ("log.level = info\n\nlog.level = debug", .duplicateKey, "f:3: log.level is already set on line 1"),
     ])
     func malformedLinesNameTheFileTheLineAndTheProblem(text: String, kind: ConfigError.Kind, message: String) {
@@ -86,8 +93,9 @@ struct ConfigFileTests {
 
         let binary = directory.file("binary")
         try Data([0x63, 0xFF, 0xFE, 0x0A]).write(to: binary)
-        #expect(configError { _ = try ConfigFile.read(at: binary.path) }?.description
-            == "\(binary.path): the configuration file is not UTF-8 text")
+        #expect(
+            configError { _ = try ConfigFile.read(at: binary.path) }?.description
+                == "\(binary.path): the configuration file is not UTF-8 text")
 
         let good = directory.file("config")
         try "preload.count = 4\n".write(to: good, atomically: true, encoding: .utf8)
@@ -96,13 +104,17 @@ struct ConfigFileTests {
 
     @Test func theFileLivesUnderXDGConfigHomeOrElseTheHomeFolder() {
         #expect(ConfigFile.defaultPath(environment: ["XDG_CONFIG_HOME": "/c", "HOME": "/h"]) == "/c/spool/config")
-        #expect(ConfigFile.defaultPath(environment: ["XDG_CONFIG_HOME": "relative", "HOME": "/h"]) == "/h/.config/spool/config")
+        #expect(
+            ConfigFile.defaultPath(environment: ["XDG_CONFIG_HOME": "relative", "HOME": "/h"])
+                == "/h/.config/spool/config")
         #expect(ConfigFile.defaultPath(environment: ["HOME": "/h"]) == "/h/.config/spool/config")
         #expect(ConfigFile.defaultPath(environment: [:]).hasSuffix("/.config/spool/config"))
     }
 
-    @Test(arguments: [("plain", "plain"), ("", "\"\""), ("a b", "\"a b\""), ("a#b", "\"a#b\""),
-                      ("say \"hi\" \\", #""say \"hi\" \\""#), ("it's", #""it's""#)])
+    @Test(arguments: [
+        ("plain", "plain"), ("", "\"\""), ("a b", "\"a b\""), ("a#b", "\"a#b\""),
+        ("say \"hi\" \\", #""say \"hi\" \\""#), ("it's", #""it's""#),
+    ])
     func valuesAreQuotedOnlyWhenTheyNeedItAndReadBackUnchanged(text: String, written: String) throws {
         #expect(ConfigFile.quoted(text) == written)
         #expect(try values("k = \(written)")["k"] == text)

@@ -1,7 +1,7 @@
-import Foundation
 import Basics
-import Testing
+import Foundation
 import TestSupport
+import Testing
 
 @testable import SpoolConfig
 
@@ -19,8 +19,9 @@ struct ConfigurationTests {
         let configuration = try resolve()
         #expect(configuration.cacheBudget == .gibibytes(2))
         #expect(configuration.cacheFreeSpaceFloor == FreeSpaceFloor(size: .gibibytes(1), percent: 5))
-        #expect(configuration.cacheIgnoredQueryParameters
-            == ["X-Amz-*", "Signature", "Expires", "Key-Pair-Id", "Policy", "token", "sig"])
+        #expect(
+            configuration.cacheIgnoredQueryParameters
+                == ["X-Amz-*", "Signature", "Expires", "Key-Pair-Id", "Policy", "token", "sig"])
         #expect(configuration.account == "default")
         #expect(configuration.preloadCount == 2)
         #expect(configuration.preloadBudget == .mebibytes(512))
@@ -88,19 +89,36 @@ struct ConfigurationTests {
         let error = configError { _ = try resolve(file: "# budget\n\ncache.budgit = 1GiB") }
         #expect(error?.kind == .unknownKey)
         #expect(error?.description == "/etc/x/config:3: unknown key 'cache.budgit'; did you mean 'cache.budget'?")
-        #expect(configError { _ = try resolve(file: "colour = blue") }?.description
-            == "/etc/x/config:1: unknown key 'colour'")
+        #expect(
+            configError { _ = try resolve(file: "colour = blue") }?.description
+                == "/etc/x/config:1: unknown key 'colour'")
     }
 
     @Test(arguments: [
-        ("cache.budget = lots", "/etc/x/config:1: cache.budget: 'lots' is not a size; write e.g. 2GiB, 500MB or 1048576"),
-        ("cache.free-space-floor = 120%",
-         "/etc/x/config:1: cache.free-space-floor: '120%' is not a free-space floor; write a size, a percentage or both, e.g. 1GiB, 5%"),
-        ("preload.count = -1", "/etc/x/config:1: preload.count: '-1' is not a count; write a whole number such as 0, 2 or 10"),
-        ("resume.rewind = soon", "/etc/x/config:1: resume.rewind: 'soon' is not a duration; write e.g. 60s, 1m30s, 500ms or 2h"),
-        ("log.level = loud", "/etc/x/config:1: log.level: 'loud' is not a log level; use trace, debug, info, notice, warning, error"),
-        ("account = ../x",
-         "/etc/x/config:1: account: '../x' is not an account name; use letters, digits, '.', '_' and '-', not starting with '.'"),
+        (
+            "cache.budget = lots",
+            "/etc/x/config:1: cache.budget: 'lots' is not a size; write e.g. 2GiB, 500MB or 1048576"
+        ),
+        (
+            "cache.free-space-floor = 120%",
+            "/etc/x/config:1: cache.free-space-floor: '120%' is not a free-space floor; write a size, a percentage or both, e.g. 1GiB, 5%"
+        ),
+        (
+            "preload.count = -1",
+            "/etc/x/config:1: preload.count: '-1' is not a count; write a whole number such as 0, 2 or 10"
+        ),
+        (
+            "resume.rewind = soon",
+            "/etc/x/config:1: resume.rewind: 'soon' is not a duration; write e.g. 60s, 1m30s, 500ms or 2h"
+        ),
+        (
+            "log.level = loud",
+            "/etc/x/config:1: log.level: 'loud' is not a log level; use trace, debug, info, notice, warning, error"
+        ),
+        (
+            "account = ../x",
+            "/etc/x/config:1: account: '../x' is not an account name; use letters, digits, '.', '_' and '-', not starting with '.'"
+        ),
     ])
     func aBadValueInTheFileNamesTheFileTheLineTheKeyAndWhatWouldBeRight(line: String, message: String) {
         let error = configError { _ = try resolve(file: line) }
@@ -111,26 +129,35 @@ struct ConfigurationTests {
     @Test func aBadValueInTheEnvironmentNamesTheVariableAndTheKey() {
         let error = configError { _ = try resolve(environment: ["SPOOL_CACHE_BUDGET": "big"]) }
         #expect(error?.kind == .badValue)
-        #expect(error?.description == "SPOOL_CACHE_BUDGET: cache.budget: 'big' is not a size; write e.g. 2GiB, 500MB or 1048576")
-        #expect(configError { _ = try resolve(environment: ["SPOOL_LOG": "loud"]) }?.description
-            == "SPOOL_LOG: log.level: 'loud' is not a log level; use trace, debug, info, notice, warning, error")
+        #expect(
+            error?.description
+                == "SPOOL_CACHE_BUDGET: cache.budget: 'big' is not a size; write e.g. 2GiB, 500MB or 1048576")
+        #expect(
+            configError { _ = try resolve(environment: ["SPOOL_LOG": "loud"]) }?.description
+                == "SPOOL_LOG: log.level: 'loud' is not a log level; use trace, debug, info, notice, warning, error")
     }
 
     @Test func aMisspeltVariableIsIgnoredWithAWarningAndUnrelatedOnesSilently() throws {
         let configuration = try resolve(environment: ["SPOOL_CACHE_BUDGIT": "1GiB", "SPOOL_HOME_GROWN_THING": "x"])
         #expect(configuration.cacheBudget == .gibibytes(2))
-        #expect(configuration.warnings
-            == ["SPOOL_CACHE_BUDGIT is not a Spool setting and is ignored; did you mean SPOOL_CACHE_BUDGET?"])
+        #expect(
+            configuration.warnings
+                == ["SPOOL_CACHE_BUDGIT is not a Spool setting and is ignored; did you mean SPOOL_CACHE_BUDGET?"])
     }
 
     @Test(arguments: [
-        (["--cache-budgit", "1GiB"], ConfigError.Kind.unknownOption,
-         "unknown option '--cache-budgit'; did you mean '--cache-budget'?"),
+        (
+            ["--cache-budgit", "1GiB"], ConfigError.Kind.unknownOption,
+            "unknown option '--cache-budgit'; did you mean '--cache-budget'?"
+        ),
         (["--volume", "1"], .unknownOption, "unknown option '--volume'; see 'spool --help'"),
         (["--cache-budget"], .missingValue, "--cache-budget: needs a value (SIZE)"),
         (["play"], .unexpectedArgument, "unexpected argument 'play'; see 'spool --help'"),
         (["--cache-budget=lots"], .badValue, "--cache-budget: 'lots' is not a size; write e.g. 2GiB, 500MB or 1048576"),
-        (["--preload-trigger", "x"], .badValue, "--preload-trigger: 'x' is not a duration; write e.g. 60s, 1m30s, 500ms or 2h"),
+        (
+            ["--preload-trigger", "x"], .badValue,
+            "--preload-trigger: 'x' is not a duration; write e.g. 60s, 1m30s, 500ms or 2h"
+        ),
     ])
     func commandLineMistakesSayWhatIsWrong(arguments: [String], kind: ConfigError.Kind, message: String) {
         let error = configError { _ = try resolve(arguments: arguments) }
@@ -155,9 +182,14 @@ struct ConfigurationTests {
         let listing = configuration.listing()
         #expect(listing.contains("# File: /etc/x/config\n"))
         let lines = listing.split(separator: "\n").map(String.init)
-        #expect(lines.contains { $0.hasPrefix("audio.sink = \"fakesink sync=true\"") && $0.hasSuffix("# /etc/x/config:1") })
+        #expect(
+            lines.contains { $0.hasPrefix("audio.sink = \"fakesink sync=true\"") && $0.hasSuffix("# /etc/x/config:1") })
         #expect(lines.contains { $0.hasPrefix("account = work ") && $0.hasSuffix("# environment SPOOL_ACCOUNT") })
-        #expect(lines.contains { $0.hasPrefix("cache.ignored-query-parameters = \"a, b*\"") && $0.hasSuffix("# flag --cache-ignored-query-parameters") })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("cache.ignored-query-parameters = \"a, b*\"")
+                    && $0.hasSuffix("# flag --cache-ignored-query-parameters")
+            })
         #expect(lines.contains { $0.hasPrefix("cache.budget = 2GiB ") && $0.hasSuffix("# default") })
 
         let reread = try resolve(file: listing)
@@ -179,6 +211,8 @@ struct ConfigurationTests {
         let found = try Configuration.load(arguments: [], environment: environment)
         #expect(found.preloadCount == 0)
         #expect(found.fileFound)
-        #expect(found.source(of: AnyConfigKey(ConfigKeys.preloadCount)) == .file(path: home.path + "/spool/config", line: 1))
+        #expect(
+            found.source(of: AnyConfigKey(ConfigKeys.preloadCount)) == .file(path: home.path + "/spool/config", line: 1)
+        )
     }
 }

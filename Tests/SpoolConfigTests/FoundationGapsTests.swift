@@ -1,5 +1,5 @@
-import Foundation
 import Basics
+import Foundation
 import Testing
 
 /// Basics's stand-ins for `String(format:)` and `trimmingCharacters(in:)`

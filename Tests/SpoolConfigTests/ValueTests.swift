@@ -33,8 +33,10 @@ struct ValueTests {
         #expect(message == "'\(text)' is not a size; write e.g. 2GiB, 500MB or 1048576")
     }
 
-    @Test(arguments: [(Int64(2) << 30, "2GiB"), (500_000_000, "500MB"), (1000, "1KB"), (1024, "1KiB"), (0, "0B"),
-                      (1_024_000, "1000KiB"), (1_000_001, "1000001B")])
+    @Test(arguments: [
+        (Int64(2) << 30, "2GiB"), (500_000_000, "500MB"), (1000, "1KB"), (1024, "1KiB"), (0, "0B"),
+        (1_024_000, "1000KiB"), (1_000_001, "1000001B"),
+    ])
     func sizesAreWrittenWithTheUnitGivingTheSmallestExactNumber(bytes: Int64, text: String) throws {
         #expect(ByteCount(bytes).configText == text)
         #expect(try ByteCount(configText: text).bytes == bytes)
@@ -42,7 +44,9 @@ struct ValueTests {
 
     @Test func aFreeSpaceFloorTakesASizeAPercentageOrBothInEitherOrder() throws {
         #expect(try FreeSpaceFloor(configText: "1GiB, 5%") == FreeSpaceFloor(size: .gibibytes(1), percent: 5))
-        #expect(try FreeSpaceFloor(configText: " 2.5 % ,500MB") == FreeSpaceFloor(size: ByteCount(500_000_000), percent: 2.5))
+        #expect(
+            try FreeSpaceFloor(configText: " 2.5 % ,500MB")
+                == FreeSpaceFloor(size: ByteCount(500_000_000), percent: 2.5))
         #expect(try FreeSpaceFloor(configText: "10%") == FreeSpaceFloor(size: ByteCount(0), percent: 10))
         #expect(try FreeSpaceFloor(configText: "0") == FreeSpaceFloor(size: ByteCount(0), percent: 0))
         #expect(FreeSpaceFloor(size: .gibibytes(1), percent: 5).configText == "1GiB, 5%")
@@ -87,8 +91,9 @@ struct ValueTests {
         #expect(try Int(configText: "0") == 0)
         #expect(try Int(configText: "12") == 12)
         for text in ["-1", "1.5", "two", "", "+3", "99999999999999999999"] {
-            #expect(valueProblem { _ = try Int(configText: text) }
-                == "'\(text)' is not a count; write a whole number such as 0, 2 or 10")
+            #expect(
+                valueProblem { _ = try Int(configText: text) }
+                    == "'\(text)' is not a count; write a whole number such as 0, 2 or 10")
         }
     }
 
@@ -101,8 +106,9 @@ struct ValueTests {
     @Test func logLevelsParseByNameAndNameTheChoicesWhenWrong() throws {
         #expect(try LogLevel(configText: "DEBUG") == .debug)
         #expect(try LogLevel(configText: "warn") == .warning)
-        #expect(valueProblem { _ = try LogLevel(configText: "loud") }
-            == "'loud' is not a log level; use trace, debug, info, notice, warning, error")
+        #expect(
+            valueProblem { _ = try LogLevel(configText: "loud") }
+                == "'loud' is not a log level; use trace, debug, info, notice, warning, error")
     }
 
     @Test func aMeteredSettingIsAutoYesOrNoAndNamesTheChoicesWhenWrong() throws {
@@ -110,8 +116,9 @@ struct ValueTests {
         #expect(try MeteredSetting(configText: "Yes").forced == true)
         #expect(try MeteredSetting(configText: "no").forced == false)
         #expect(MeteredSetting.auto.forced == nil)
-        #expect(valueProblem { _ = try MeteredSetting(configText: "sometimes") }
-            == "'sometimes' is not a metered setting; use auto, yes or no")
+        #expect(
+            valueProblem { _ = try MeteredSetting(configText: "sometimes") }
+                == "'sometimes' is not a metered setting; use auto, yes or no")
     }
 
     @Test func interruptionHandlingIsPauseOrIgnore() throws {
@@ -119,13 +126,17 @@ struct ValueTests {
         #expect(try InterruptionHandling(configText: "Ignore") == .ignore)
         #expect(InterruptionHandling.ignore.configText == "ignore")
         #expect(ConfigKeys.audioInterruptions.defaultValue == .pause)
-        #expect(valueProblem { _ = try InterruptionHandling(configText: "duck") } == "'duck' is not a way to take interruptions; use pause or ignore")
+        #expect(
+            valueProblem { _ = try InterruptionHandling(configText: "duck") }
+                == "'duck' is not a way to take interruptions; use pause or ignore")
     }
 
     @Test func aSwitchTakesTheUsualWordsForOnAndOff() throws {
         for word in ["true", "Yes", "ON", "1"] { #expect(try Bool(configText: word) == true) }
         for word in ["false", "no", "Off", "0"] { #expect(try Bool(configText: word) == false) }
-        #expect(valueProblem { _ = try Bool(configText: "maybe") } == "'maybe' is neither true nor false (also: yes/no, on/off, 1/0)")
+        #expect(
+            valueProblem { _ = try Bool(configText: "maybe") }
+                == "'maybe' is neither true nor false (also: yes/no, on/off, 1/0)")
         #expect(ConfigKeys.notify.defaultValue == false, "notifications are off unless asked for")
     }
 

@@ -2,26 +2,32 @@ import Foundation
 import PlayerCore
 import StateStore
 import TestDoubles
-import Testing
 import TestSupport
+import Testing
 
 @Suite("SQLite state store")
 struct SQLiteStateStoreTests {
     let session = SavedSession(
-        entries: [.init(url: URL(string: "http://127.0.0.1/a.mp3")!, title: "A"), .init(url: URL(fileURLWithPath: "/b.flac"), title: nil)],
+        entries: [
+            .init(url: URL(string: "http://127.0.0.1/a.mp3")!, title: "A"),
+            .init(url: URL(fileURLWithPath: "/b.flac"), title: nil),
+        ],
         currentIndex: 1, position: .milliseconds(4321), loop: .playlist, shuffle: true, rate: 1.25, volume: 0.5)
 
     @Test func positionsAndTheSessionSurviveReopening() throws {
         let dir = try TemporaryDirectory()
         do {
             let store = try SQLiteStateStore(directory: dir.url)
-            store.save(SavedPosition(key: "k", position: .seconds(90), duration: .seconds(600), rate: 1.5, finished: false))
+            store.save(
+                SavedPosition(key: "k", position: .seconds(90), duration: .seconds(600), rate: 1.5, finished: false))
             store.save(SavedPosition(key: "gone", position: .seconds(9), duration: nil, rate: 1, finished: false))
             store.forgetPosition(forKey: "gone")
             store.save(session)
         }
         let store = try SQLiteStateStore(directory: dir.url)
-        #expect(store.position(forKey: "k") == SavedPosition(key: "k", position: .seconds(90), duration: .seconds(600), rate: 1.5, finished: false))
+        #expect(
+            store.position(forKey: "k")
+                == SavedPosition(key: "k", position: .seconds(90), duration: .seconds(600), rate: 1.5, finished: false))
         #expect(store.position(forKey: "gone") == nil)
         #expect(store.session() == session)
     }

@@ -19,7 +19,9 @@ public actor AwaitableLog<Element: Sendable> {
     }
 
     /// Waits until the items so far satisfy `accept`; false after `timeout`.
-    public func waitFor(timeout: Duration = .seconds(10), _ accept: @escaping @Sendable ([Element]) -> Bool) async -> Bool {
+    public func waitFor(timeout: Duration = .seconds(10), _ accept: @escaping @Sendable ([Element]) -> Bool) async
+        -> Bool
+    {
         if accept(items) { return true }
         let id = nextWaiter
         nextWaiter += 1

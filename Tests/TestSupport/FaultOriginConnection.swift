@@ -58,7 +58,8 @@ struct OriginConnection {
         var headers = [String: String]()
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(
+                in: .whitespaces)
         }
         // Discard any request body.
         if let length = headers["content-length"].flatMap(Int.init), length > 0 {
@@ -119,7 +120,9 @@ struct OriginConnection {
     }
 
     /// Chooses status, headers and body for a request.
-    private func plan(_ request: OriginHTTPRequest, claimed: (entry: OriginEntry, injectError: Bool)?) -> PlannedResponse {
+    private func plan(_ request: OriginHTTPRequest, claimed: (entry: OriginEntry, injectError: Bool)?)
+        -> PlannedResponse
+    {
         guard let (entry, injectError) = claimed else { return Self.message(404, "not found") }
         if injectError, let error = entry.faults.errorResponses {
             var response = Self.message(error.status, "injected failure")
@@ -128,7 +131,8 @@ struct OriginConnection {
         }
         if let redirect = entry.faults.redirect {
             var response = Self.message(redirect.status, "moved")
-            let location = redirect.location.hasPrefix("/")
+            let location =
+                redirect.location.hasPrefix("/")
                 ? URL(string: String(redirect.location.dropFirst()), relativeTo: core.baseURL)!.absoluteString
                 : redirect.location
             response.headers.append(("Location", location))
@@ -141,7 +145,8 @@ struct OriginConnection {
             return response
         }
 
-        let validators = (resource.sendsETag ? [("ETag", resource.etag)] : [])
+        let validators =
+            (resource.sendsETag ? [("ETag", resource.etag)] : [])
             + (resource.sendsLastModified ? [("Last-Modified", HTTPDate.format(resource.lastModified))] : [])
         if Self.notModified(request, resource) {
             return PlannedResponse(status: 304, headers: validators)
@@ -150,7 +155,8 @@ struct OriginConnection {
         response.body = resource.body
         guard !entry.faults.ignoresRange else { return response }
         response.headers.append(("Accept-Ranges", "bytes"))
-        guard let rangeHeader = request.header("range"), entry.faults.ignoresIfRange || Self.ifRangeHolds(request, resource)
+        guard let rangeHeader = request.header("range"),
+            entry.faults.ignoresIfRange || Self.ifRangeHolds(request, resource)
         else { return response }
         switch ByteRange.parse(rangeHeader, length: resource.body.count) {
         case .none:
@@ -163,7 +169,8 @@ struct OriginConnection {
             response.status = 206
             response.body = resource.body.subdata(in: range)
             response.bodyOffset = range.lowerBound
-            response.headers.append(("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(resource.body.count)"))
+            response.headers.append(
+                ("Content-Range", "bytes \(range.lowerBound)-\(range.upperBound - 1)/\(resource.body.count)"))
             return response
         }
     }
@@ -225,8 +232,10 @@ struct OriginConnection {
             }
 
             var piece = min(body.count - sent, 16_384)
-            for step in [limit(faults.closeAfterBodyBytes), limit(faults.stall?.afterBodyBytes, pending: !stalled),
-                         limit(faults.replacement?.afterBodyBytes, pending: !replaced)].compactMap({ $0 }) {
+            for step in [
+                limit(faults.closeAfterBodyBytes), limit(faults.stall?.afterBodyBytes, pending: !stalled),
+                limit(faults.replacement?.afterBodyBytes, pending: !replaced),
+            ].compactMap({ $0 }) {
                 piece = min(piece, step)
             }
             if let rate = faults.bytesPerSecond, rate > 0 {

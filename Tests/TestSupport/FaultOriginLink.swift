@@ -84,7 +84,8 @@ public struct OriginTransfer: Sendable, CustomStringConvertible {
     public var sentBytes: Range<Int> { bodyOffset..<(bodyOffset + bodyBytesSent) }
 
     public var description: String {
-        let span = servesResource ? " \(sentBytes.lowerBound)..<\(sentBytes.upperBound) of \(plannedBytes.upperBound)" : ""
+        let span =
+            servesResource ? " \(sentBytes.lowerBound)..<\(sentBytes.upperBound) of \(plannedBytes.upperBound)" : ""
         return "#\(id) \(method) \(path) \(range ?? "-") → \(status)\(span)\(ended == nil ? " (sending)" : "")"
     }
 }
@@ -159,12 +160,16 @@ public enum TransferAccounting {
     }
 
     /// Bytes sent beyond the file's size: everything sent minus the file (0 when less was sent).
-    public static func beyondFileSize(_ transfers: [OriginTransfer], size: Int) -> Int { max(0, sent(transfers) - size) }
+    public static func beyondFileSize(_ transfers: [OriginTransfer], size: Int) -> Int {
+        max(0, sent(transfers) - size)
+    }
 
     /// The bytes sent more than once, as ranges (for failure messages).
     public static func overlaps(_ transfers: [OriginTransfer]) -> [(Range<Int>, [Int])] {
         var result: [(Range<Int>, [Int])] = []
-        let sorted = transfers.filter { !$0.sentBytes.isEmpty }.sorted { $0.sentBytes.lowerBound < $1.sentBytes.lowerBound }
+        let sorted = transfers.filter { !$0.sentBytes.isEmpty }.sorted {
+            $0.sentBytes.lowerBound < $1.sentBytes.lowerBound
+        }
         for (index, first) in sorted.enumerated() {
             for second in sorted.dropFirst(index + 1) where second.sentBytes.lowerBound < first.sentBytes.upperBound {
                 let overlap = second.sentBytes.lowerBound..<min(first.sentBytes.upperBound, second.sentBytes.upperBound)

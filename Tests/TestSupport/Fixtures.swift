@@ -183,7 +183,8 @@ public final class Fixtures: Sendable {
             let status = job.waitForExit(timeout: 60)
             guard status == 0 else {
                 job.stop(grace: 1)
-                throw RigError("generating fixture \(name) failed (\(String(describing: status))): \(job.standardError)")
+                throw RigError(
+                    "generating fixture \(name) failed (\(String(describing: status))): \(job.standardError)")
             }
         }
 
@@ -208,16 +209,22 @@ public final class Fixtures: Sendable {
     }
 
     private static func coverPipeline(to url: URL) -> [String] {
-        ["videotestsrc", "num-buffers=1", "!", "video/x-raw,width=32,height=32", "!", "pngenc", "!",
-         "filesink", "location=\(url.path)"]
+        [
+            "videotestsrc", "num-buffers=1", "!", "video/x-raw,width=32,height=32", "!", "pngenc", "!",
+            "filesink", "location=\(url.path)",
+        ]
     }
 
     private static func audioPipeline(_ fixture: Fixture, to url: URL) -> [String] {
         var tags = "title=\"\(fixture.title)\",artist=\(fixture.artist),album=\(fixture.album)"
         if let track = fixture.trackNumber { tags += ",track-number=(uint)\(track)" }
         let escaped = tags.replacingOccurrences(of: "\"", with: "\\\"")
-        return ["audiotestsrc", "wave=sine", "freq=\(fixture.frequency)", "num-buffers=\(buffers)", "samplesperbuffer=\(framesPerBuffer)", "!",
-                "audio/x-raw,rate=\(sampleRate),channels=2", "!", "audioconvert", "!", "taginject", "tags=\"\(escaped)\"", "!"]
+        return [
+            "audiotestsrc", "wave=sine", "freq=\(fixture.frequency)", "num-buffers=\(buffers)",
+            "samplesperbuffer=\(framesPerBuffer)", "!",
+            "audio/x-raw,rate=\(sampleRate),channels=2", "!", "audioconvert", "!", "taginject", "tags=\"\(escaped)\"",
+            "!",
+        ]
             + fixture.format.encoderElements + ["!", "filesink", "location=\(url.path)"]
     }
 
@@ -238,7 +245,8 @@ public enum CoverEmbedding {
     /// TIT2, TPE1, TALB, TRCK and an APIC front cover.
     /// `file` (an MP3) with an ID3v2.3 tag holding `fixture`'s texts and `png` as the front cover.
     public static func mp3(_ file: Data, fixture: Fixture, png: Data) throws -> Data {
-        let frames = file.prefix(3) == Data("ID3".utf8) && file.count > 10 ? file.dropFirst(id3TagLength(file)) : file[...]
+        let frames =
+            file.prefix(3) == Data("ID3".utf8) && file.count > 10 ? file.dropFirst(id3TagLength(file)) : file[...]
         func textFrame(_ id: String, _ text: String) -> Data {
             id3Frame(id, Data([0]) + Data(text.utf8))  // encoding 0: ISO-8859-1
         }
@@ -265,7 +273,8 @@ public enum CoverEmbedding {
 
         let mime = Data("image/png".utf8)
         var picture = bigEndian32(3) + bigEndian32(mime.count) + mime + bigEndian32(0)  // front cover, no description
-        picture += bigEndian32(32) + bigEndian32(32) + bigEndian32(24) + bigEndian32(0)  // width, height, depth, colours
+        // Width, height, depth, colours.
+        picture += bigEndian32(32) + bigEndian32(32) + bigEndian32(24) + bigEndian32(0)
         picture += bigEndian32(png.count) + png
         let header = Data([(streamInfoIsLast ? 0x80 : 0) | 6]) + bigEndian32(picture.count).suffix(3)
 

@@ -53,7 +53,9 @@ public final class HTTPConnection {
     public func readResponse(method: String = "GET") throws -> HTTPResponse {
         let separator = Data("\r\n\r\n".utf8)
         while buffer.range(of: separator) == nil {
-            guard fill() else { throw RigError("no complete response head; got \(String(decoding: buffer, as: UTF8.self))") }
+            guard fill() else {
+                throw RigError("no complete response head; got \(String(decoding: buffer, as: UTF8.self))")
+            }
         }
         let headEnd = buffer.range(of: separator)!
         let head = String(decoding: buffer[..<headEnd.lowerBound], as: UTF8.self)
@@ -61,7 +63,9 @@ public final class HTTPConnection {
 
         var lines = head.components(separatedBy: "\r\n")
         let statusLine = lines.removeFirst().split(separator: " ")
-        guard statusLine.count >= 2, let status = Int(statusLine[1]) else { throw RigError("bad status line in \(head)") }
+        guard statusLine.count >= 2, let status = Int(statusLine[1]) else {
+            throw RigError("bad status line in \(head)")
+        }
         var headers = [String: String]()
         for line in lines {
             guard let colon = line.firstIndex(of: ":") else { continue }
@@ -112,7 +116,10 @@ public final class HTTPConnection {
     private func fill() -> Bool {
         guard isOpen, !peerClosed else { return false }
         guard let data = Sockets.receive(fd) else { return false }
-        if data.isEmpty { peerClosed = true; return false }
+        if data.isEmpty {
+            peerClosed = true
+            return false
+        }
         buffer += data
         return true
     }

@@ -29,7 +29,8 @@ public enum HostileTagCorpus {
     /// The byte sequences that are not UTF-8: a stray continuation byte, bytes UTF-8 never
     /// uses, an overlong NUL, a UTF-16 surrogate, a code point past U+10FFFF, a sequence cut short.
     public static let invalidUTF8: [[UInt8]] = [
-        [0x80], [0xFF], [0xFE], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82], [0xF0, 0x9F, 0x8E],
+        [0x80], [0xFF], [0xFE], [0xC0, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xE2, 0x82],
+        [0xF0, 0x9F, 0x8E],
     ]
 
     /// Control characters (C0, DEL and C1, the latter written as UTF-8), terminal escapes among them.
@@ -39,11 +40,14 @@ public enum HostileTagCorpus {
     ]
 
     /// Track and disc numbers no release has.
-    public static let absurdNumbers = ["0", "4294967295", "4294967296", "-1", "99999999999999999999", "0/0", "7/4294967295", "x"]
+    public static let absurdNumbers = [
+        "0", "4294967295", "4294967296", "-1", "99999999999999999999", "0/0", "7/4294967295", "x",
+    ]
 
     /// Dates no release has, or that are not dates.
     public static let oddDates = [
-        "0000", "0000-00-00", "9999-99-99", "2024-02-30", "-0001-01-01", "65535", "1970-01-01T25:61:61Z", "2001\u{1B}[2J", "",
+        "0000", "0000-00-00", "9999-99-99", "2024-02-30", "-0001-01-01", "65535", "1970-01-01T25:61:61Z",
+        "2001\u{1B}[2J", "",
     ]
 
     /// A mebibyte (about) of text: `piece` drawn at random, in UTF-8.
@@ -90,9 +94,10 @@ public enum HostileTagCorpus {
         for index in 1...1_000 { tags.add(.genre, "Genre \(index)") }
         named.append(("ten-thousand-artists", tags))
 
-        for (index, (track, disc)) in [("4294967295", "4294967295/4294967295"), ("0", "0/0"), ("-1", "99999999999999999999")]
-            .enumerated()
-        {
+        for (index, (track, disc)) in [
+            ("4294967295", "4294967295/4294967295"), ("0", "0/0"), ("-1", "99999999999999999999"),
+        ]
+        .enumerated() {
             tags = RawTags()
             tags.add(.title, "Absurd numbers \(index)")
             tags.add(.trackNumber, track)

@@ -94,14 +94,17 @@ public final class NetworkRig: Sendable {
     @discardableResult
     public func serve(_ file: URL, as name: String? = nil, faults: OriginFaults = OriginFaults()) throws -> URL {
         let name = name ?? file.lastPathComponent
-        origin.serve(OriginResource(try Data(contentsOf: file), contentType: Self.mimeType(file)), at: "/" + name, faults: faults)
+        origin.serve(
+            OriginResource(try Data(contentsOf: file), contentType: Self.mimeType(file)), at: "/" + name, faults: faults
+        )
         return origin.url(for: name)
     }
 
     /// Writes a local M3U playlist of `urls` and returns its file URL.
     public func playlist(_ urls: [URL], name: String = "list.m3u") throws -> URL {
         let file = files.file(name)
-        try Data((["#EXTM3U"] + urls.map(\.absoluteString)).joined(separator: "\n").appending("\n").utf8).write(to: file)
+        try Data((["#EXTM3U"] + urls.map(\.absoluteString)).joined(separator: "\n").appending("\n").utf8).write(
+            to: file)
         return file
     }
 
@@ -149,8 +152,10 @@ public final class NetworkRig: Sendable {
         environment["XDG_CACHE_HOME"] = home.file("cache").path
         let process = try ChildProcess(
             "mpv",
-            ["--no-config", "--no-video", "--idle=yes", "--no-terminal", "--script=\(plugin)",
-             "--ao=\(pulse != nil ? "pulse" : "null")", "--log-file=\(home.file("mpv.log").path)"],
+            [
+                "--no-config", "--no-video", "--idle=yes", "--no-terminal", "--script=\(plugin)",
+                "--ao=\(pulse != nil ? "pulse" : "null")", "--log-file=\(home.file("mpv.log").path)",
+            ],
             environment: environment, logDirectory: home.url, selfStopAfter: lifetime)
         return PlayerProcess(kind: "mpv", busName: "org.mpris.MediaPlayer2.mpv", process: process, home: home)
     }
@@ -269,7 +274,9 @@ public struct PlayerProbe: Sendable {
 
     /// Seconds from `since` until the first non-silent sample reached the sound server,
     /// counting only audio recorded after `offset` (take `rig.monitor!.offset` before opening).
-    public func awaitFirstAudio(since: ContinuousClock.Instant, offset: Int, timeout: Double = 10) async throws -> Double {
+    public func awaitFirstAudio(since: ContinuousClock.Instant, offset: Int, timeout: Double = 10) async throws
+        -> Double
+    {
         guard let monitor = rig.monitor else { throw RigError("the rig records no audio") }
         return try await monitor.firstSound(after: offset, since: since, timeout: timeout)
     }
@@ -298,7 +305,9 @@ public struct PlayerProbe: Sendable {
     }
 
     /// Waits until PlaybackStatus is `status`; seconds from `since`.
-    public func awaitStatus(_ status: String, since: ContinuousClock.Instant = .now, timeout: Double = 10) async throws -> Double {
+    public func awaitStatus(_ status: String, since: ContinuousClock.Instant = .now, timeout: Double = 10) async throws
+        -> Double
+    {
         let deadline = ContinuousClock.now + .seconds(timeout)
         var last = ""
         while ContinuousClock.now < deadline {
@@ -310,7 +319,9 @@ public struct PlayerProbe: Sendable {
     }
 
     /// Waits until the current track's URL ends with `suffix`; seconds from `since`.
-    public func awaitTrack(urlSuffix suffix: String, since: ContinuousClock.Instant = .now, timeout: Double = 10) async throws -> Double {
+    public func awaitTrack(urlSuffix suffix: String, since: ContinuousClock.Instant = .now, timeout: Double = 10)
+        async throws -> Double
+    {
         let deadline = ContinuousClock.now + .seconds(timeout)
         var last: String?
         while ContinuousClock.now < deadline {
@@ -336,7 +347,9 @@ public struct PlayerProbe: Sendable {
             if let previous, previous.url == url, position > previous.position + 0.0005 {
                 if url.hasSuffix(current) { lastAdvance = read }
                 if url.hasSuffix(next) {
-                    guard let lastAdvance else { throw RigError("\(player.kind): \(next) advanced before \(current) did") }
+                    guard let lastAdvance else {
+                        throw RigError("\(player.kind): \(next) advanced before \(current) did")
+                    }
                     return seconds(from: lastAdvance, to: read)
                 }
             }
@@ -345,7 +358,8 @@ public struct PlayerProbe: Sendable {
             previous = (url, position)
             try await Task.sleep(for: interval)
         }
-        throw RigError("\(player.kind): no hand-over from \(current) to \(next) within \(timeout) s; reads: \(trail.suffix(10))")
+        throw RigError(
+            "\(player.kind): no hand-over from \(current) to \(next) within \(timeout) s; reads: \(trail.suffix(10))")
     }
 }
 
@@ -358,8 +372,10 @@ public final class AudioMonitor: Sendable {
     init(pulse: PulseServer, in directory: TemporaryDirectory, lifetime: Int) throws {
         recorder = try ChildProcess(
             "parec",
-            ["--server=\(pulse.server)", "--device=\(PulseServer.sinkName).monitor", "--raw", "--format=s16le",
-             "--rate=\(PulseServer.sampleRate)", "--channels=2", "--latency-msec=20"],
+            [
+                "--server=\(pulse.server)", "--device=\(PulseServer.sinkName).monitor", "--raw", "--format=s16le",
+                "--rate=\(PulseServer.sampleRate)", "--channels=2", "--latency-msec=20",
+            ],
             logDirectory: directory.url, selfStopAfter: lifetime)
         let connected = try eventually(timeout: 10, interval: 0.01) {
             try pulse.pactl("list", "short", "source-outputs").contains("\t")
@@ -374,7 +390,9 @@ public final class AudioMonitor: Sendable {
 
     /// Seconds from `since` to the first sample after byte `offset` whose magnitude exceeds
     /// `threshold` (of 32767; 64 ≈ −54 dBFS), dated by the audio recorded after it.
-    public func firstSound(after offset: Int, since: ContinuousClock.Instant, threshold: Int16 = 64, timeout: Double) async throws -> Double {
+    public func firstSound(after offset: Int, since: ContinuousClock.Instant, threshold: Int16 = 64, timeout: Double)
+        async throws -> Double
+    {
         let handle = try FileHandle(forReadingFrom: recorder.stdoutURL)
         defer { try? handle.close() }
         var position = offset - offset % 4
@@ -414,7 +432,9 @@ public enum NetworkMedia {
     private static let directory = Mutex<TemporaryDirectory?>(nil)
 
     /// A `seconds`-long tone in `format` (for MP3 CBR, `bitrate` kbps); cached per process.
-    public static func tone(_ format: FixtureFormat, seconds: Int, bitrate: Int = 128, frequency: Int = 440) throws -> URL {
+    public static func tone(_ format: FixtureFormat, seconds: Int, bitrate: Int = 128, frequency: Int = 440) throws
+        -> URL
+    {
         let key = "\(format.rawValue)-\(seconds)s-\(bitrate)k-\(frequency)"
         if let url = made.withLock({ $0[key] }) { return url }
         let folder = try directory.withLock { folder in
@@ -427,8 +447,10 @@ public enum NetworkMedia {
         let frames = 1024
         let result = try runCommand(
             "gst-launch-1.0",
-            ["-q", "audiotestsrc", "wave=sine", "freq=\(frequency)", "num-buffers=\(seconds * 44_100 / frames)",
-             "samplesperbuffer=\(frames)", "!", "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!"]
+            [
+                "-q", "audiotestsrc", "wave=sine", "freq=\(frequency)", "num-buffers=\(seconds * 44_100 / frames)",
+                "samplesperbuffer=\(frames)", "!", "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!",
+            ]
                 + encoder(format, bitrate: bitrate) + ["!", "filesink", "location=\(file.path)"],
             timeout: 120)
         guard result.status == 0 else { throw RigError("generating \(key) failed: \(result.stderr)") }
@@ -445,7 +467,8 @@ public enum NetworkMedia {
 
     private static func encoder(_ format: FixtureFormat, bitrate: Int) -> [String] {
         switch format {
-        case .mp3CBR: ["lamemp3enc", "target=bitrate", "bitrate=\(bitrate)", "cbr=true", "!", "xingmux", "!", "id3v2mux"]
+        case .mp3CBR:
+            ["lamemp3enc", "target=bitrate", "bitrate=\(bitrate)", "cbr=true", "!", "xingmux", "!", "id3v2mux"]
         case .mp3VBR: ["lamemp3enc", "target=quality", "quality=4", "!", "xingmux", "!", "id3v2mux"]
         case .flac: ["flacenc"]
         case .oggVorbis: ["vorbisenc", "!", "oggmux"]
@@ -479,7 +502,8 @@ public struct OriginReport: Sendable, CustomStringConvertible {
     /// The end of the contiguous bytes sent from byte 0 (what a sequential download reached).
     public var contiguousEnd: Int {
         var end = 0
-        for range in transfers.map(\.sentBytes).sorted(by: { $0.lowerBound < $1.lowerBound }) where range.lowerBound <= end {
+        for range in transfers.map(\.sentBytes).sorted(by: { $0.lowerBound < $1.lowerBound })
+        where range.lowerBound <= end {
             end = max(end, range.upperBound)
         }
         return end

@@ -52,7 +52,14 @@ public final class NginxServer: Sendable {
     /// response is sent, so it may lag the client by a moment); throws after `timeout` seconds.
     public func accessLog(atLeast count: Int, timeout: Double = 5) throws -> [ServedRequest] {
         var entries = [ServedRequest]()
-        guard eventually(timeout: timeout, { entries = accessLog(); return entries.count >= count }) else {
+        guard
+            eventually(
+                timeout: timeout,
+                {
+                    entries = accessLog()
+                    return entries.count >= count
+                })
+        else {
             throw RigError("nginx logged \(entries.count) requests, expected \(count)")
         }
         return entries
@@ -68,7 +75,9 @@ public final class NginxServer: Sendable {
     /// Answered by nginx itself and kept out of the access log, for the start-up probe.
     private static let readinessPath = "__spool_ready"
 
-    private static func start(root: URL, port: UInt16, workspace: TemporaryDirectory, lifetime: Int) throws -> ChildProcess {
+    private static func start(root: URL, port: UInt16, workspace: TemporaryDirectory, lifetime: Int) throws
+        -> ChildProcess
+    {
         let dir = workspace.path
         let config = """
             daemon off;
@@ -128,6 +137,7 @@ public final class NginxServer: Sendable {
         func optional(_ value: String) -> String? { value.isEmpty ? nil : value }
         return ServedRequest(
             method: fields[0], path: fields[1], range: optional(fields[2]), ifRange: optional(fields[3]),
-            ifNoneMatch: optional(fields[4]), ifModifiedSince: optional(fields[5]), status: status, bodyBytesSent: bytes)
+            ifNoneMatch: optional(fields[4]), ifModifiedSince: optional(fields[5]), status: status, bodyBytesSent: bytes
+        )
     }
 }

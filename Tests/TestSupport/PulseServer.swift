@@ -46,9 +46,11 @@ public final class PulseServer: Sendable {
         daemonEnvironment["PULSE_STATE_PATH"] = directory.file("state").path
         daemon = try ChildProcess(
             "pulseaudio",
-            ["--daemonize=no", "-n", "--exit-idle-time=30", "--use-pid-file=no", "--log-target=stderr",
-             "--load=module-native-protocol-unix socket=\(socket) auth-anonymous=1",
-             "--load=module-null-sink sink_name=\(Self.sinkName) format=s16le rate=\(Self.sampleRate) channels=2"],
+            [
+                "--daemonize=no", "-n", "--exit-idle-time=30", "--use-pid-file=no", "--log-target=stderr",
+                "--load=module-native-protocol-unix socket=\(socket) auth-anonymous=1",
+                "--load=module-null-sink sink_name=\(Self.sinkName) format=s16le rate=\(Self.sampleRate) channels=2",
+            ],
             environment: daemonEnvironment, logDirectory: directory.url, selfStopAfter: selfStopAfter)
 
         var environment = ProcessInfo.processInfo.environment
@@ -119,7 +121,8 @@ public final class PulseServer: Sendable {
     /// server plays is written as raw S16LE stereo PCM at 44.1 kHz.
     /// Returns once the server lists the capture stream, so nothing played after it is missed.
     public func recordOutput() throws -> PulseRecording {
-        let recording = try PulseRecording(server: server, source: "\(Self.sinkName).monitor", logDirectory: directory.url)
+        let recording = try PulseRecording(
+            server: server, source: "\(Self.sinkName).monitor", logDirectory: directory.url)
         let connected = try eventually(timeout: 10, interval: 0.01) {
             try !Self.streams(from: try pactl("-f", "json", "list", "source-outputs")).isEmpty
         }
@@ -156,8 +159,10 @@ public final class PulseRecording: Sendable {
         // mixed; the content is the same whatever the latency.
         recorder = try ChildProcess(
             "parec",
-            ["--server=\(server)", "--device=\(source)", "--raw", "--format=s16le",
-             "--rate=\(PulseServer.sampleRate)", "--channels=2", "--latency-msec=20"],
+            [
+                "--server=\(server)", "--device=\(source)", "--raw", "--format=s16le",
+                "--rate=\(PulseServer.sampleRate)", "--channels=2", "--latency-msec=20",
+            ],
             logDirectory: logDirectory, selfStopAfter: 120)
     }
 

@@ -163,7 +163,9 @@ public enum RawTagWriter {
             sequence += 1
             output += page.bytes()
         }
-        emit(OggPage(flags: 2, granule: 0, serial: serial, sequence: 0, lacing: lacing(packets[0].count), body: packets[0]))
+        emit(
+            OggPage(
+                flags: 2, granule: 0, serial: serial, sequence: 0, lacing: lacing(packets[0].count), body: packets[0]))
         let comment = [3] + Array("vorbis".utf8) + vorbisComment(tags, framingBit: true)
         for page in OggPage.paginate([comment, packets[2]], serial: serial) { emit(page) }
         for page in pages[audioStart...] { emit(page) }
@@ -173,7 +175,8 @@ public enum RawTagWriter {
     /// A Vorbis comment structure (without the packet type and "vorbis" of the Ogg header).
     private static func vorbisComment(_ tags: RawTags, framingBit: Bool) -> [UInt8] {
         let vendor = Array("spool hostile tags".utf8)
-        let named = tags.values.map { ($0.field.vorbisName, $0.bytes) } + tags.otherVorbisComments.map { ($0.name, $0.bytes) }
+        let named =
+            tags.values.map { ($0.field.vorbisName, $0.bytes) } + tags.otherVorbisComments.map { ($0.name, $0.bytes) }
         var result = littleEndian(vendor.count) + vendor + littleEndian(named.count)
         for (name, value) in named {
             let entry = Array(name.utf8) + [UInt8(ascii: "=")] + value

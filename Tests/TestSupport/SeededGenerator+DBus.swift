@@ -6,7 +6,8 @@ extension SeededGenerator {
     public mutating func identifier() -> String {
         let first = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
         let rest = first + Array("0123456789")
-        return String(first[next(below: first.count)]) + String((0..<next(below: 12)).map { _ in rest[next(below: rest.count)] })
+        return String(first[next(below: first.count)])
+            + String((0..<next(below: 12)).map { _ in rest[next(below: rest.count)] })
     }
 
     /// Zero to three random values.
@@ -26,7 +27,9 @@ extension SeededGenerator {
         case 6: return .int64(Int64(bitPattern: next()))
         case 7: return .uint64(next())
         case 8: return .double(Double(Int64(bitPattern: next())) / 1e3)
-        case 9: return .string(identifier() + "ü\u{1F3B5}" + (next(below: 20) == 0 ? String(repeating: "z", count: 100_000) : ""))
+        case 9:
+            return .string(
+                identifier() + "ü\u{1F3B5}" + (next(below: 20) == 0 ? String(repeating: "z", count: 100_000) : ""))
         case 10: return .objectPath("/" + identifier())
         case 11: return .signature(["", "s", "a{sv}", "(ii)v"][next(below: 4)])
         case 12:

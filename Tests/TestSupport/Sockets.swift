@@ -63,7 +63,8 @@ enum Sockets {
             close(fd)
             throw RigError("connect(127.0.0.1:\(port)) failed: errno \(code)")
         }
-        var interval = timeval(tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
+        var interval = timeval(
+            tv_sec: Int(receiveTimeout), tv_usec: Int((receiveTimeout.truncatingRemainder(dividingBy: 1)) * 1e6))
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
         return fd
     }

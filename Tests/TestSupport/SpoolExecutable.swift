@@ -34,8 +34,10 @@ public final class ActivatableBus: Sendable {
         services = try TemporaryDirectory(prefix: "spool-services")
         home = try TemporaryDirectory(prefix: "spool-activated")
         let template = try String(
-            contentsOf: repositoryRoot.appendingPathComponent("dbus/org.mpris.MediaPlayer2.spool.service.in"), encoding: .utf8)
-        let isolated = "/usr/bin/env -u SPOOL_LOG XDG_CONFIG_HOME=\(home.path) XDG_CACHE_HOME=\(home.path)/cache "
+            contentsOf: repositoryRoot.appendingPathComponent("dbus/org.mpris.MediaPlayer2.spool.service.in"),
+            encoding: .utf8)
+        let isolated =
+            "/usr/bin/env -u SPOOL_LOG XDG_CONFIG_HOME=\(home.path) XDG_CACHE_HOME=\(home.path)/cache "
             + "XDG_STATE_HOME=\(home.path)/state \(try spoolExecutable()) daemon --audio-sink \"fakesink sync=true\""
         try template.replacingOccurrences(of: "@bindir@/spool daemon", with: isolated)
             .write(to: services.file("org.mpris.MediaPlayer2.spool.service"), atomically: true, encoding: .utf8)

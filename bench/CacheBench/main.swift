@@ -1,3 +1,4 @@
+import Basics
 // Range cache benchmarks (not timed tests). Run: swift run -c release CacheBench [WORK_DIR]
 //
 //  1. opening a cache of 10,000 entries with 20 ranges each (target < 50 ms);
@@ -8,7 +9,6 @@
 //     pwrite + one fsync at the end (target within 1.5×).
 import Foundation
 import RangeCache
-import Basics
 
 let work = URL(fileURLWithPath: CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "/tmp/spool-cachebench")
 try? FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -40,9 +40,12 @@ if !FileManager.default.fileExists(atPath: marker.path) {
     for index in 0..<entryCount {
         let url = URL(string: "https://example.org/track/\(index).mp3")!
         let entry = try cache.entry(for: CacheKey(stable: url.absoluteString))!
-        try entry.setMetadata(EntryMetadata(
-            url: url, validator: CacheValidator(etag: "\"\(index)-abcdef\"", lastModified: "Mon, 02 Mar 2026 10:00:00 GMT", length: 5_000_000),
-            contentType: "audio/mpeg", acceptsRanges: true))
+        try entry.setMetadata(
+            EntryMetadata(
+                url: url,
+                validator: CacheValidator(
+                    etag: "\"\(index)-abcdef\"", lastModified: "Mon, 02 Mar 2026 10:00:00 GMT", length: 5_000_000),
+                contentType: "audio/mpeg", acceptsRanges: true))
         for range in 0..<20 { try entry.write(bytes, at: Int64(range) * 4096) }
         entry.close()
     }
@@ -53,7 +56,8 @@ if !FileManager.default.fileExists(atPath: marker.path) {
 func cpuTime() -> Double {
     var usage = rusage()
     getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(
+        usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
 }
 
 var openTimes: [Double] = []
@@ -67,14 +71,19 @@ for _ in 0..<9 {
     precondition(cache.stats.entries == entryCount, "expected \(entryCount) entries, found \(cache.stats.entries)")
     cache.close()
 }
-print(String(format: "open 10,000 entries × 20 ranges: median %.1f ms wall (min %.1f ms), median %.1f ms CPU  [target < 50 ms]",
-    median(openTimes) * 1e3, openTimes.min()! * 1e3, median(openCPU) * 1e3))
+print(
+    String(
+        format:
+            "open 10,000 entries × 20 ranges: median %.1f ms wall (min %.1f ms), median %.1f ms CPU  [target < 50 ms]",
+        median(openTimes) * 1e3, openTimes.min()! * 1e3, median(openCPU) * 1e3))
 
 // MARK: 2. missing-range query p99
 
 do {
     let cache = try RangeCache(directory: manyDirectory, configuration: configuration)
-    let entries = try (0..<entryCount).map { try cache.entry(for: CacheKey(stable: "https://example.org/track/\($0).mp3"), create: false)! }
+    let entries = try (0..<entryCount).map {
+        try cache.entry(for: CacheKey(stable: "https://example.org/track/\($0).mp3"), create: false)!
+    }
     var random = SystemRandomNumberGenerator()
     var samples: [Double] = []
     samples.reserveCapacity(200_000)
@@ -97,10 +106,14 @@ do {
         lookups.append(now() - start)
     }
     lookups.sort()
-    print(String(format: "missing-range query, 10,000 entries: p50 %.2f µs, p99 %.2f µs  [target p99 < 20 µs]",
-        samples[samples.count / 2] * 1e6, samples[samples.count * 99 / 100] * 1e6))
-    print(String(format: "  with entry lookup + handle open/close: p50 %.2f µs, p99 %.2f µs (%d gaps seen)",
-        lookups[lookups.count / 2] * 1e6, lookups[lookups.count * 99 / 100] * 1e6, gaps))
+    print(
+        String(
+            format: "missing-range query, 10,000 entries: p50 %.2f µs, p99 %.2f µs  [target p99 < 20 µs]",
+            samples[samples.count / 2] * 1e6, samples[samples.count * 99 / 100] * 1e6))
+    print(
+        String(
+            format: "  with entry lookup + handle open/close: p50 %.2f µs, p99 %.2f µs (%d gaps seen)",
+            lookups[lookups.count / 2] * 1e6, lookups[lookups.count * 99 / 100] * 1e6, gaps))
     for entry in entries { entry.close() }
     cache.close()
 }
@@ -166,8 +179,11 @@ for round in 0..<3 {
     plainWrites.append(writePlain(plainPath))
     unlink(plainPath)
 }
-print(String(format: "write 100 MB in 64 KiB pieces: cache (batched sync + commit) %.0f ms, plain pwrite + fsync %.0f ms: %.2f×  [target ≤ 1.5×] (medians of 3)",
-    median(cacheWrites) * 1e3, median(plainWrites) * 1e3, median(cacheWrites) / median(plainWrites)))
+print(
+    String(
+        format:
+            "write 100 MB in 64 KiB pieces: cache (batched sync + commit) %.0f ms, plain pwrite + fsync %.0f ms: %.2f×  [target ≤ 1.5×] (medians of 3)",
+        median(cacheWrites) * 1e3, median(plainWrites) * 1e3, median(cacheWrites) / median(plainWrites)))
 
 let (_, entry) = try writeThroughCache(cache, key: "read")
 let dataFiles = try FileManager.default.contentsOfDirectory(atPath: bigDirectory.appendingPathComponent("data").path)
@@ -182,7 +198,9 @@ for _ in 0..<5 {
     while offset < Int64(total) {
         let count = entry.read(into: buffer, at: offset)
         precondition(count > 0, "miss at \(offset)")
-        if memcmp(buffer.baseAddress!, source.withUnsafeBytes { $0.baseAddress! + Int(offset) }, min(count, 16)) != 0 { mismatch = true }
+        if memcmp(buffer.baseAddress!, source.withUnsafeBytes { $0.baseAddress! + Int(offset) }, min(count, 16)) != 0 {
+            mismatch = true
+        }
         offset += Int64(count)
     }
     cacheReads.append(now() - start)
@@ -207,9 +225,14 @@ for _ in 0..<3 {
 }
 let readRate = Double(total) / median(cacheReads) / 1e6
 let catRate = Double(total + 4096) / median(catReads) / 1e6
-print(String(format: "sequential read of a cached 100 MB entry: %.0f MB/s; cat of its data file: %.0f MB/s: %.0f %%  [target ≥ 80 %%] (medians of 5, warm page cache)%@",
-    readRate, catRate, readRate / catRate * 100, mismatch ? " MISMATCH" : ""))
-print(String(format: "  the same through read(at:maxLength:) -> Data: %.0f MB/s", Double(total) / median(dataReads) / 1e6))
+print(
+    String(
+        format:
+            "sequential read of a cached 100 MB entry: %.0f MB/s; cat of its data file: %.0f MB/s: %.0f %%  [target ≥ 80 %%] (medians of 5, warm page cache)%@",
+        readRate, catRate, readRate / catRate * 100, mismatch ? " MISMATCH" : ""))
+print(
+    String(format: "  the same through read(at:maxLength:) -> Data: %.0f MB/s", Double(total) / median(dataReads) / 1e6)
+)
 entry.close()
 cache.close()
 try? FileManager.default.removeItem(at: bigDirectory)

@@ -12,7 +12,8 @@ import Synchronization
 func makeTone(_ path: String, encoder: [String]) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/gst-launch-1.0")
-    process.arguments = ["-q", "audiotestsrc", "num-buffers=400", "freq=440", "!", "audioconvert", "!"] + encoder
+    process.arguments =
+        ["-q", "audiotestsrc", "num-buffers=400", "freq=440", "!", "audioconvert", "!"] + encoder
         + ["!", "filesink", "location=\(path)"]
     try! process.run()
     process.waitUntilExit()

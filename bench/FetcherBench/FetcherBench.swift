@@ -42,7 +42,8 @@ struct FetcherBench {
             // A range hop on the kept connection (the same 50 ms).
             warm.append(try firstByte(fetcher, RangeRequest(url: origin.url, start: 4096)))
             connections += origin.accepted
-            let result = try runCommand(curl, ["-s", "-o", "/dev/null", "-w", "%{time_starttransfer}", origin.url.absoluteString])
+            let result = try runCommand(
+                curl, ["-s", "-o", "/dev/null", "-w", "%{time_starttransfer}", origin.url.absoluteString])
             reference.append(Double(result.stdout) ?? .nan)
         }
         fetcher.shutdown()
@@ -80,14 +81,20 @@ struct FetcherBench {
         fetcher.shutdown()
         let ourMedian = median(ours)
         let theirMedian = median(theirs)
-        print(String(format: "  throughput, %d MiB from nginx: Fetcher %.0f MB/s, curl CLI %.0f MB/s (process start included): %.0f %% (target ≥ 80 %%)",
-                     megabytes, ourMedian / 1e6, theirMedian / 1e6, 100 * ourMedian / theirMedian))
+        print(
+            String(
+                format:
+                    "  throughput, %d MiB from nginx: Fetcher %.0f MB/s, curl CLI %.0f MB/s (process start included): %.0f %% (target ≥ 80 %%)",
+                megabytes, ourMedian / 1e6, theirMedian / 1e6, 100 * ourMedian / theirMedian))
     }
 
     static func cancelLatency(samples: Int) throws {
         let origin = try FaultOrigin()
-        origin.serve(OriginResource(patternedBody(4 << 20)), at: "/flowing", faults: OriginFaults(bytesPerSecond: 4 << 20))
-        origin.serve(OriginResource(patternedBody(1 << 20)), at: "/silent", faults: OriginFaults(stall: .init(afterBodyBytes: 4096)))
+        origin.serve(
+            OriginResource(patternedBody(4 << 20)), at: "/flowing", faults: OriginFaults(bytesPerSecond: 4 << 20))
+        origin.serve(
+            OriginResource(patternedBody(1 << 20)), at: "/silent",
+            faults: OriginFaults(stall: .init(afterBodyBytes: 4096)))
         let fetcher = Fetcher(userAgent: "Spool/bench")
         var flowing: [Double] = []
         var silent: [Double] = []
@@ -177,8 +184,9 @@ struct FetcherBench {
     static func report(_ name: String, _ values: [Double], unit: String, scale: Double, target: String? = nil) {
         let sorted = values.sorted().map { $0 * scale }
         let p90 = sorted[min(sorted.count - 1, sorted.count * 9 / 10)]
-        let line = String(format: "  %@: median %.2f %@, p90 %.2f %@, max %.2f %@ (%d samples)",
-                          name, median(sorted), unit, p90, unit, sorted.last!, unit, sorted.count)
+        let line = String(
+            format: "  %@: median %.2f %@, p90 %.2f %@, max %.2f %@ (%d samples)",
+            name, median(sorted), unit, p90, unit, sorted.last!, unit, sorted.count)
         print(line + (target.map { ", target \($0)" } ?? ""))
     }
 }
@@ -257,7 +265,8 @@ final class MinimalOrigin: Sendable {
             var head = "HTTP/1.1 200 OK\r\nContent-Length: \(body.count)\r\n\r\n"
             if let range = text.range(of: "Range: bytes=") {
                 let start = Int(text[range.upperBound...].prefix { $0.isNumber }) ?? 0
-                head = "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(body.count - 1)/\(body.count)\r\n"
+                head =
+                    "HTTP/1.1 206 Partial Content\r\nContent-Range: bytes \(start)-\(body.count - 1)/\(body.count)\r\n"
                     + "Content-Length: \(body.count - start)\r\n\r\n"
                 let response = Array(head.utf8) + body[start...]
                 guard send(fd, response, response.count, Int32(MSG_NOSIGNAL)) == response.count else { return }

@@ -46,8 +46,11 @@ struct MPRISBench {
         let tone = media.file("tone-20s.flac")
         let made = try runCommand(
             "gst-launch-1.0",
-            ["-q", "audiotestsrc", "num-buffers=\(20 * 44_100 / 1024)", "freq=300", "!", "audioconvert", "!", "flacenc",
-             "!", "filesink", "location=\(tone.path)"])
+            [
+                "-q", "audiotestsrc", "num-buffers=\(20 * 44_100 / 1024)", "freq=300", "!", "audioconvert", "!",
+                "flacenc",
+                "!", "filesink", "location=\(tone.path)",
+            ])
         guard made.status == 0 else { throw RigError("gst-launch: \(made.stderr)") }
         try await call(client, player, "OpenUri", [.string(tone.absoluteString)])
         try await waitUntil("the tone plays, fully known") {
@@ -75,8 +78,9 @@ struct MPRISBench {
             }
             samples.sort()
             let p99 = percentile(samples, 0.99)
-            print(pad(label, 40) + pad(ms(percentile(samples, 0.5)), 10) + pad(ms(p99), 10) + pad(ms(samples.last!), 10)
-                + "p99 < 1 ms " + (p99 < 1 ? "ok" : "MISSED"))
+            print(
+                pad(label, 40) + pad(ms(percentile(samples, 0.5)), 10) + pad(ms(p99), 10) + pad(ms(samples.last!), 10)
+                    + "p99 < 1 ms " + (p99 < 1 ? "ok" : "MISSED"))
         }
 
         // Steady playback: count everything the object signals over 5 s.
@@ -88,8 +92,10 @@ struct MPRISBench {
         let withPosition = changed.filter { playerChanges($0)["Position"] != nil }
         let seconds = Double(window.components.seconds)
         print("")
-        print("steady playback, \(Int(seconds)) s: \(changed.count) PropertiesChanged (\(rate(changed.count, seconds))/s), "
-            + "\(withPosition.count) with Position, \(steady.count) signals in all (\(rate(steady.count, seconds))/s); target 0")
+        print(
+            "steady playback, \(Int(seconds)) s: \(changed.count) PropertiesChanged (\(rate(changed.count, seconds))/s), "
+                + "\(withPosition.count) with Position, \(steady.count) signals in all (\(rate(steady.count, seconds))/s); target 0"
+        )
 
         // Automatic track changes through a playlist of the 3.5 s fixtures.
         let fixtures = try Fixtures.shared()
@@ -104,7 +110,9 @@ struct MPRISBench {
         }
         let played = Array(try await recorder.flushed(client).dropFirst(listStart))
         print("")
-        print(pad("automatic track change (gapless)", 34) + pad("PropertiesChanged", 19) + pad("others", 8) + "what changed")
+        print(
+            pad("automatic track change (gapless)", 34) + pad("PropertiesChanged", 19) + pad("others", 8)
+                + "what changed")
         var perTrack: [(track: String, changes: [String], others: Int)] = []
         var current: DBusValue?
         var metadata: [String: DBusValue] = [:]
@@ -134,7 +142,9 @@ struct MPRISBench {
         for (index, track) in perTrack.enumerated() {
             let name = (index == 0 ? "opened " : "→ ") + (URL(string: track.track)?.lastPathComponent ?? track.track)
             let count = "\(track.changes.count)" + (index == 0 || track.changes.count <= 2 ? "" : " (> 2)")
-            print(pad(name, 34) + pad(count, 19) + pad("\(track.others)", 8) + track.changes.map { "[\($0)]" }.joined(separator: " "))
+            print(
+                pad(name, 34) + pad(count, 19) + pad("\(track.others)", 8)
+                    + track.changes.map { "[\($0)]" }.joined(separator: " "))
         }
         print("(the opened track is loaded, not handed over: it is not a track change; others: TrackList signals)")
     }
@@ -145,15 +155,19 @@ struct MPRISBench {
     static func call(_ client: DBusConnection, _ interface: String, _ method: String, _ arguments: [DBusValue] = [])
         async throws -> [DBusValue]
     {
-        try await client.call(destination: busName, path: objectPath, interface: interface, method: method, arguments: arguments)
+        try await client.call(
+            destination: busName, path: objectPath, interface: interface, method: method, arguments: arguments)
     }
 
     static func get(_ client: DBusConnection, _ name: String) async throws -> DBusValue? {
-        try await call(client, "org.freedesktop.DBus.Properties", "Get", [.string(player), .string(name)]).first?.variantValue
+        try await call(client, "org.freedesktop.DBus.Properties", "Get", [.string(player), .string(name)]).first?
+            .variantValue
     }
 
     /// Polls the daemon's state (another process) until `condition` holds.
-    static func waitUntil(_ what: String, timeout: Double = 10, _ condition: @Sendable () async throws -> Bool) async throws {
+    static func waitUntil(_ what: String, timeout: Double = 10, _ condition: @Sendable () async throws -> Bool)
+        async throws
+    {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while ContinuousClock.now < deadline {
             if try await condition() { return }
@@ -204,7 +218,8 @@ final class SignalRecorder: Sendable {
     /// Every daemon signal so far: a Ping orders after what the daemon sent, and a signal this
     /// connection sends itself comes back behind whatever was received before it.
     func flushed(_ client: DBusConnection) async throws -> [DBusSignalMessage] {
-        _ = try await client.call(destination: busName, path: objectPath, interface: "org.freedesktop.DBus.Peer", method: "Ping")
+        _ = try await client.call(
+            destination: busName, path: objectPath, interface: "org.freedesktop.DBus.Peer", method: "Ping")
         let token = UUID().uuidString
         client.emitSignal(path: objectPath, interface: Self.marker, name: "Marker", arguments: [.string(token)])
         for _ in 0..<1000 {

@@ -45,17 +45,23 @@ struct NetworkBench {
         let spool = try ProcessInfo.processInfo.environment["SPOOL"] ?? spoolExecutable()
         let plugin = NetworkRig.mpvMPRISPlugin()
         var players = ["spool"]
-        let wanted = ProcessInfo.processInfo.environment["NETBENCH_PLAYERS"].map { $0.split(separator: ",").map(String.init) }
+        let wanted = ProcessInfo.processInfo.environment["NETBENCH_PLAYERS"].map {
+            $0.split(separator: ",").map(String.init)
+        }
         if plugin != nil, (try? executablePath("mpv")) != nil, wanted?.contains("mpv") ?? true { players.append("mpv") }
         // "mpv,spool" runs mpv first in each case (the table keeps spool's column first).
         let runOrder = wanted?.first == "mpv" ? players.reversed() : players
-        print("NetworkBench: \(spool)\(players.contains("mpv") ? " vs mpv \(mpvVersion()) + \(plugin!)" : " (mpv with mpv-mpris not found)")")
+        print(
+            "NetworkBench: \(spool)\(players.contains("mpv") ? " vs mpv \(mpvVersion()) + \(plugin!)" : " (mpv with mpv-mpris not found)")"
+        )
         print("generating media…")
         let long = try NetworkMedia.tone(.mp3CBR, seconds: 180)  // 3 min, 128 kbps CBR
         let thirty = try NetworkMedia.tone(.mp3CBR, seconds: 30, frequency: 494)
         let eightA = try NetworkMedia.tone(.mp3CBR, seconds: 8, frequency: 587)
         let eightB = try NetworkMedia.tone(.mp3CBR, seconds: 8, frequency: 659)
-        let shortFormats: [(FixtureFormat, String)] = [(.mp3CBR, "MP3"), (.flac, "FLAC"), (.oggOpus, "Opus"), (.m4aMoovAtEnd, "M4A (moov last)")]
+        let shortFormats: [(FixtureFormat, String)] = [
+            (.mp3CBR, "MP3"), (.flac, "FLAC"), (.oggOpus, "Opus"), (.m4aMoovAtEnd, "M4A (moov last)"),
+        ]
         var shorts: [(String, URL, Double)] = []
         for (format, label) in shortFormats {
             let seconds = try NetworkMedia.seconds(toFill: 460_000, format)
@@ -63,11 +69,13 @@ struct NetworkBench {
         }
 
         func start(_ kind: String) async throws -> PlayerProbe {
-            let player = kind == "spool"
+            let player =
+                kind == "spool"
                 ? try rig.startSpool(executable: spool, logLevel: ProcessInfo.processInfo.environment["NETBENCH_LOG"])
                 : try rig.startMPV(plugin: plugin!)
             let connection = try DBusConnection(address: rig.bus.address)
-            let probe = PlayerProbe(remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
+            let probe = PlayerProbe(
+                remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
             try await probe.waitUntilReady()
             return probe
         }
@@ -89,8 +97,14 @@ struct NetworkBench {
                 } catch {
                     outcomes = [.failed("\(error)")]
                 }
-                if let probe, ProcessInfo.processInfo.environment["NETBENCH_SHOW_LOG"] != nil || outcomes.contains(where: { if case .failed = $0 { true } else { false } }) {
-                    notes.append("\(names[0].0) [\(kind)] log tail:\n" + probe.player.logTail(ProcessInfo.processInfo.environment["NETBENCH_SHOW_LOG"] != nil ? 60 : 12))
+                if let probe,
+                    ProcessInfo.processInfo.environment["NETBENCH_SHOW_LOG"] != nil
+                        || outcomes.contains(where: { if case .failed = $0 { true } else { false } })
+                {
+                    notes.append(
+                        "\(names[0].0) [\(kind)] log tail:\n"
+                            + probe.player.logTail(
+                                ProcessInfo.processInfo.environment["NETBENCH_SHOW_LOG"] != nil ? 60 : 12))
                 }
                 probe?.player.stop()
                 for (offset, index) in indices.enumerated() {
@@ -105,7 +119,8 @@ struct NetworkBench {
         let longSize = try Data(contentsOf: long).count
         let byteRate = Double(longSize) / 180  // the MP3's bytes per second of audio
         let conditions: [(String, Int?, Double)] = [
-            ("3× bitrate", Int(3 * byteRate), 0), ("2× bitrate + 50 ms", Int(2 * byteRate), 0.05), ("unthrottled", nil, 0),
+            ("3× bitrate", Int(3 * byteRate), 0), ("2× bitrate + 50 ms", Int(2 * byteRate), 0.05),
+            ("unthrottled", nil, 0),
         ]
         for (label, rate, latency) in conditions {
             rig.origin.setLinkRate(rate)
@@ -118,7 +133,9 @@ struct NetworkBench {
                 let offset = rig.monitor!.offset
                 let opened = try await probe.open(url)
                 async let advancing = attempt { try await probe.awaitAdvancing(since: opened, timeout: 20) }
-                let audio = await attempt { try await probe.awaitFirstAudio(since: opened, offset: offset, timeout: 20) }
+                let audio = await attempt {
+                    try await probe.awaitFirstAudio(since: opened, offset: offset, timeout: 20)
+                }
                 return [audio, await advancing]
             }
             await run([
@@ -132,25 +149,33 @@ struct NetworkBench {
                 let track = try await probe.currentTrack(timeout: 20)
                 try await Task.sleep(until: opened + .seconds(1))
                 let target = 0.8 * 180.0
-                let downloadedBefore = OriginReport(rig.origin, path: "\(path).mp3", size: longSize).hasSent(Int(0.8 * Double(longSize)))
+                let downloadedBefore = OriginReport(rig.origin, path: "\(path).mp3", size: longSize).hasSent(
+                    Int(0.8 * Double(longSize)))
                 let seeked = try await probe.setPosition(target, track: track)
                 let landed = await attempt { try await probe.awaitAdvancing(since: seeked, near: target, timeout: 20) }
                 let targetByte = Int(0.8 * Double(longSize))
                 let report = OriginReport(rig.origin, path: "\(path).mp3", size: longSize)
-                let request: Outcome = report.firstRequest(for: targetByte, after: seeked, slack: longSize / 20)
+                let request: Outcome =
+                    report.firstRequest(for: targetByte, after: seeked, slack: longSize / 20)
                     .map { .value(seconds(from: seeked, to: $0.arrived) * 1000) }
-                    ?? (downloadedBefore ? .note("cached")
+                    ?? (downloadedBefore
+                        ? .note("cached")
                         : .failed("no request for byte \(targetByte) after the seek; origin: \(report)"))
                 if case .value = landed { try await Task.sleep(for: .seconds(1)) }
                 let settled = OriginReport(rig.origin, path: "\(path).mp3", size: longSize)
-                return [request, landed, .value(Double(settled.sentTwice) / 1024), .value(Double(settled.beyondFileSize) / 1024)]
+                return [
+                    request, landed, .value(Double(settled.sentTwice) / 1024),
+                    .value(Double(settled.beyondFileSize) / 1024),
+                ]
             }
         }
 
         // 30-s MP3 at 2×.
         let thirtySize = try Data(contentsOf: thirty).count
         rig.origin.setLinkRate(Int(2 * Double(thirtySize) / 30))
-        await run([("30-s MP3, 2× bitrate: open → first audio", "s", ""), ("30-s MP3, 2× bitrate: open → advancing", "s", "")]) { probe, path in
+        await run([
+            ("30-s MP3, 2× bitrate: open → first audio", "s", ""), ("30-s MP3, 2× bitrate: open → advancing", "s", ""),
+        ]) { probe, path in
             let url = try rig.serve(thirty, as: "\(path).mp3")
             let offset = rig.monitor!.offset
             let opened = try await probe.open(url)
@@ -210,13 +235,18 @@ struct NetworkBench {
 
         // No Range, chunked: end of track → next track starts.
         rig.origin.setLinkRate(Int(3 * Double(try Data(contentsOf: eightA).count) / 8))
-        await run([("no Range, chunked, two 8-s MP3s (3×): end of track → next advancing", "s", "≈ 0")]) { probe, path in
-            let first = try rig.serve(eightA, as: "\(path)-a.mp3", faults: OriginFaults(ignoresRange: true, chunked: true))
-            let second = try rig.serve(eightB, as: "\(path)-b.mp3", faults: OriginFaults(ignoresRange: true, chunked: true))
+        await run([("no Range, chunked, two 8-s MP3s (3×): end of track → next advancing", "s", "≈ 0")]) {
+            probe, path in
+            let first = try rig.serve(
+                eightA, as: "\(path)-a.mp3", faults: OriginFaults(ignoresRange: true, chunked: true))
+            let second = try rig.serve(
+                eightB, as: "\(path)-b.mp3", faults: OriginFaults(ignoresRange: true, chunked: true))
             let list = try rig.playlist([first, second], name: "\(path).m3u")
             let opened = try await probe.open(list)
             _ = try await probe.awaitAdvancing(since: opened, timeout: 20)
-            return [await attempt { try await probe.awaitHandOver(from: "\(path)-a.mp3", to: "\(path)-b.mp3", timeout: 30) }]
+            return [
+                await attempt { try await probe.awaitHandOver(from: "\(path)-a.mp3", to: "\(path)-b.mp3", timeout: 30) }
+            ]
         }
 
         printTable(players)
@@ -246,7 +276,8 @@ struct NetworkBench {
         if players.count == 2 { header += pad("spool/mpv", 11) }
         print("\n" + header + "target")
         for row in rows {
-            var line = pad(row.name, width) + "  " + pad(row.unit, 5)
+            var line =
+                pad(row.name, width) + "  " + pad(row.unit, 5)
                 + players.map { pad(format(row.values[$0], unit: row.unit), 10) }.joined()
             if players.count == 2 {
                 if case .value(let a)? = row.values["spool"], case .value(let b)? = row.values["mpv"], b > 0 {

@@ -29,7 +29,9 @@ final class TappedEngine: PlaybackEngine {
             handler(event)
         }
     }
-    func load(_ track: EngineTrack, at position: Duration, playing: Bool) { engine.load(track, at: position, playing: playing) }
+    func load(_ track: EngineTrack, at position: Duration, playing: Bool) {
+        engine.load(track, at: position, playing: playing)
+    }
     func setNext(_ track: EngineTrack?) { engine.setNext(track) }
     func setRate(_ rate: Double) { engine.setRate(rate) }
     var supportedRates: ClosedRange<Double> { engine.supportedRates }
@@ -45,8 +47,10 @@ final class TappedEngine: PlaybackEngine {
 func tone(_ path: String, frequency: Int) {
     let made = try! runCommand(
         "gst-launch-1.0",
-        ["-q", "audiotestsrc", "num-buffers=\(30 * 44_100 / 1024)", "freq=\(frequency)", "!", "audioconvert", "!",
-         "flacenc", "!", "filesink", "location=\(path)"])
+        [
+            "-q", "audiotestsrc", "num-buffers=\(30 * 44_100 / 1024)", "freq=\(frequency)", "!", "audioconvert", "!",
+            "flacenc", "!", "filesink", "location=\(path)",
+        ])
     precondition(made.status == 0, made.stderr)
 }
 
@@ -89,10 +93,14 @@ func waitForEvent(_ predicate: @escaping @Sendable (EngineEvent) -> Bool, after 
     let hit = Mutex<DispatchTime?>(nil)
     let signal = DispatchSemaphore(value: 0)
     engine.setTap { event in
-        if predicate(event), hit.withLock({ old in
-            defer { if old == nil { old = .now() } }
-            return old == nil
-        }) { signal.signal() }
+        if predicate(event),
+            hit.withLock({ old in
+                defer { if old == nil { old = .now() } }
+                return old == nil
+            })
+        {
+            signal.signal()
+        }
     }
     await action()
     let waited = await Task.detached { signal.wait(timeout: .now() + 10) }.value
@@ -103,7 +111,8 @@ func waitForEvent(_ predicate: @escaping @Sendable (EngineEvent) -> Bool, after 
 var samples: [Double] = []
 var requestsDuringNext = 0
 for run in 0..<(runs + 2) {
-    guard await waitForEvent({ $0 == .stateChanged(.playing) }, after: { await player.open([(a, nil), (b, nil)]) }) != nil
+    guard
+        await waitForEvent({ $0 == .stateChanged(.playing) }, after: { await player.open([(a, nil), (b, nil)]) }) != nil
     else { fatalError("A never played") }
     // Without a preloader the engine gets B at once and downloads it (the preloaded state).
     let deadline = Date().addingTimeInterval(20)

@@ -19,7 +19,9 @@ final class SlowSyncStorage: CacheStorage {
     let delay: UInt32
     init(delayMicroseconds: UInt32) { delay = delayMicroseconds }
     func create(_ path: String) -> (any StoredFile)? { disk.create(path).map { SlowFile($0, delay) } }
-    func open(_ path: String, writable: Bool) -> (any StoredFile)? { disk.open(path, writable: writable).map { SlowFile($0, delay) } }
+    func open(_ path: String, writable: Bool) -> (any StoredFile)? {
+        disk.open(path, writable: writable).map { SlowFile($0, delay) }
+    }
     func remove(_ path: String) { disk.remove(path) }
     func syncDirectory(_ directory: String) { disk.syncDirectory(directory) }
     func fileNames(in directory: String) -> Set<String> { disk.fileNames(in: directory) }
@@ -33,7 +35,9 @@ final class SlowFile: StoredFile {
         self.delay = delay
     }
     func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) -> Int { file.write(bytes, at: offset) }
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int { file.read(into: buffer, at: offset) }
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) -> Int {
+        file.read(into: buffer, at: offset)
+    }
     func sync() -> Int32 {
         usleep(delay)
         return file.sync()
@@ -54,8 +58,11 @@ let origin = try FaultOrigin(lifetime: 300)
 let fetcher = Fetcher(userAgent: "Spool/bench")
 print("SlowDiskBench: every data sync takes 500 ms; reads of held bytes, 4 KiB at \(Int(audioRate * 8 / 1000)) kbps")
 
-for (label, rate) in [("origin unthrottled", nil), ("origin at 3× the audio rate", Int(audioRate * 3))] as [(String, Int?)] {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("spool-slowdisk-\(getpid())-\(rate ?? 0)")
+for (label, rate) in [("origin unthrottled", nil), ("origin at 3× the audio rate", Int(audioRate * 3))]
+    as [(String, Int?)]
+{
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+        "spool-slowdisk-\(getpid())-\(rate ?? 0)")
     defer { try? FileManager.default.removeItem(at: directory) }
     var configuration = RangeCache.Configuration()
     configuration.minimumFreeBytes = 0
@@ -90,7 +97,9 @@ for (label, rate) in [("origin unthrottled", nil), ("origin at 3× the audio rat
     let closeStart = DispatchTime.now().uptimeNanoseconds
     cache.close()
     let closing = Double(DispatchTime.now().uptimeNanoseconds - closeStart) / 1e9
-    print(String(
-        format: "%@: %d reads of held bytes: p50 %.3f ms, p99 %.3f ms, max %.1f ms  [target p99 ≤ 5 ms]; cache close %.1f s",
-        label, times.count, percentile(times, 0.5), percentile(times, 0.99), times.max() ?? 0, closing))
+    print(
+        String(
+            format:
+                "%@: %d reads of held bytes: p50 %.3f ms, p99 %.3f ms, max %.1f ms  [target p99 ≤ 5 ms]; cache close %.1f s",
+            label, times.count, percentile(times, 0.5), percentile(times, 0.99), times.max() ?? 0, closing))
 }

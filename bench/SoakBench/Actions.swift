@@ -49,11 +49,16 @@ struct ActionDriver: Sendable {
                 continue
             }
             if tracks.count > 28 {
-                await client.call("action: queue remove", SoakClient.trackList, "RemoveTrack", [.objectPath(tracks[random.next(below: tracks.count)])])
+                await client.call(
+                    "action: queue remove", SoakClient.trackList, "RemoveTrack",
+                    [.objectPath(tracks[random.next(below: tracks.count)])])
                 continue
             }
             var pick = random.next(below: total)
-            let kind = Self.weights.first { pick -= $0.1; return pick < 0 }!.0
+            let kind = Self.weights.first {
+                pick -= $0.1
+                return pick < 0
+            }!.0
             await perform(kind, tracks: tracks, &random)
         }
     }
@@ -62,7 +67,9 @@ struct ActionDriver: Sendable {
         let label = "action: \(kind)"
         switch kind {
         case "seek":
-            guard let now = await client.nowPlaying("driver: reads"), let length = now.length, length > 2_000_000 else { return }
+            guard let now = await client.nowPlaying("driver: reads"), let length = now.length, length > 2_000_000 else {
+                return
+            }
             let target = Int64(random.next(below: Int(length - 1_500_000)))
             await client.call(label, SoakClient.player, "SetPosition", [.objectPath(now.id), .int64(target)])
         case "seek relative":
@@ -71,7 +78,8 @@ struct ActionDriver: Sendable {
         case "next": await client.call(label, SoakClient.player, "Next")
         case "previous": await client.call(label, SoakClient.player, "Previous")
         case "go to":
-            await client.call(label, SoakClient.trackList, "GoTo", [.objectPath(tracks[random.next(below: tracks.count)])])
+            await client.call(
+                label, SoakClient.trackList, "GoTo", [.objectPath(tracks[random.next(below: tracks.count)])])
         case "rate":
             let rates = [0.5, 0.75, 1.25, 1.5, 2.0]
             let rate = random.next(below: 5) < 2 ? 1.0 : rates[random.next(below: rates.count)]
@@ -85,18 +93,22 @@ struct ActionDriver: Sendable {
         case "queue add":
             await add(count: 1 + random.next(below: 2), after: tracks[random.next(below: tracks.count)], &random)
         case "queue remove":
-            await client.call(label, SoakClient.trackList, "RemoveTrack", [.objectPath(tracks[random.next(below: tracks.count)])])
+            await client.call(
+                label, SoakClient.trackList, "RemoveTrack", [.objectPath(tracks[random.next(below: tracks.count)])])
         case "cache clear": await client.call(label, SoakClient.spool, "ClearCache", [.string("")])
         case "shuffle": await client.set(label, SoakClient.player, "Shuffle", .boolean(random.next(below: 2) == 0))
         case "loop":
             // Never None: the queue would run out and stop, which is not what this measures.
-            await client.set(label, SoakClient.player, "LoopStatus", .string(random.next(below: 3) == 0 ? "Track" : "Playlist"))
+            await client.set(
+                label, SoakClient.player, "LoopStatus", .string(random.next(below: 3) == 0 ? "Track" : "Playlist"))
         case "replace queue":
             let uris = (0..<(10 + random.next(below: 8))).map { _ in pool[random.next(below: pool.count)] }
             await client.call(label, SoakClient.spool, "Play", [.stringArray(uris)])
-        case "open uri": await client.call(label, SoakClient.player, "OpenUri", [.string(pool[random.next(below: pool.count)])])
+        case "open uri":
+            await client.call(label, SoakClient.player, "OpenUri", [.string(pool[random.next(below: pool.count)])])
         case "prefetch":
-            await client.call(label, SoakClient.spool, "Prefetch", [.stringArray([httpPool[random.next(below: httpPool.count)]])])
+            await client.call(
+                label, SoakClient.spool, "Prefetch", [.stringArray([httpPool[random.next(below: httpPool.count)]])])
         default: await command(&random)
         }
     }
@@ -106,7 +118,9 @@ struct ActionDriver: Sendable {
         for _ in 0..<count {
             let uri = pool[random.next(below: pool.count)]
             if let after, random.next(below: 2) == 0 {
-                await client.call("action: queue add", SoakClient.trackList, "AddTrack", [.string(uri), .objectPath(after), .boolean(false)])
+                await client.call(
+                    "action: queue add", SoakClient.trackList, "AddTrack",
+                    [.string(uri), .objectPath(after), .boolean(false)])
             } else {
                 await client.call("action: queue add", SoakClient.spool, "Add", [.stringArray([uri])])
             }
@@ -116,9 +130,11 @@ struct ActionDriver: Sendable {
     /// One `spool` command, as a user at a terminal types them.
     private func command(_ random: inout SeededGenerator) async {
         let choices: [[String]] = [
-            ["status"], ["queue"], ["seek", "+\(5 + random.next(below: 20))"], ["seek", "-\(5 + random.next(below: 20))"],
+            ["status"], ["queue"], ["seek", "+\(5 + random.next(below: 20))"],
+            ["seek", "-\(5 + random.next(below: 20))"],
             ["seek", "\(10 + random.next(below: 70))%"], ["next"], ["prev"], ["cache", "stats"], ["cache", "ls"],
-            ["cache", "clear"], ["rate", ["1", "1.25", "0.8"][random.next(below: 3)]], ["volume", "\(30 + random.next(below: 70))"],
+            ["cache", "clear"], ["rate", ["1", "1.25", "0.8"][random.next(below: 3)]],
+            ["volume", "\(30 + random.next(below: 70))"],
             ["add", pool[random.next(below: pool.count)]], ["toggle"],
         ]
         let arguments = choices[random.next(below: choices.count)]
@@ -143,12 +159,16 @@ struct ActionDriver: Sendable {
                     let result = try runCommand(spool, arguments, environment: environment, timeout: 10)
                     continuation.resume(
                         returning: result.status == 0
-                            ? .answered([]) : .refused("exit \(result.status): \(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))"))
+                            ? .answered([])
+                            : .refused(
+                                "exit \(result.status): \(result.stderr.trimmingCharacters(in: .whitespacesAndNewlines))"
+                            ))
                 } catch {
                     continuation.resume(returning: .unanswered("\(error)"))
                 }
             }
         }
-        ledger.record(label, outcome, what: "spool " + arguments.joined(separator: " "), at: at, latency: seconds(from: started))
+        ledger.record(
+            label, outcome, what: "spool " + arguments.joined(separator: " "), at: at, latency: seconds(from: started))
     }
 }

@@ -32,7 +32,8 @@ struct SoakClient: Sendable {
 
     /// Calls `method` on the daemon's MPRIS object and records the outcome under `kind`.
     @discardableResult
-    func call(_ kind: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = []) async -> CallOutcome {
+    func call(_ kind: String, _ interface: String, _ method: String, _ arguments: [DBusValue] = []) async -> CallOutcome
+    {
         let at = ledger.elapsed
         let started = ContinuousClock.now
         let outcome: CallOutcome
@@ -42,7 +43,9 @@ struct SoakClient: Sendable {
                     destination: Self.busName, path: Self.path, interface: interface, method: method,
                     arguments: arguments, timeout: Self.timeout))
         } catch let error as DBusError {
-            outcome = Self.unansweredErrors.contains(error.name) ? .unanswered(error.description) : .refused(error.description)
+            outcome =
+                Self.unansweredErrors.contains(error.name)
+                ? .unanswered(error.description) : .refused(error.description)
         } catch {
             outcome = .refused("\(error)")
         }

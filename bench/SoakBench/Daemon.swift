@@ -42,12 +42,14 @@ final class DaemonKeeper: Sendable {
         self.home = home
         Cleanup.register { try? FileManager.default.removeItem(at: home.url) }
         let (player, pid) = try await Self.start(
-            rig: rig, executable: executable, home: home, pulseServer: pulseServer, logLevel: logLevel, lifetime: lifetime)
+            rig: rig, executable: executable, home: home, pulseServer: pulseServer, logLevel: logLevel,
+            lifetime: lifetime)
         state = Mutex(State(player: player, pid: pid))
     }
 
     private static func start(
-        rig: NetworkRig, executable: String, home: TemporaryDirectory, pulseServer: String, logLevel: String?, lifetime: Int
+        rig: NetworkRig, executable: String, home: TemporaryDirectory, pulseServer: String, logLevel: String?,
+        lifetime: Int
     ) async throws -> (PlayerProcess, Int32) {
         let player = try rig.startSpool(
             executable: executable, home: home, audioSink: "pulsesink", logLevel: logLevel,
@@ -70,7 +72,8 @@ final class DaemonKeeper: Sendable {
     static var registry: String {
         let environment = ProcessInfo.processInfo.environment
         if let set = environment["GST_REGISTRY"], !set.isEmpty { return set }
-        let cache = environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let cache =
+            environment["XDG_CACHE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? NSHomeDirectory() + "/.cache"
         var name = utsname()
         uname(&name)
@@ -91,11 +94,13 @@ final class DaemonKeeper: Sendable {
     func checkAlive(at seconds: Double) async -> Crash? {
         let (player, pid) = state.withLock { ($0.player, $0.pid) }
         guard !player.process.isRunning else { return nil }
-        let crash = Crash(at: seconds, pid: pid, status: player.process.waitForExit(timeout: 1), logTail: player.logTail(30))
+        let crash = Crash(
+            at: seconds, pid: pid, status: player.process.waitForExit(timeout: 1), logTail: player.logTail(30))
         state.withLock { $0.crashes.append(crash) }
         do {
             let (next, nextPID) = try await Self.start(
-                rig: rig, executable: executable, home: home, pulseServer: pulseServer, logLevel: logLevel, lifetime: lifetime)
+                rig: rig, executable: executable, home: home, pulseServer: pulseServer, logLevel: logLevel,
+                lifetime: lifetime)
             state.withLock {
                 $0.player = next
                 $0.pid = nextPID
@@ -116,7 +121,8 @@ final class DaemonKeeper: Sendable {
     /// the daemon stopped (seconds).
     func captureStacks(to file: URL) {
         let result = try? runCommand(
-            "gdb", ["-p", String(pid), "-batch", "-ex", "set pagination off", "-ex", "thread apply all bt"], timeout: 120)
+            "gdb", ["-p", String(pid), "-batch", "-ex", "set pagination off", "-ex", "thread apply all bt"],
+            timeout: 120)
         try? Data(((result?.stdout ?? "") + (result?.stderr ?? "")).utf8).write(to: file)
     }
 }

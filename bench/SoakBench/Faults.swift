@@ -41,7 +41,11 @@ final class FaultSchedule: Sendable {
             return ("cut", OriginFaults(closeAfterBodyBytes: somewhere(&random)))
         case 55..<72:
             let count = 1 + random.next(below: 2)
-            return ("503", OriginFaults(errorResponses: .init(count: count, status: 503, retryAfter: random.next(below: 2) == 0 ? nil : 1)))
+            return (
+                "503",
+                OriginFaults(
+                    errorResponses: .init(count: count, status: 503, retryAfter: random.next(below: 2) == 0 ? nil : 1))
+            )
         case 72..<87:
             let duration = 0.5 + Double(random.next(below: 3500)) / 1000
             return ("stall", OriginFaults(stall: .init(afterBodyBytes: somewhere(&random), duration: duration)))

@@ -42,20 +42,25 @@ struct HeapFigures: Sendable {
                 .flatMap { Int($0.replacingOccurrences(of: "=", with: "").trimmingCharacters(in: .whitespaces)) }
         }
         let totals = text[total.upperBound...]
-        guard let held = number(after: "system bytes", in: totals), let inUse = number(after: "in use bytes", in: totals)
+        guard let held = number(after: "system bytes", in: totals),
+            let inUse = number(after: "in use bytes", in: totals)
         else { return .failure(RigError("malloc_stats' totals did not parse")) }
         let arenas = text.components(separatedBy: "Arena ").count - 1
         let after = trim ? ProcessFigures.read(pid)?.anonKiB : nil
         return .success(
-            HeapFigures(held: held, inUse: inUse, arenas: arenas, trimmed: before.flatMap { before in after.map { (before, $0) } }))
+            HeapFigures(
+                held: held, inUse: inUse, arenas: arenas,
+                trimmed: before.flatMap { before in after.map { (before, $0) } }))
     }
 
     /// One line for the summary.
     var line: String {
-        var text = String(format: "%.1f MiB held from the system in %d arenas, %.1f MiB of it in live allocations",
+        var text = String(
+            format: "%.1f MiB held from the system in %d arenas, %.1f MiB of it in live allocations",
             Double(held) / 1_048_576, arenas, Double(inUse) / 1_048_576)
         if let trimmed {
-            text += String(format: "; malloc_trim(0) took anon RSS from %.1f to %.1f MiB",
+            text += String(
+                format: "; malloc_trim(0) took anon RSS from %.1f to %.1f MiB",
                 Double(trimmed.before) / 1024, Double(trimmed.after) / 1024)
         }
         return text

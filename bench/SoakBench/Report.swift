@@ -23,17 +23,23 @@ struct Report {
     func print() -> Bool {
         var missed: [String] = []
         say("\n=== soak summary (seed \(seed)) ===")
-        say("ran \(formatted((duration / 60 * 10).rounded() / 10)) min, \(samples.count) samples; warm-up \(Int(warmUp)) s")
+        say(
+            "ran \(formatted((duration / 60 * 10).rounded() / 10)) min, \(samples.count) samples; warm-up \(Int(warmUp)) s"
+        )
 
         // Crashes and unanswered calls.
         say("\ncrashes (daemon exits nobody asked for): \(crashes.count)")
         for crash in crashes {
-            say("  at \(Int(crash.at)) s, pid \(crash.pid), status \(crash.status.map(String.init) ?? "?"); log tail:\n\(crash.logTail)")
+            say(
+                "  at \(Int(crash.at)) s, pid \(crash.pid), status \(crash.status.map(String.init) ?? "?"); log tail:\n\(crash.logTail)"
+            )
         }
         if !crashes.isEmpty { missed.append("\(crashes.count) crashes") }
         let unanswered = ledger.unanswered
         let callCount = ledger.tallies.values.reduce(0) { $0 + $1.answered + $1.refused + $1.unanswered }
-        say("unanswered calls (no answer within \(SoakClient.timeout), or the daemon gone): \(unanswered.count) of \(callCount)")
+        say(
+            "unanswered calls (no answer within \(SoakClient.timeout), or the daemon gone): \(unanswered.count) of \(callCount)"
+        )
         for call in unanswered.prefix(40) {
             say("  at \(String(format: "%.1f", call.at)) s: \(call.what) — \(call.why)")
         }
@@ -64,11 +70,14 @@ struct Report {
     private func printActions() {
         let tallies = ledger.tallies
         let actions = tallies.filter { $0.key.hasPrefix("action:") }.sorted { $0.key < $1.key }
-        say("\nactions (answered / refused by the daemon / unanswered): "
-            + "\(actions.reduce(0) { $0 + $1.value.answered + $1.value.refused + $1.value.unanswered }) in all")
+        say(
+            "\nactions (answered / refused by the daemon / unanswered): "
+                + "\(actions.reduce(0) { $0 + $1.value.answered + $1.value.refused + $1.value.unanswered }) in all")
         for (kind, tally) in actions {
             let name = kind.dropFirst("action: ".count)
-            say("  \(pad(String(name), 48)) \(pad(String(tally.answered), 6)) \(pad(String(tally.refused), 5)) \(tally.unanswered)")
+            say(
+                "  \(pad(String(name), 48)) \(pad(String(tally.answered), 6)) \(pad(String(tally.refused), 5)) \(tally.unanswered)"
+            )
             for (why, count) in tally.refusals.sorted(by: { $0.value > $1.value }).prefix(3) {
                 say("      refused \(count)×: \(why)")
             }
@@ -77,8 +86,9 @@ struct Report {
 
     private func printPolls() {
         let polls = ledger.tallies.filter { !$0.key.hasPrefix("action:") }.sorted { $0.key < $1.key }
-        say("\nreads by the 4 MPRIS clients, the sampler and the driver (count, p50 / p99 / max latency; "
-            + "calls while gdb held the daemon are left out of the latencies):")
+        say(
+            "\nreads by the 4 MPRIS clients, the sampler and the driver (count, p50 / p99 / max latency; "
+                + "calls while gdb held the daemon are left out of the latencies):")
         for (kind, tally) in polls {
             let sorted = tally.latencies.sorted()
             let refused = tally.refused > 0 ? ", \(tally.refused) refused" : ""
@@ -86,10 +96,13 @@ struct Report {
             say(
                 "  \(pad(kind, 34)) \(pad(String(tally.answered + tally.refused + tally.unanswered), 7)) "
                     + String(
-                        format: "%.2f / %.2f / %.1f ms", percentile(sorted, 0.5) * 1000, percentile(sorted, 0.99) * 1000,
+                        format: "%.2f / %.2f / %.1f ms", percentile(sorted, 0.5) * 1000,
+                        percentile(sorted, 0.99) * 1000,
                         (sorted.last ?? 0) * 1000) + refused + unanswered)
         }
-        say("  PropertiesChanged and other signals received by the following client: \(pollers.signalsReceived.load(ordering: .relaxed))")
+        say(
+            "  PropertiesChanged and other signals received by the following client: \(pollers.signalsReceived.load(ordering: .relaxed))"
+        )
     }
 
     private func printPlayback(_ missed: inout [String]) {
@@ -98,7 +111,8 @@ struct Report {
         let share = Double(advancing) / Double(max(1, samples.count))
         say(
             String(
-                format: "\nplayback: Playing in %.0f %% of samples, Playing with the position advancing in %.0f %% (%d of %d; a backward seek between two samples counts as not advancing)",
+                format:
+                    "\nplayback: Playing in %.0f %% of samples, Playing with the position advancing in %.0f %% (%d of %d; a backward seek between two samples counts as not advancing)",
                 Double(playing) * 100 / Double(max(1, samples.count)), share * 100, advancing, samples.count))
         let tracks = Set(samples.map(\.track)).count
         say("  \(tracks) distinct track ids were current at a sample")
@@ -107,7 +121,9 @@ struct Report {
             say("  track failures seen in LastError (\(errors.values.reduce(0, +)) in all):")
             for (why, count) in errors.sorted(by: { $0.value > $1.value }).prefix(8) { say("    \(count)× \(why)") }
         }
-        if share < 0.5 { missed.append("playing only \(Int(share * 100)) % of the time (the soak must exercise playback)") }
+        if share < 0.5 {
+            missed.append("playing only \(Int(share * 100)) % of the time (the soak must exercise playback)")
+        }
     }
 
     private func printOrigin() {
@@ -121,7 +137,9 @@ struct Report {
                 + byStatus.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
                 + "), \(short) ended before their body (cuts, stalls given up, seeks), \(bytes / 1_000_000) MB sent")
         let applied = faults.applied.withLock { $0 }
-        say("  faults put in force on a path: " + applied.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        say(
+            "  faults put in force on a path: "
+                + applied.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
     }
 
     private func printGrowth(_ missed: inout [String]) {
@@ -142,11 +160,15 @@ struct Report {
         }
         let head = steady.filter { $0.at < first.at + 60 }
         let tail = steady.filter { $0.at > last.at - 60 }
-        say("\ngrowth after the warm-up (\(Int(first.at))–\(Int(last.at)) s; values are medians of the first and last minute):")
+        say(
+            "\ngrowth after the warm-up (\(Int(first.at))–\(Int(last.at)) s; values are medians of the first and last minute):"
+        )
         if window < 480 {
             say("  (a window under 8 minutes mostly measures noise and the allocator settling: run 10 minutes or more)")
         }
-        say("  \(pad("", 9)) \(pad("after warm-up", 14)) \(pad("end", 10)) \(pad("min–max", 16)) \(pad("least-squares growth per hour (±2 SE)", 40)) target")
+        say(
+            "  \(pad("", 9)) \(pad("after warm-up", 14)) \(pad("end", 10)) \(pad("min–max", 16)) \(pad("least-squares growth per hour (±2 SE)", 40)) target"
+        )
         let rows: [(String, (Sample) -> Double, String, Double, Bool)] = [
             ("RSS", { Double($0.figures.rssKiB) / 1024 }, "MiB", 1, false),
             // Shown to tell a heap that grows from code and plugins paged in; no target of its own.
@@ -159,7 +181,8 @@ struct Report {
             guard let trend = Trend(steady.map { ($0.at, value($0)) }) else { continue }
             let rise = trend.perHour * window / 3600
             let met = overWindow ? rise < limit : trend.perHour < limit
-            let target = overWindow
+            let target =
+                overWindow
                 ? "fitted rise over the window < \(Int(limit)) (it is \(String(format: "%+.1f", rise)))"
                 : limit.isFinite ? "< \(formatted(limit)) MiB/hour" : "(part of RSS)"
             let digits = unit.isEmpty ? "%.0f" : "%.1f"
@@ -172,9 +195,16 @@ struct Report {
             if !met { missed.append("\(name) grows \(String(format: "%+.2f", trend.perHour)) \(unit)/hour") }
         }
         let ticks = Double(last.figures.cpuTicks - first.figures.cpuTicks) / ProcessFigures.ticksPerSecond
-        let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
-        say(String(format: "  CPU: %.1f %% of one core on average after the warm-up (%.0f s of CPU in %.0f s)", ticks / window * 100, ticks, window))
-        say("  (noisy: other builds share the machine's \(ProcessInfo.processInfo.activeProcessorCount) cores; load average now \(load))")
+        let load =
+            (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?.split(separator: " ").prefix(3).joined(
+                separator: " ") ?? "?"
+        say(
+            String(
+                format: "  CPU: %.1f %% of one core on average after the warm-up (%.0f s of CPU in %.0f s)",
+                ticks / window * 100, ticks, window))
+        say(
+            "  (noisy: other builds share the machine's \(ProcessInfo.processInfo.activeProcessorCount) cores; load average now \(load))"
+        )
         say("  descriptors at warm-up: \(ProcessInventory.line(inventories.warmUp.fds))")
         say("  descriptors at the end: \(ProcessInventory.line(inventories.end.fds))")
         say("  threads at warm-up: \(ProcessInventory.line(inventories.warmUp.threads))")

@@ -120,13 +120,21 @@ enum ProcessInventory {
         let folder = "/proc/\(pid)/fd"
         var kinds: [String: Int] = [:]
         for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
-            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(name)") else { continue }
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "\(folder)/\(name)") else {
+                continue
+            }
             let kind: String
-            if target.hasPrefix("socket:") { kind = "socket" }
-            else if target.hasPrefix("pipe:") { kind = "pipe" }
-            else if target.hasPrefix("anon_inode:") { kind = target }
-            else if target.hasPrefix("/dev/") { kind = target }
-            else { kind = (target as NSString).deletingLastPathComponent + "/…" }
+            if target.hasPrefix("socket:") {
+                kind = "socket"
+            } else if target.hasPrefix("pipe:") {
+                kind = "pipe"
+            } else if target.hasPrefix("anon_inode:") {
+                kind = target
+            } else if target.hasPrefix("/dev/") {
+                kind = target
+            } else {
+                kind = (target as NSString).deletingLastPathComponent + "/…"
+            }
             kinds[kind, default: 0] += 1
         }
         return kinds
@@ -137,7 +145,8 @@ enum ProcessInventory {
         let folder = "/proc/\(pid)/task"
         var names: [String: Int] = [:]
         for task in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
-            let name = (try? String(contentsOfFile: "\(folder)/\(task)/comm", encoding: .utf8))?
+            let name =
+                (try? String(contentsOfFile: "\(folder)/\(task)/comm", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
             names[name, default: 0] += 1
         }

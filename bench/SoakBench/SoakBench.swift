@@ -40,7 +40,9 @@ struct SoakBench {
         let duration = minutes * 60
         let lifetime = Int(duration) + 600
         let spool = try environment["SPOOL"] ?? spoolExecutable()
-        say("SoakBench: \(formatted(minutes)) min, seed \(seed) (SOAK_SEED=\(seed) replays the schedule), daemon \(spool)")
+        say(
+            "SoakBench: \(formatted(minutes)) min, seed \(seed) (SOAK_SEED=\(seed) replays the schedule), daemon \(spool)"
+        )
 
         let media = try SoakMedia.make()
         let rig = try NetworkRig(recordAudio: false, lifetime: lifetime)
@@ -62,10 +64,12 @@ struct SoakBench {
 
         let ledger = Ledger()
         let daemon = try await DaemonKeeper(
-            rig: rig, executable: spool, pulseServer: pulse.server, logLevel: environment["SOAK_LOG"], lifetime: lifetime)
+            rig: rig, executable: spool, pulseServer: pulse.server, logLevel: environment["SOAK_LOG"],
+            lifetime: lifetime)
         Cleanup.register { daemon.process.stop(grace: 2) }
-        say("daemon: pid \(daemon.pid), playing into a private PulseAudio null sink; GStreamer registry \(DaemonKeeper.registry); "
-            + "4 MPRIS clients; warm-up \(formatted(warmUp(duration))) s")
+        say(
+            "daemon: pid \(daemon.pid), playing into a private PulseAudio null sink; GStreamer registry \(DaemonKeeper.registry); "
+                + "4 MPRIS clients; warm-up \(formatted(warmUp(duration))) s")
 
         let control = try SoakClient(address: rig.bus.address, ledger: ledger)
         var random = SeededGenerator(seed: seed)
@@ -75,7 +79,9 @@ struct SoakBench {
 
         let deadline = ContinuousClock.now + .seconds(duration)
         let samples = SampleLog(csvPath: environment["SOAK_CSV"])
-        let sampler = Sampler(daemon: daemon, ledger: ledger, samples: samples, client: try SoakClient(address: rig.bus.address, ledger: ledger))
+        let sampler = Sampler(
+            daemon: daemon, ledger: ledger, samples: samples,
+            client: try SoakClient(address: rig.bus.address, ledger: ledger))
         let pollers = try Pollers(address: rig.bus.address, ledger: ledger)
         let faults = FaultSchedule(origin: rig.origin, paths: paths)
         let driver = ActionDriver(
@@ -99,7 +105,8 @@ struct SoakBench {
         let quitSeconds = seconds(from: quitStarted)
         if quitStatus == nil {
             say("the daemon did not exit within 10 s of Quit; its stacks:")
-            let file = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("spool-soak-quit-stacks-\(seed).txt")
+            let file = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent(
+                "spool-soak-quit-stacks-\(seed).txt")
             daemon.captureStacks(to: file)
             say("  \(file.path)")
         }
@@ -109,7 +116,8 @@ struct SoakBench {
             duration: duration, warmUp: warmUp(duration), seed: seed, ledger: ledger, samples: samples.all,
             crashes: daemon.crashes, pollers: pollers, faults: faults, origin: rig.origin, daemonLog: daemon.log,
             inventories: (warmUpInventory, endInventory), heaps: (sampler.warmUpHeap.withLock { $0 }, endHeap),
-            quit: (outcome: quit, status: quitStatus, seconds: quitSeconds), capturedStacks: sampler.capturedStacks.withLock { $0 })
+            quit: (outcome: quit, status: quitStatus, seconds: quitSeconds),
+            capturedStacks: sampler.capturedStacks.withLock { $0 })
         let passed = report.print()
         Cleanup.run()
         return passed

@@ -34,7 +34,9 @@ final class Sampler: Sendable {
             try? await Task.sleep(until: tick, clock: .continuous)
             let at = ledger.elapsed
             if let crash = await daemon.checkAlive(at: at) {
-                say("[\(Int(at)) s] CRASH: the daemon (pid \(crash.pid)) exited with status \(crash.status.map(String.init) ?? "?"); started again as pid \(daemon.pid). Its log ended:\n\(crash.logTail)")
+                say(
+                    "[\(Int(at)) s] CRASH: the daemon (pid \(crash.pid)) exited with status \(crash.status.map(String.init) ?? "?"); started again as pid \(daemon.pid). Its log ended:\n\(crash.logTail)"
+                )
                 previous = nil
                 continue
             }
@@ -49,7 +51,8 @@ final class Sampler: Sendable {
                 advancing = track == previous.track ? position > previous.position : position > 0
             }
             let sample = Sample(
-                at: at, pid: pid, figures: figures, status: status, position: position, track: track, advancing: advancing)
+                at: at, pid: pid, figures: figures, status: status, position: position, track: track,
+                advancing: advancing)
             samples.append(sample)
             previous = sample
             if !inventory.isTaken, at >= warmUp {
@@ -73,15 +76,20 @@ final class Sampler: Sendable {
 
     private func progress(_ sample: Sample) {
         let all = samples.all
-        let minuteAgo = all.last { $0.at <= sample.at - 60 && $0.pid == sample.pid } ?? all.first { $0.pid == sample.pid }!
-        let cpu = minuteAgo.at < sample.at
-            ? Double(sample.figures.cpuTicks - minuteAgo.figures.cpuTicks) / ProcessFigures.ticksPerSecond / (sample.at - minuteAgo.at)
+        let minuteAgo =
+            all.last { $0.at <= sample.at - 60 && $0.pid == sample.pid } ?? all.first { $0.pid == sample.pid }!
+        let cpu =
+            minuteAgo.at < sample.at
+            ? Double(sample.figures.cpuTicks - minuteAgo.figures.cpuTicks) / ProcessFigures.ticksPerSecond
+                / (sample.at - minuteAgo.at)
             : 0
         let playing = Double(all.filter(\.advancing).count) / Double(max(1, all.count))
         say(
             String(
-                format: "[%4.0f s] RSS %.1f MiB (anon %.1f), fds %ld, threads %ld, CPU %.0f %% (last minute), playing %.0f %%, actions %ld, polls %ld, unanswered %ld",
-                sample.at, Double(sample.figures.rssKiB) / 1024, Double(sample.figures.anonKiB) / 1024, sample.figures.fds, sample.figures.threads, cpu * 100,
+                format:
+                    "[%4.0f s] RSS %.1f MiB (anon %.1f), fds %ld, threads %ld, CPU %.0f %% (last minute), playing %.0f %%, actions %ld, polls %ld, unanswered %ld",
+                sample.at, Double(sample.figures.rssKiB) / 1024, Double(sample.figures.anonKiB) / 1024,
+                sample.figures.fds, sample.figures.threads, cpu * 100,
                 playing * 100, ledger.count(prefix: "action:") { $0.answered + $0.refused + $0.unanswered },
                 ledger.count(prefix: "poll:") { $0.answered + $0.refused + $0.unanswered }, ledger.unanswered.count))
     }
@@ -91,7 +99,9 @@ final class Sampler: Sendable {
     private func captureStacks(after first: Ledger.Unanswered) async {
         let file = URL(fileURLWithPath: NSTemporaryDirectory())
             .appendingPathComponent("spool-soak-stacks-\(Int(first.at))s-\(getpid()).txt")
-        say("[\(Int(ledger.elapsed)) s] unanswered: \(first.what) at \(Int(first.at)) s (\(first.why)); taking the daemon's stacks")
+        say(
+            "[\(Int(ledger.elapsed)) s] unanswered: \(first.what) at \(Int(first.at)) s (\(first.why)); taking the daemon's stacks"
+        )
         await holdingDaemon { $0.captureStacks(to: file) }
         capturedStacks.withLock { $0.append(file.path) }
         say("  stacks: \(file.path)")
@@ -139,7 +149,8 @@ struct SoakMedia {
             Cleanup.register { try? FileManager.default.removeItem(at: folder) }
         }
         let fixtures = try Fixtures.shared().all.map(\.url)
-        let summary = "\(files.count) tones of 30–44 s (\(FixtureFormat.allCases.map(\.rawValue).joined(separator: ", "))) "
+        let summary =
+            "\(files.count) tones of 30–44 s (\(FixtureFormat.allCases.map(\.rawValue).joined(separator: ", "))) "
             + "and \(fixtures.count) tagged fixtures of 3.5 s (2 with cover art)"
         return SoakMedia(files: files + fixtures, summary: summary)
     }

@@ -20,7 +20,8 @@ func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 let cache = try RangeCache(directory: directory)
 let url = URL(string: "http://127.0.0.1:9/bench.flac")!
 let entry = try cache.entry(for: url)
-_ = try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(etag: "\"b\"", length: Int64(size)), acceptsRanges: true))
+_ = try entry.setMetadata(
+    EntryMetadata(url: url, validator: CacheValidator(etag: "\"b\"", length: Int64(size)), acceptsRanges: true))
 var block = Data(count: 1 << 20)
 for index in 0..<block.count { block[index] = UInt8(truncatingIfNeeded: index &* 7) }
 for offset in stride(from: 0, to: size, by: block.count) { try entry.write(block, at: Int64(offset)) }
@@ -58,5 +59,9 @@ for _ in 0..<5 {
 }
 let rawRate = Double(size) / median(rawTimes) / 1e6
 let sourceRate = Double(size) / median(sourceTimes) / 1e6
-print(String(format: "complete 100 MB entry in 64 KiB reads: media source %.0f MB/s, raw cache %.0f MB/s: %.0f %%  [target ≥ 80 %%] (medians of 5)", sourceRate, rawRate, sourceRate / rawRate * 100))
+print(
+    String(
+        format:
+            "complete 100 MB entry in 64 KiB reads: media source %.0f MB/s, raw cache %.0f MB/s: %.0f %%  [target ≥ 80 %%] (medians of 5)",
+        sourceRate, rawRate, sourceRate / rawRate * 100))
 cache.close()
