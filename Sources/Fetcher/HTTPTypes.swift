@@ -74,8 +74,8 @@ public struct HTTPValidator: Sendable, Equatable, CustomStringConvertible {
     /// rules above; no `other` at all is a difference.
     func sameVersion(as other: HTTPValidator?) -> Bool {
         guard let other else { return false }
-        if hasStrongETag, other.hasStrongETag { return etag == other.etag }
-        return etag == other.etag && lastModified == other.lastModified
+        return sameHTTPVersion(
+            etag: etag, lastModified: lastModified, otherETag: other.etag, otherLastModified: other.lastModified)
     }
 
     /// `etag`, else `lastModified`, for logs.

@@ -1,3 +1,4 @@
+import Basics
 import FoundationEssentials
 
 /// The identity of a cached resource within a namespace. By default it is the
@@ -102,14 +103,15 @@ public struct CacheValidator: Sendable, Hashable {
 
     /// Whether bytes under `other` belong to the same version as bytes under
     /// this validator: lengths both sides know must agree, then the tags and
-    /// dates compare by the weak-ETag rules written at the fetcher's
-    /// `HTTPValidator` (two strong tags decide alone; else tag, weakness
-    /// included, and date must be equal on both sides). When neither side has
+    /// dates compare by ``Basics/sameHTTPVersion(etag:lastModified:otherETag:otherLastModified:)``
+    /// (two strong tags decide alone; else tag, weakness included, and date
+    /// must be equal on both sides). When neither side has
     /// a tag or a date, only equal (or unknown) lengths are taken as the same
     /// version.
     public func isSameVersion(as other: CacheValidator) -> Bool {
         if let length, let otherLength = other.length, length != otherLength { return false }
-        if let etag, !etagIsWeak, other.etag != nil, !other.etagIsWeak { return etag == other.etag }
-        return etagHeader == other.etagHeader && lastModified == other.lastModified
+        return sameHTTPVersion(
+            etag: etagHeader, lastModified: lastModified, otherETag: other.etagHeader,
+            otherLastModified: other.lastModified)
     }
 }
