@@ -17,14 +17,8 @@ shift || true
 formats=${*:-mp3 flac vorbis opus m4a wav}
 release_after=${RELEASE_AFTER-2s}
 sink=${SINK:-fakesink sync=true}
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; pkill -f "address=unix:dir=$work" 2>/dev/null || true; rm -rf "$work"' EXIT
-if [ -z "${SPOOL:-}" ]; then
-  swift build -c release --static-swift-stdlib --explicit-target-dependency-import-check error --product spool >/dev/null
-  SPOOL=$PWD/.build/release/spool
-fi
-. bench/lib/encoders.sh
-export GST_REGISTRY=${GST_REGISTRY:-${XDG_CACHE_HOME:-$HOME/.cache}/gstreamer-1.0/registry.$(uname -m).bin}
+. bench/lib/common.sh
+bench_setup
 
 buffers=$((seconds * 44100 / 1024))
 encode() {  # format file

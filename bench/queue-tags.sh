@@ -13,14 +13,8 @@ cd "$(dirname "$0")/.."
 count=${1:-20}
 seconds=${2:-20}
 sink=${SINK:-fakesink sync=true}
-work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; pkill -f "address=unix:dir=$work" 2>/dev/null || true; rm -rf "$work"' EXIT
-if [ -z "${SPOOL:-}" ]; then
-  swift build -c release --static-swift-stdlib --explicit-target-dependency-import-check error --product spool >/dev/null
-  SPOOL=$PWD/.build/release/spool
-fi
-. bench/lib/encoders.sh
-export GST_REGISTRY=${GST_REGISTRY:-${XDG_CACHE_HOME:-$HOME/.cache}/gstreamer-1.0/registry.$(uname -m).bin}
+. bench/lib/common.sh
+bench_setup
 
 tone() {  # buffers format file
   local tail
