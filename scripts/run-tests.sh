@@ -17,7 +17,7 @@ echo
 echo "=== what failed (whole output in $log) ==="
 grep -E '✘|recorded an issue|error:|Fatal error|Crash' "$log" | grep -v '^✘ Test run with' | head -60
 # The functions of the failed tests; none when the run itself broke (a crash, a build error).
-failed=$(grep -E '^✘ Test [A-Za-z_][A-Za-z0-9_]*\(.*\) failed' "$log" | sed -E 's/^✘ Test ([A-Za-z0-9_]+)\(.*/\1/' | sort -u)
+failed=$(grep -E '^✘ Test [A-Za-z_][A-Za-z0-9_]*\(.* failed after' "$log" | sed -E 's/^✘ Test ([A-Za-z0-9_]+)\(.*/\1/' | sort -u)
 if [ -z "$failed" ] || grep -qE 'Fatal error|Crash|error: Exited' "$log"; then exit "$status"; fi
 pattern=$(echo "$failed" | paste -sd'|')
 echo
