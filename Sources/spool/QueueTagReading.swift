@@ -30,9 +30,7 @@ final class QueueTagReading: QueueTagReader {
     }
 
     func read(_ url: URL) async -> ReadTags? {
-        await withCheckedContinuation { continuation in
-            work.async { continuation.resume(returning: self.readNow(url)) }
-        }
+        await work.perform { self.readNow(url) }
     }
 
     private func readNow(_ url: URL) -> ReadTags? {
