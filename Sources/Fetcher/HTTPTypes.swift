@@ -116,12 +116,19 @@ public struct RangeRequest: Sendable, Equatable {
     /// identity runs: starting another supersedes the running one, which ends with
     /// ``FetchError/superseded``. Nil: no such rule.
     public var resource: String?
+    /// Whether `end` holds only when the origin answers with a range of a resource of known
+    /// length (a 206 with its total). An origin that sends the whole body (200) or no length
+    /// is read to its end: the caller stopped at `end` only to ask for other bytes first, by
+    /// ranges it now knows it cannot have, and cutting the body would fetch it twice.
+    public var wholeBodyUnlessRanged: Bool
 
     /// Creates a request for `[start, end)` of `url`.
     public init(
         url: URL, start: Int64 = 0, end: Int64? = nil, knownLength: Int64? = nil,
-        condition: RequestCondition? = nil, priority: FetchPriority = .playback, resource: String? = nil
+        condition: RequestCondition? = nil, priority: FetchPriority = .playback, resource: String? = nil,
+        wholeBodyUnlessRanged: Bool = false
     ) {
+        self.wholeBodyUnlessRanged = wholeBodyUnlessRanged
         self.url = url
         self.start = start
         self.end = end

@@ -306,6 +306,7 @@ final class Transfer {
             attempt.offset = bodyStart
             attempt.declaredEnd = declaredEnd
             learn(total: total, version: head.validator)
+            keepEndOnlyIfRanged(status: fields.status, total: total)
             head.totalLength = self.total
             if !reported { emit(.response(head)) }
         case .changed(let total, let declaredEnd):
@@ -315,6 +316,7 @@ final class Transfer {
             self.total = nil
             end = request.end
             learn(total: total, version: head.validator, replacing: true)
+            keepEndOnlyIfRanged(status: fields.status, total: total)
             head.bodyStart = 0
             head.totalLength = self.total
             env.log.info("transfer \(id): \(loggable(url)) changed (now \(head.validator?.description ?? "-"))")
@@ -331,6 +333,12 @@ final class Transfer {
         case .retry, .reresolve, .fail:
             break
         }
+    }
+
+    /// Reads a body that is not a range of a known total to its end when the request asks so
+    /// (``RangeRequest/wholeBodyUnlessRanged``).
+    private func keepEndOnlyIfRanged(status: Int, total: Int64?) {
+        if request.wholeBodyUnlessRanged, status != 206 || total == nil { end = self.total }
     }
 
     /// Records the total and the version for later attempts.

@@ -38,6 +38,10 @@ final class AppSrcFeeder: Sendable {
         /// Bytes before the parsed stream (an ID3v2 tag, which id3demux strips), once the first
         /// bytes were pushed.
         var leadingTag: Int64?
+        /// The stream's demuxer is in place: type finding is over.
+        var demuxing = false
+        /// The reads go on from the first byte, with no seek-data since.
+        var readingFromStart = true
     }
 
     let source: ByteSource
@@ -66,16 +70,28 @@ final class AppSrcFeeder: Sendable {
     /// seeks (seekable mode); see ``GStreamerEngine`` for the choice.
     let pulled: Bool
 
+    /// Whether the demuxer takes short answers to reads going on from the first byte (see
+    /// ``FeedingMode/takesShortReadsFromStart(format:)``), once it is in place: a type finder
+    /// given a short answer gives up.
+    let shortReadsFromStart: Bool
+
     init(
-        source: ByteSource, info: ResourceInfo, label: String, pulled: Bool = true,
+        source: ByteSource, info: ResourceInfo, label: String, pulled: Bool = true, shortReadsFromStart: Bool = false,
         onBuffering: @escaping @Sendable (Bool) -> Void = { _ in }
     ) {
         self.source = source
         self.info = info
         self.label = label
         self.pulled = pulled
+        self.shortReadsFromStart = shortReadsFromStart
         self.onBuffering = onBuffering
         lock = Mutex(LockedState())
+    }
+
+    /// The stream's demuxer was added to the pipeline: type finding is over, and a demuxer that
+    /// takes short answers gets them (``shortReadsFromStart``).
+    func demuxerAdded() {
+        lock.withLock { $0.state.demuxing = true }
     }
 
     /// Whether a read waits for bytes that are not here yet.
@@ -123,6 +139,8 @@ final class AppSrcFeeder: Sendable {
                 box.state.pad = pad
                 box.state.offset = 0
                 box.state.typeFinding = true
+                box.state.demuxing = false
+                box.state.readingFromStart = true
                 box.state.generation &+= 1
                 box.state.pending = nil
                 box.state.waitingSince = nil
@@ -208,6 +226,7 @@ final class AppSrcFeeder: Sendable {
             guard box.state.appsrc == appsrc else { return false }  // a replaced appsrc
             box.state.generation &+= 1
             box.state.offset = offset
+            box.state.readingFromStart = offset == 0
             box.state.pending = nil
             box.state.waitingSince = nil
             return true
@@ -291,6 +310,8 @@ final class AppSrcFeeder: Sendable {
             minimum = 1
         } else if state.typeFinding && state.offset == 0 {
             minimum = min(request.length, Self.typeFindingMinimum)
+        } else if shortReadsFromStart && state.demuxing && state.readingFromStart {
+            minimum = 1
         } else {
             minimum = request.length
         }

@@ -30,8 +30,24 @@ enum FeedingMode {
     /// the header. Asked for at the open, that request runs beside the start's instead of after
     /// it (0.2 s sooner at 40 kB/s).
     static func tailReadBeforeStart(format: String?, length: Int64) -> Range<Int64>? {
-        guard format == "oga" || format == "spx", length > 0 else { return nil }
-        return max(0, length - 8500)..<length
+        guard let tail = tailBeforeStart(format: format), length > 0 else { return nil }
+        return max(0, length - tail)..<length
+    }
+
+    /// How many bytes at the end a pulled file of `format` has read before its first audio
+    /// (see ``tailReadBeforeStart(format:length:)``): a downloading source fetches them first.
+    static func tailBeforeStart(format: String?) -> Int64? {
+        format == "oga" || format == "spx" ? 8500 : nil
+    }
+
+    /// Whether the demuxer of a pulled file of `format` takes short answers to its reads going
+    /// on from the first byte. oggdemux reads 8500 bytes at a time (CHUNKSIZE) and parses
+    /// whatever a pull returns, so answering with what has arrived lets it identify the streams
+    /// once their header pages are here (4.4 KB for an Opus file) and start from the first
+    /// audio page, instead of waiting for two 8500-byte chunks. Its other reads (the last page,
+    /// a seek's bisection) stay whole: given less, its search for the last page went astray.
+    static func takesShortReadsFromStart(format: String?) -> Bool {
+        tailBeforeStart(format: format) != nil
     }
 
     /// Whether a listener's seek in `track` asks GStreamer for sample accuracy.

@@ -75,6 +75,14 @@ extension GStreamerEngine {
         guard let metadata = gst_element_get_metadata(element, "klass") else { return }
         let klass = String(cString: metadata)
         if klass.contains("Decoder") { FaadTiming.attach(to: element) }
+        if klass.contains("Demuxer"),
+            let uri = streamURI(
+                of: UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self),
+                below: UnsafeMutableRawPointer(playbin)),
+            let feeder = shared.withLock({ $0.feeders[uri] })
+        {
+            feeder.demuxerAdded()
+        }
         if klass.contains("Demuxer") || klass.contains("Parser"),
             let caps = shared.withLock({ state in
                 defer { state.decoderToPreload = nil }

@@ -24,7 +24,11 @@ extension GStreamerEngine {
             return
         }
         source.setBackground(background)
-        source.open { [weak self] result in
+        // The URL's extension alone: the type the origin declares comes with the first response.
+        let tail =
+            track.url.isFileURL
+            ? nil : FeedingMode.tailBeforeStart(format: TypeHint.fileExtension(url: track.url, contentType: nil))
+        source.open(tail: tail) { [weak self] result in
             guard let self else { return source.close() }
             self.control.async {
                 switch result {
@@ -56,7 +60,8 @@ extension GStreamerEngine {
                         source.cancelPendingReads()
                     }
                     let feeder = AppSrcFeeder(
-                        source: source, info: info, label: "\(track.id)", pulled: pulled
+                        source: source, info: info, label: "\(track.id)", pulled: pulled,
+                        shortReadsFromStart: pulled && FeedingMode.takesShortReadsFromStart(format: format)
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }

@@ -96,6 +96,11 @@ public protocol ByteSource: AnyObject, Sendable {
     /// Starts opening the resource; `completion` is called once, on any thread.
     func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void)
 
+    /// Like ``open(_:)`` for a resource whose decoder reads its last `tail` bytes before its
+    /// first audio (an Ogg demuxer finds the duration on the last page): a source that
+    /// downloads fetches them first, beside the head, and the rest after.
+    func open(tail: Int64?, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void)
+
     /// Reads up to `maxLength` bytes at `offset` without waiting. On `.pending`,
     /// `wake` is called once (on any thread, never from inside this call) when
     /// a new read may succeed; a later read or ``cancelPendingReads()`` replaces it.
@@ -128,6 +133,11 @@ public protocol ByteSource: AnyObject, Sendable {
 }
 
 extension ByteSource {
+    /// Sources whose reads never wait for a download read the tail when it is asked for.
+    public func open(tail: Int64?, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        open(completion)
+    }
+
     /// Sources whose reads never wait for a download answer as they always do.
     public func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void)
         -> ReadOutcome

@@ -103,6 +103,12 @@ public final class CachedByteSource: ByteSource {
 
     /// Opens from the cache when it knows the length, else from the first response.
     public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        open(tail: nil, completion)
+    }
+
+    /// Opens as ``open(_:)`` does, fetching the last `tail` bytes first when they are missing
+    /// (the planner's "tail first").
+    public func open(tail: Int64?, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
         let metadata = entry.metadata
         let cachedLength = metadata.validator.length
         var opened: ResourceInfo?
@@ -138,11 +144,11 @@ public final class CachedByteSource: ByteSource {
                 state.planner.setResource(.init(length: length, rangesSupported: rangesSupported))
                 opened = info
                 if !complete {
-                    actions = state.planner.open(cached: held)  // continue the download
+                    actions = state.planner.open(cached: held, tail: tail)  // continue the download
                 }
             } else {
                 state.openCompletion = completion
-                actions = state.planner.open(cached: held)
+                actions = state.planner.open(cached: held, tail: tail)
             }
             return nil
         }
@@ -429,17 +435,9 @@ public final class CachedByteSource: ByteSource {
         for action in actions {
             switch action {
             case .start(let key, let from, let to, let priority):
-                guard
-                    let request = state.withLock({ state -> RangeRequest? in
-                        guard !state.closed else { return nil }
-                        state.meters[key] = (.now, from)
-                        return request(from, end: to, priority: priority, state)
-                    })
-                else { continue }
-                // Bytes the cache does not hold go to the network: a miss, which the cache cannot
-                // see itself, as this source reads it only where the bytes are.
-                entry.countMiss()
-                transfers.start(key, request) { [weak self] event in self?.handle(event, of: key) }
+                start(key, from: from, to: to, priority: priority)
+            case .startHead(let key, let to, let priority):
+                start(key, from: 0, to: to, priority: priority, wholeBodyUnlessRanged: true)
             case .cancel(let key):
                 state.withLock { _ = $0.meters.removeValue(forKey: key) }
                 transfers.cancel(key)
@@ -454,6 +452,24 @@ public final class CachedByteSource: ByteSource {
                 }
             }
         }
+    }
+
+    /// Starts the request of the planner's transfer `key` (with If-Range when bytes are cached).
+    private func start(
+        _ key: Int, from: Int64, to: Int64?, priority: FetchPriority, wholeBodyUnlessRanged: Bool = false
+    ) {
+        guard
+            var request = state.withLock({ state -> RangeRequest? in
+                guard !state.closed else { return nil }
+                state.meters[key] = (.now, from)
+                return request(from, end: to, priority: priority, state)
+            })
+        else { return }
+        request.wholeBodyUnlessRanged = wholeBodyUnlessRanged
+        // Bytes the cache does not hold go to the network: a miss, which the cache cannot
+        // see itself, as this source reads it only where the bytes are.
+        entry.countMiss()
+        transfers.start(key, request) { [weak self] event in self?.handle(event, of: key) }
     }
 
     /// The end of a seek storm: one connection, at the offset the reader waits for now.
@@ -506,7 +522,8 @@ public final class CachedByteSource: ByteSource {
                 state.unreachable = nil
                 accept(head, &state, &callbacks)
                 if state.planner.resource == nil, let info = state.info {
-                    state.planner.setResource(.init(length: info.length, rangesSupported: info.randomAccess))
+                    effects.actions = state.planner.learn(
+                        .init(length: info.length, rangesSupported: info.randomAccess), cached: held(state))
                 }
             case .changed(let head):
                 // The file changed on the server: never splice it with what was cached.

@@ -30,6 +30,11 @@ import RangeCache
 ///   paused, its connection and bytes in flight kept — or cancels it when it would run into
 ///   held bytes soon, and starts a request at the missing byte at once; a storm opens at most
 ///   one connection per ``seekConnectionInterval``.
+/// - **Tail first**: a resource whose decoder reads its last bytes before its first audio (an
+///   Ogg demuxer finds the duration on the last page) opens with a short request for the head
+///   and, once the length is known, one for the tail; the rest waits until the tail is here, so
+///   the two share the link with nothing else (a running download cannot be made to stand
+///   aside: pausing it leaves the origin sending into the socket's buffers).
 /// - No request ever covers a byte that is cached or that another transfer will deliver.
 public struct DownloadPlanner: Sendable {
     /// How far ahead of a running transfer a read waits for it, at least.
@@ -57,6 +62,9 @@ public struct DownloadPlanner: Sendable {
     public static let parkReach: Int64 = 2 * 1024 * 1024
     /// A seek storm opens at most one connection per this interval; only the latest target counts.
     public static let seekConnectionInterval: Duration = .milliseconds(100)
+    /// The head an opening asks for when the tail comes first: what type finding and the
+    /// container's first headers need; the first audio may lie further, fetched after the tail.
+    public static let headBeforeTail: Int64 = 4096
 
     /// The resource facts; nil until the first response (or the cache) tells them.
     public private(set) var resource: Resource?
@@ -87,6 +95,12 @@ public struct DownloadPlanner: Sendable {
     /// a storm (a slider dragged), and waits for the interval to end.
     private var unservedFarRead: (key: Int, at: ContinuousClock.Instant)?
     private var seekScheduled = false
+    /// The opening's tail (see "tail first"): the bytes the decoder reads at the end before its
+    /// first audio, and the key of their request once it runs. The rest of the download waits
+    /// while it does.
+    private var tailFirst: (length: Int64, key: Int?)?
+    /// Whether the rest of the download waits for the opening's tail.
+    public var isAwaitingTail: Bool { tailFirst?.key != nil }
 
     /// Creates a planner; with `readAhead`, resources above its threshold are fetched only a
     /// window ahead of the play head.
@@ -162,13 +176,63 @@ public struct DownloadPlanner: Sendable {
     // MARK: Opening
 
     /// Opening: an uncached resource starts at byte 0 for playback; a partial one continues
-    /// from its first missing byte in the background; a complete one needs nothing.
-    public mutating func open(cached: RangeSet) -> [Action] {
+    /// from its first missing byte in the background; a complete one needs nothing. With a
+    /// `tail` (the bytes at the end the decoder reads before its first audio), the tail comes
+    /// first: an uncached resource asks only for its head until ``learn(_:cached:)`` gives the
+    /// length, and the rest of the download waits until the tail is here.
+    public mutating func open(cached: RangeSet, tail: Int64? = nil) -> [Action] {
+        tailFirst = tail.flatMap { $0 > 0 ? ($0, nil) : nil }
         guard let length = resource?.length else {
-            return start(at: 0, priority: .playback, cached: cached)
+            guard tailFirst != nil else { return start(at: 0, priority: .playback, cached: cached) }
+            let key = takeKey()
+            transfers.append(Transfer(key: key, next: 0, end: Self.headBeforeTail, role: .main))
+            return [.startHead(key: key, to: Self.headBeforeTail, priority: background ? .preload : .playback)]
         }
+        if let actions = startTail(length: length, cached: cached) { return actions }
         guard let missing = cached.missing(in: 0..<length).first?.lowerBound else { return [] }
         return start(at: missing, priority: .readAhead, cached: cached)
+    }
+
+    /// The first response told the resource's facts: the tail's request starts now, or, when the
+    /// origin serves no ranges or no length, the opening's head request runs to the end instead
+    /// (the fetcher reads such a body whole, as ``Action/startHead(key:to:priority:)`` asked).
+    public mutating func learn(_ resource: Resource, cached: RangeSet) -> [Action] {
+        self.resource = resource
+        guard tailFirst != nil, tailFirst?.key == nil else { return [] }
+        if resource.rangesSupported, let length = resource.length,
+            let actions = startTail(length: length, cached: cached)
+        {
+            return actions
+        }
+        tailFirst = nil
+        if let index = transfers.firstIndex(where: { $0.role == .main && $0.next < Self.headBeforeTail }),
+            transfers[index].end == Self.headBeforeTail, !resource.rangesSupported || resource.length == nil
+        {
+            transfers[index].end = nil
+        }
+        return []
+    }
+
+    /// Starts the request for the opening's tail, beyond what the main transfer asks; nil when
+    /// there is none to fetch (no tail wanted, no ranges, or its bytes are held already).
+    private mutating func startTail(length: Int64, cached: RangeSet) -> [Action]? {
+        guard let tail = tailFirst, resource?.rangesSupported == true else {
+            tailFirst = nil
+            return nil
+        }
+        let headEnd = main.map { $0.end ?? length } ?? 0
+        let from = max(length - tail.length, headEnd, 0)
+        guard from < length, let missing = cached.missing(in: from..<length).first else {
+            tailFirst = nil
+            return nil
+        }
+        let key = takeKey()
+        transfers.append(Transfer(key: key, next: missing.lowerBound, end: missing.upperBound, role: .probe))
+        tailFirst = (tail.length, key)
+        return [
+            .start(
+                key: key, from: missing.lowerBound, to: missing.upperBound, priority: background ? .preload : .playback)
+        ]
     }
 
     /// Takes a request already under way, delivering from `offset` to the end, as the main
@@ -259,6 +323,7 @@ public struct DownloadPlanner: Sendable {
             return actions
         }
         guard rangesSupported else { return [] }  // only the one stream from 0 can bring it
+        if isAwaitingTail { return actions }  // the tail comes first; the rest follows it
         if let resumed = resumeParked(reaching: offset) { return resumed }
         if let last = unservedFarRead, now - last.at < Self.seekConnectionInterval {
             // A storm: the last far read's request is already left behind. Stop it now so it
@@ -375,6 +440,7 @@ public struct DownloadPlanner: Sendable {
 
     /// Cancels everything (the source closes, or the resource changed under the transfers).
     public mutating func stopAll() -> [Action] {
+        tailFirst = nil
         defer { transfers = [] }
         return transfers.map { .cancel(key: $0.key) }
     }
@@ -412,7 +478,7 @@ public struct DownloadPlanner: Sendable {
 
     /// After the main transfer ends: fetch for the waiting reader, else the next hole (read-ahead).
     private mutating func continueDownload(cached: RangeSet) -> [Action] {
-        guard main == nil, let length = resource?.length else { return [] }
+        guard main == nil, !isAwaitingTail, let length = resource?.length else { return [] }
         if let waiting {
             let offset = waiting.offset + cached.contiguousLength(from: waiting.offset)
             if offset < length, !isHeld(offset, cached: cached) {
@@ -558,5 +624,8 @@ public struct DownloadPlanner: Sendable {
 
     private func index(of key: Int) -> Int? { transfers.firstIndex { $0.key == key } }
 
-    private mutating func remove(_ key: Int) { transfers.removeAll { $0.key == key } }
+    private mutating func remove(_ key: Int) {
+        transfers.removeAll { $0.key == key }
+        if tailFirst?.key == key { tailFirst = nil }
+    }
 }

@@ -9,7 +9,7 @@ extension DownloadPlanner {
         /// The next byte it will deliver.
         public var next: Int64
         /// Where it stops (exclusive); nil runs to the end of the resource.
-        public let end: Int64?
+        public var end: Int64?
         /// What it is for.
         public var role: Role
         /// Its measured bytes per second, once it has delivered enough to tell.
@@ -74,6 +74,9 @@ extension DownloadPlanner {
     public enum Action: Sendable, Equatable {
         /// Start a request for `[from, to)` (`to` nil: to the end) under `key`.
         case start(key: Int, from: Int64, to: Int64?, priority: FetchPriority)
+        /// Start the opening request under `key`: `[0, to)` when the origin serves ranges of a
+        /// known length, else its whole body (``Fetcher/RangeRequest/wholeBodyUnlessRanged``).
+        case startHead(key: Int, to: Int64, priority: FetchPriority)
         /// Cancel the transfer.
         case cancel(key: Int)
         /// Change the transfer's priority (the fetcher pauses lower ones while higher receive).

@@ -1,0 +1,158 @@
+import Fetcher
+import Foundation
+import MediaSource
+import RangeCache
+import Testing
+
+private typealias Planner = DownloadPlanner
+private let now = ContinuousClock.now
+private let length: Int64 = 470_032
+private let tail: Int64 = 8500
+private let head = Planner.headBeforeTail
+
+/// The keys and ranges of the requests `actions` start, head requests included.
+private func requests(_ actions: [Planner.Action]) -> [(key: Int, from: Int64, to: Int64?, head: Bool)] {
+    actions.compactMap {
+        switch $0 {
+        case .start(let key, let from, let to, _): (key, from, to, false)
+        case .startHead(let key, let to, _): (key, 0, to, true)
+        default: nil
+        }
+    }
+}
+
+/// An uncached resource opened tail first and answered by an origin serving ranges: the head's
+/// and the tail's keys.
+private func openedWithTail(_ planner: inout Planner) -> (head: Int, tail: Int) {
+    let opened = requests(planner.open(cached: RangeSet(), tail: tail))
+    let learned = requests(planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet()))
+    return (opened.first?.key ?? -1, learned.first?.key ?? -1)
+}
+
+@Suite("Download planner: the tail first")
+struct TailFirstTests {
+    @Test func anUncachedOpenAsksForTheHeadAloneAndTheTailOnceTheLengthIsKnown() {
+        var planner = Planner()
+        let opened = planner.open(cached: RangeSet(), tail: tail)
+        #expect(opened == [.startHead(key: 1, to: head, priority: .playback)])
+        let learned = planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet())
+        #expect(learned == [.start(key: 2, from: length - tail, to: length, priority: .playback)])
+        #expect(planner.isAwaitingTail)
+    }
+
+    @Test func withoutATailTheOpenAsksForEverything() {
+        var planner = Planner()
+        #expect(requests(planner.open(cached: RangeSet())).map(\.to) == [nil])
+        #expect(planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet()).isEmpty)
+    }
+
+    @Test func theRestWaitsForTheTailThenFollowsFromTheEndOfTheHead() {
+        var planner = Planner()
+        let keys = openedWithTail(&planner)
+        var cached = RangeSet()
+        cached.insert(0..<head)
+        let headDone = planner.finished(keys.head, cached: cached)
+        #expect(requests(headDone.actions).isEmpty, "the rest started before the tail: \(headDone.actions)")
+        cached.insert((length - tail)..<length)
+        let tailDone = planner.finished(keys.tail, cached: cached)
+        #expect(requests(tailDone.actions).map(\.from) == [head])
+        #expect(requests(tailDone.actions).map(\.to) == [length - tail])
+        #expect(!planner.isAwaitingTail)
+    }
+
+    @Test func aReadPastTheHeadWaitsForTheTailAndIsFetchedAfterIt() {
+        var planner = Planner()
+        let keys = openedWithTail(&planner)
+        var cached = RangeSet()
+        cached.insert(0..<head)
+        _ = planner.finished(keys.head, cached: cached)
+        let (answer, actions) = planner.read(.init(offset: 0, maxLength: 8500, minLength: 1), cached: cached, now: now)
+        #expect(answer == .serve(Int(head)))
+        #expect(actions.isEmpty)
+        let (later, waiting) = planner.read(
+            .init(offset: head, maxLength: 8500, minLength: 1), cached: cached, now: now)
+        #expect(later == .wait)
+        #expect(requests(waiting).isEmpty, "a request beside the tail's: \(waiting)")
+        cached.insert((length - tail)..<length)
+        let tailDone = planner.finished(keys.tail, cached: cached)
+        #expect(requests(tailDone.actions).map(\.from) == [head])
+    }
+
+    @Test func theEndReadIsServedByTheTailRequestWithoutAnotherOne() {
+        var planner = Planner()
+        _ = openedWithTail(&planner)
+        var cached = RangeSet()
+        cached.insert(0..<head)
+        let (answer, actions) = planner.read(.init(offset: length - tail, maxLength: 8500), cached: cached, now: now)
+        #expect(answer == .wait)
+        #expect(requests(actions).isEmpty)
+    }
+
+    @Test(arguments: [(false, Int64?.some(length)), (true, nil), (false, nil)])
+    func anOriginWithoutRangesOrLengthGetsNoTailAndTheHeadRunsToTheEnd(ranges: Bool, length: Int64?) {
+        var planner = Planner()
+        _ = planner.open(cached: RangeSet(), tail: tail)
+        let learned = planner.learn(.init(length: length, rangesSupported: ranges), cached: RangeSet())
+        #expect(learned.isEmpty)
+        #expect(!planner.isAwaitingTail)
+        #expect(planner.main?.end == nil, "the head stays bounded: \(String(describing: planner.main))")
+    }
+
+    @Test func aShortFileAsksForTheTailOnlyFromTheEndOfTheHead() {
+        var planner = Planner()
+        _ = planner.open(cached: RangeSet(), tail: tail)
+        let learned = planner.learn(.init(length: 6000, rangesSupported: true), cached: RangeSet())
+        #expect(learned == [.start(key: 2, from: head, to: 6000, priority: .playback)])
+    }
+
+    @Test func aFileNoLongerThanTheHeadNeedsNoTail() {
+        var planner = Planner()
+        _ = planner.open(cached: RangeSet(), tail: tail)
+        #expect(planner.learn(.init(length: 3000, rangesSupported: true), cached: RangeSet()).isEmpty)
+        #expect(!planner.isAwaitingTail)
+    }
+
+    @Test func aPartialEntryFetchesItsMissingTailFirstThenContinues() {
+        var planner = Planner()
+        planner.setResource(.init(length: length, rangesSupported: true))
+        var cached = RangeSet()
+        cached.insert(0..<100_000)
+        let opened = planner.open(cached: cached, tail: tail)
+        #expect(requests(opened).map(\.from) == [length - tail])
+        guard let key = requests(opened).first?.key else { return }
+        cached.insert((length - tail)..<length)
+        let done = planner.finished(key, cached: cached)
+        #expect(requests(done.actions).map(\.from) == [100_000])
+    }
+
+    @Test func aPartialEntryWithItsTailContinuesAtOnce() {
+        var planner = Planner()
+        planner.setResource(.init(length: length, rangesSupported: true))
+        var cached = RangeSet()
+        cached.insert(0..<100_000)
+        cached.insert((length - tail)..<length)
+        let opened = planner.open(cached: cached, tail: tail)
+        #expect(requests(opened).map(\.from) == [100_000])
+        #expect(!planner.isAwaitingTail)
+    }
+
+    @Test func aFailedTailNoLongerHoldsTheRestBack() {
+        var planner = Planner()
+        let keys = openedWithTail(&planner)
+        planner.forget(keys.tail)
+        #expect(!planner.isAwaitingTail)
+        var cached = RangeSet()
+        cached.insert(0..<head)
+        let headDone = planner.finished(keys.head, cached: cached)
+        #expect(requests(headDone.actions).map(\.from) == [head])
+    }
+
+    @Test func inTheBackgroundTheOpeningRequestsArePreloads() {
+        var planner = Planner()
+        _ = planner.setBackground(true, cached: RangeSet(), now: now)
+        #expect(planner.open(cached: RangeSet(), tail: tail) == [.startHead(key: 1, to: head, priority: .preload)])
+        #expect(
+            planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet())
+                == [.start(key: 2, from: length - tail, to: length, priority: .preload)])
+    }
+}
