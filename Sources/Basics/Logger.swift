@@ -99,6 +99,12 @@ public struct Logger: Sendable {
     /// How lines are spelled, fixed at start from the environment.
     public static let format = LogLineFormat(environment: ProcessInfo.processInfo.environment)
 
+    /// Whether each line starts with the seconds since the process started (`SPOOL_LOG_TIME=1`):
+    /// for following a timeline in a test's or a benchmark's log, where no journal adds them.
+    public static let timestamps = ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"] == "1"
+
+    private static let started = ContinuousClock.now
+
     /// Serialises whole lines so that lines from different threads never interleave.
     private static let output = Mutex<Void>(())
 
@@ -108,7 +114,12 @@ public struct Logger: Sendable {
     /// Writes one line at `level` when that level is enabled.
     public func log(_ level: LogLevel, _ message: @autoclosure () -> String) {
         guard isEnabled(level) else { return }
-        let line = Logger.format.line(level, label: label, message: message())
+        var line = Logger.format.line(level, label: label, message: message())
+        if Logger.timestamps {
+            let millis = Int((ContinuousClock.now - Logger.started) / .milliseconds(1))
+            let fraction = String(millis % 1000)
+            line = "\(millis / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) " + line
+        }
         Logger.output.withLock { _ in writeAll(line, to: STDERR_FILENO) }
     }
 

@@ -126,6 +126,8 @@ public final class NetworkRig: Sendable {
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-netrig-system-bus"
         environment["ALSA_CONFIG_PATH"] = "/dev/null"
         if let logLevel { environment["SPOOL_LOG"] = logLevel }
+        // A timeline of the daemon's log, asked for by whoever runs the test or the benchmark.
+        environment["SPOOL_LOG_TIME"] = ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"]
         environment.merge(extraEnvironment) { _, new in new }
         let sink = audioSink ?? (pulse != nil ? "pulsesink" : "fakesink sync=true")
         let process = try ChildProcess(
