@@ -40,8 +40,6 @@ final class AppSrcFeeder: Sendable {
         var leadingTag: Int64?
         /// The stream's demuxer is in place: type finding is over.
         var demuxing = false
-        /// The reads go on from the first byte, with no seek-data since.
-        var readingFromStart = true
     }
 
     let source: ByteSource
@@ -70,26 +68,25 @@ final class AppSrcFeeder: Sendable {
     /// seeks (seekable mode); see ``GStreamerEngine`` for the choice.
     let pulled: Bool
 
-    /// Whether the demuxer takes short answers to reads going on from the first byte (see
-    /// ``FeedingMode/takesShortReadsFromStart(format:)``), once it is in place: a type finder
-    /// given a short answer gives up.
-    let shortReadsFromStart: Bool
+    /// Whether the demuxer takes short answers (see ``FeedingMode/takesShortReads(format:)``),
+    /// once it is in place: a type finder given a short answer gives up.
+    let takesShortReads: Bool
 
     init(
-        source: ByteSource, info: ResourceInfo, label: String, pulled: Bool = true, shortReadsFromStart: Bool = false,
+        source: ByteSource, info: ResourceInfo, label: String, pulled: Bool = true, takesShortReads: Bool = false,
         onBuffering: @escaping @Sendable (Bool) -> Void = { _ in }
     ) {
         self.source = source
         self.info = info
         self.label = label
         self.pulled = pulled
-        self.shortReadsFromStart = shortReadsFromStart
+        self.takesShortReads = takesShortReads
         self.onBuffering = onBuffering
         lock = Mutex(LockedState())
     }
 
     /// The stream's demuxer was added to the pipeline: type finding is over, and a demuxer that
-    /// takes short answers gets them (``shortReadsFromStart``).
+    /// takes short answers gets them (``takesShortReads``).
     func demuxerAdded() {
         lock.withLock { $0.state.demuxing = true }
     }
@@ -140,7 +137,6 @@ final class AppSrcFeeder: Sendable {
                 box.state.offset = 0
                 box.state.typeFinding = true
                 box.state.demuxing = false
-                box.state.readingFromStart = true
                 box.state.generation &+= 1
                 box.state.pending = nil
                 box.state.waitingSince = nil
@@ -226,7 +222,6 @@ final class AppSrcFeeder: Sendable {
             guard box.state.appsrc == appsrc else { return false }  // a replaced appsrc
             box.state.generation &+= 1
             box.state.offset = offset
-            box.state.readingFromStart = offset == 0
             box.state.pending = nil
             box.state.waitingSince = nil
             return true
@@ -303,14 +298,15 @@ final class AppSrcFeeder: Sendable {
         guard let appsrc = state.appsrc, let request = state.pending else { return }
         let generation = request.generation
         // Pulled, a demuxer takes a short buffer for the end of the file: it gets all it asked,
-        // except the type finder's first pull (see ``typeFindingMinimum``). Pushed, any amount
-        // goes on downstream: it gets what has arrived.
+        // except the type finder's first pull (see ``typeFindingMinimum``) and a demuxer that
+        // parses whatever arrives (``takesShortReads``). Pushed, any amount goes on downstream:
+        // it gets what has arrived.
         let minimum: Int
         if !(randomAccess && pulled) {
             minimum = 1
         } else if state.typeFinding && state.offset == 0 {
             minimum = min(request.length, Self.typeFindingMinimum)
-        } else if shortReadsFromStart && state.demuxing && state.readingFromStart {
+        } else if takesShortReads && state.demuxing {
             minimum = 1
         } else {
             minimum = request.length

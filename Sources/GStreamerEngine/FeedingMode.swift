@@ -40,13 +40,14 @@ enum FeedingMode {
         format == "oga" || format == "spx" ? 8500 : nil
     }
 
-    /// Whether the demuxer of a pulled file of `format` takes short answers to its reads going
-    /// on from the first byte. oggdemux reads 8500 bytes at a time (CHUNKSIZE) and parses
-    /// whatever a pull returns, so answering with what has arrived lets it identify the streams
-    /// once their header pages are here (4.4 KB for an Opus file) and start from the first
-    /// audio page, instead of waiting for two 8500-byte chunks. Its other reads (the last page,
-    /// a seek's bisection) stay whole: given less, its search for the last page went astray.
-    static func takesShortReadsFromStart(format: String?) -> Bool {
+    /// Whether the demuxer of a pulled file of `format` takes short answers. oggdemux pulls
+    /// 8500 bytes at a time (CHUNKSIZE) and feeds whatever a pull returns to its page parser,
+    /// which finds pages across any split (`gst_ogg_demux_get_data`; its searches for the last
+    /// page and a seek's bisection read through the same call). Answered with what has arrived,
+    /// it identifies the streams once their header pages are here (4.4 KB for an Opus file),
+    /// starts from the first audio page instead of waiting for two whole chunks, and walks a
+    /// seek's pages as they come instead of a chunk at a time.
+    static func takesShortReads(format: String?) -> Bool {
         tailBeforeStart(format: format) != nil
     }
 

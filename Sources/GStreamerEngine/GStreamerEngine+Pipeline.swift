@@ -61,7 +61,7 @@ extension GStreamerEngine {
                     }
                     let feeder = AppSrcFeeder(
                         source: source, info: info, label: "\(track.id)", pulled: pulled,
-                        shortReadsFromStart: pulled && FeedingMode.takesShortReadsFromStart(format: format)
+                        takesShortReads: pulled && FeedingMode.takesShortReads(format: format)
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }
