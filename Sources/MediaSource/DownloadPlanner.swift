@@ -25,7 +25,10 @@ import RangeCache
 ///   one (GStreamer's type finders peek at the end and the middle, tag readers read the end,
 ///   MP4 demuxers jump to a trailing `moov`) — gets its own short request at once, in parallel,
 ///   at the download's priority; the running download goes on untouched.
-/// - Reads that go on from a probe turn it into a **seek**: a transfer follows from its end.
+/// - Reads that go on from a probe turn it into a **seek**: the running download is set aside
+///   at once, and a transfer follows on from the probe's end when the probe is within
+///   ``waitAheadTime`` of it at its measured rate (not before: on one link the two would share
+///   the bandwidth the reader waits on).
 /// - A **seek** (a larger far read, or playback reaching a hole) parks the running transfer —
 ///   paused, its connection and bytes in flight kept — or cancels it when it would run into
 ///   held bytes soon, and starts a request at the missing byte at once; a storm opens at most
@@ -99,6 +102,9 @@ public struct DownloadPlanner: Sendable {
     /// first audio, and the key of their request once it runs. The rest of the download waits
     /// while it does.
     private var tailFirst: (length: Int64, key: Int?)?
+    /// The probe the reader reads on from: a transfer follows on from its end once it is about
+    /// to end (see ``followProbeIfDue(cached:)``).
+    private var followedProbe: Int?
     /// Whether the rest of the download waits for the opening's tail.
     public var isAwaitingTail: Bool { tailFirst?.key != nil }
 
@@ -152,6 +158,7 @@ public struct DownloadPlanner: Sendable {
     {
         guard let index = index(of: key) else { return [] }
         transfers[index].rate = rate
+        if followedProbe == key { return followProbeIfDue(cached: cached) }
         guard main?.key == key else { return [] }
         return replanWaiting(cached: cached, now: now)
     }
@@ -315,10 +322,12 @@ public struct DownloadPlanner: Sendable {
                 !isHeld(end, cached: cached), !(main?.reaches(end, within: main.map(waitAhead(for:)) ?? 0) ?? false)
             {
                 // Reads go on from a probe: it was a seek after all, so a transfer follows on
-                // from its end now rather than when the reader gets there.
-                if let resumed = resumeParked(reaching: end) { return resumed }
+                // from its end before the reader gets there, but only once the probe is about
+                // to end: on one link, two transfers would halve the speed of the bytes the
+                // reader waits for. The download set aside makes way for it now.
                 actions += park(for: end, cached: cached)
-                actions += start(at: end, priority: .playback, cached: cached)
+                followedProbe = probe.key
+                actions += followProbeIfDue(cached: cached)
             }
             return actions
         }
@@ -401,20 +410,45 @@ public struct DownloadPlanner: Sendable {
             remove(key)
         }
         effects.actions += stopAtHeldBytes(cached: cached)
+        effects.actions += followProbeIfDue(cached: cached)
         effects.wakeReader = readerCanGoOn(cached: cached)
         return effects
+    }
+
+    /// Starts the transfer that follows on from the end of the probe the reader reads on from,
+    /// once that probe is within ``waitAheadTime`` of its end at its measured rate (at once when
+    /// it has ended): about what a new request takes to bring its first byte, so the reader
+    /// goes on without a pause and the two share the link only briefly.
+    private mutating func followProbeIfDue(cached: RangeSet) -> [Action] {
+        guard let key = followedProbe, let probe = transfers.first(where: { $0.key == key }), let end = probe.end,
+            let rate = probe.rate, Double(end - probe.next) <= rate * Self.waitAheadTime
+        else { return [] }
+        return follow(probeEndingAt: end, cached: cached)
+    }
+
+    /// The transfer that follows on from `end`, where the probe the reader reads on from ends.
+    private mutating func follow(probeEndingAt end: Int64, cached: RangeSet) -> [Action] {
+        followedProbe = nil
+        guard let length = resource?.length, end < length, !isHeld(end, cached: cached),
+            !(main?.reaches(end, within: main.map(waitAhead(for:)) ?? 0) ?? false)
+        else { return [] }
+        if let resumed = resumeParked(reaching: end) { return resumed }
+        return park(for: end, cached: cached) + start(at: end, priority: .playback, cached: cached)
     }
 
     /// The transfer ended: its bytes are all delivered (a stream of unknown length ends there).
     public mutating func finished(_ key: Int, cached: RangeSet) -> Effects {
         guard let transfer = transfers.first(where: { $0.key == key }) else { return Effects() }
+        let followed = followedProbe == key
         remove(key)
         if resource?.length == nil, transfer.role == .main {
             // A stream of unknown length: its clean end is the end.
             streamComplete = true
             resource?.length = cached.upperBound ?? 0
         }
-        var effects = Effects(actions: continueDownload(cached: cached))
+        var effects = Effects()
+        if followed, let end = transfer.end { effects.actions = follow(probeEndingAt: end, cached: cached) }
+        effects.actions += continueDownload(cached: cached)
         effects.wakeReader = readerCanGoOn(cached: cached) || (waiting != nil && transfers.isEmpty)
         return effects
     }
@@ -441,6 +475,7 @@ public struct DownloadPlanner: Sendable {
     /// Cancels everything (the source closes, or the resource changed under the transfers).
     public mutating func stopAll() -> [Action] {
         tailFirst = nil
+        followedProbe = nil
         defer { transfers = [] }
         return transfers.map { .cancel(key: $0.key) }
     }
@@ -627,5 +662,6 @@ public struct DownloadPlanner: Sendable {
     private mutating func remove(_ key: Int) {
         transfers.removeAll { $0.key == key }
         if tailFirst?.key == key { tailFirst = nil }
+        if followedProbe == key { followedProbe = nil }
     }
 }

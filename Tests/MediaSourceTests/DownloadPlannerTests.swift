@@ -191,16 +191,70 @@ struct DownloadPlannerRuleTests {
         #expect(cancels(actions2) == [key2])
     }
 
-    @Test func readsGoingOnFromAProbeTurnItIntoASeek() {
-        var (p, _) = planner()
+    /// How the transfer after a probe the reader reads on from is timed.
+    enum FollowOnMoment: CaseIterable, Sendable {
+        /// The probe's rate, once measured, puts its end within 0.3 s.
+        case rateMeasuredNearTheEnd
+        /// Bytes arrive until the probe is within 0.3 s of its end at its measured rate.
+        case bytesBringItNearTheEnd
+        /// The probe ends before it was measured.
+        case probeFinished
+        /// A fast link: its rate was measured before the reads went on from it.
+        case alreadyMeasuredFast
+    }
+
+    /// Reads going on from a probe make it a seek: the download is set aside at once, and a
+    /// transfer follows on from the probe's end only once the probe is about to end (on one
+    /// link the two would share the bandwidth the reader waits on), not before.
+    @Test(arguments: FollowOnMoment.allCases)
+    func readsGoingOnFromAProbeTurnItIntoASeek(moment: FollowOnMoment) {
+        var (p, opened) = planner()
+        guard case .start(let mainKey, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
         var cached = RangeSet([0..<1000])
+        _ = p.received(mainKey, upTo: 1000, cached: cached)
         let target = 2 * mb
-        _ = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
+        let probeEnd = target + Planner.probeRequestMinimum
+        let (_, probed) = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
+        guard case .start(let probeKey, _, let to, _) = probed.first, to == probeEnd else {
+            Issue.record("no probe request: \(probed)")
+            return
+        }
+        if moment == .alreadyMeasuredFast {
+            #expect(p.setRate(10 * Double(mb), of: probeKey, cached: cached, now: start).isEmpty)
+        }
         cached.insert(target..<target + 8192)
+        _ = p.received(probeKey, upTo: target + 8192, cached: cached)
         #expect(p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start).0 == .serve(4096))
         let (answer, actions) = p.read(.init(offset: target + 4096, maxLength: 8192), cached: cached, now: start)
         #expect(answer == .wait)
-        #expect(starts(actions).map(\.from) == [target + Planner.probeRequestMinimum])
+        // The main download (at 1000, 2 MB short of the target's held bytes) is cancelled, not parked.
+        #expect(cancels(actions) == [mainKey], "\(actions)")
+        if moment == .alreadyMeasuredFast {
+            #expect(starts(actions).map(\.from) == [probeEnd])
+            return
+        }
+        #expect(starts(actions).isEmpty, "the probe still has 8 KiB to bring: \(actions)")
+        let followOn: [Planner.Action]
+        switch moment {
+        case .rateMeasuredNearTheEnd:
+            // 8 KiB left: not due at 20 kB/s (0.41 s), due at 40 kB/s (0.2 s).
+            #expect(p.setRate(20_000, of: probeKey, cached: cached, now: start).isEmpty)
+            followOn = p.setRate(40_000, of: probeKey, cached: cached, now: start)
+        case .bytesBringItNearTheEnd:
+            #expect(p.setRate(20_000, of: probeKey, cached: cached, now: start).isEmpty)
+            cached.insert(target + 8192..<probeEnd - 4000)
+            followOn = p.received(probeKey, upTo: probeEnd - 4000, cached: cached).actions
+        case .probeFinished:
+            cached.insert(target + 8192..<probeEnd)
+            followOn = p.finished(probeKey, cached: cached).actions
+        case .alreadyMeasuredFast:
+            return
+        }
+        #expect(starts(followOn).map(\.from) == [probeEnd])
+        #expect(starts(followOn).first?.priority == .playback)
     }
 
     @Test func withoutRangesReadsWaitForTheOneStream() {
