@@ -84,7 +84,19 @@ final class NetworkCase {
 
     /// For failure messages: the origin's responses and the daemon's log tail.
     func context(_ name: String) -> String {
-        "origin: \(report(name))\ndaemon log tail:\n\(player.logTail(25))"
+        "origin: \(report(name))\ntimeline: \(timeline(name))\ndaemon log tail:\n\(player.logTail(25))"
+    }
+
+    /// Each response to `/name` with when it arrived, sent its first byte and ended, in seconds
+    /// since the first one arrived: which transfers shared the link, and for how long.
+    func timeline(_ name: String) -> String {
+        let transfers = report(name).transfers
+        guard let origin = transfers.first?.arrived else { return "-" }
+        func seconds(_ instant: ContinuousClock.Instant?) -> String {
+            instant.map { String(format: "%.2f", Double(($0 - origin) / .milliseconds(1)) / 1000) } ?? "…"
+        }
+        return transfers.map { "#\($0.id) \(seconds($0.arrived))/\(seconds($0.firstByteSent))–\(seconds($0.ended))" }
+            .joined(separator: ", ")
     }
 
     /// Runs `step`; its failure is recorded with the origin's and the daemon's logs for `names`
