@@ -1,0 +1,79 @@
+import EngineAPI
+import Foundation
+import GStreamerEngine
+import MediaSource
+import Synchronization
+import TestSupport
+import Testing
+
+/// A file whose reads are answered a few bytes at a time (1 to 1500, whatever the reader asked
+/// for), as a slow link delivers them; a read that needs more gets what it needs.
+final class TricklingSource: ByteSource {
+    private let file: FileByteSource
+    private let size: Int64
+    private let generator: Mutex<SeededGenerator>
+
+    init(path: String, size: Int64, seed: UInt64) {
+        file = FileByteSource(path: path)
+        self.size = size
+        generator = Mutex(SeededGenerator(seed: seed))
+    }
+
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        file.open(completion)
+    }
+    func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        read(at: offset, maxLength: maxLength, minLength: maxLength, wake: wake)
+    }
+    func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        if offset >= size { return .endOfStream }
+        let trickle = generator.withLock { Int.random(in: 1...1500, using: &$0) }
+        return file.read(at: offset, maxLength: max(minLength, min(maxLength, trickle)), wake: wake)
+    }
+    func cancelPendingReads() {}
+    func close() { file.close() }
+    func holds(_ range: Range<Int64>) -> Bool { true }
+}
+
+@Suite("oggdemux answered a few bytes at a time", .serialized)
+struct OggShortAnswersTests {
+    /// Once oggdemux is in place every read of an Ogg file is answered with what has arrived,
+    /// its search for the last page and a seek's bisection included: its page parser finds
+    /// pages across any split. Answered 1–1500 bytes at a time, the file reports its whole
+    /// duration (from the last page), lands a seek to the middle there, and plays to its end.
+    @Test(arguments: [FixtureFormat.oggVorbis, .oggOpus])
+    func anOggFileAnsweredAFewBytesAtATimeSeeksAndEnds(format: FixtureFormat) throws {
+        let fixture = try Fixtures.shared().fixture(format)
+        let size = Int64(try Data(contentsOf: fixture.url).count)
+        let seed = UInt64.random(in: 0...UInt64(UInt32.max))
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
+            TricklingSource(path: url.path, size: size, seed: seed)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        let id = TrackID(1)
+        engine.load(EngineTrack(id: id, url: fixture.url), at: .zero, playing: false)
+        let prerolled = recorder.waitFor(timeout: 10) { $0 == .stateChanged(.paused) }
+        try #require(prerolled != nil, "seed \(seed): \(recorder.all)")
+        let duration = recorder.waitFor(timeout: 5) { if case .duration(id, _) = $0 { true } else { false } }
+        guard case .duration(_, let reported) = duration else {
+            Issue.record("seed \(seed): no duration: \(recorder.all)")
+            return
+        }
+        #expect(
+            abs(reported / .seconds(1) - fixture.duration) < 0.1, "seed \(seed): \(reported) of \(fixture.duration) s")
+        let target = Duration.seconds(fixture.duration / 2)
+        let mark = recorder.all.count
+        engine.seek(to: target)
+        let seeked = recorder.waitFor(after: mark, timeout: 10) { if case .seeked(id, _) = $0 { true } else { false } }
+        guard case .seeked(_, let landed) = seeked else {
+            Issue.record("seed \(seed): the seek never landed: \(recorder.all)")
+            return
+        }
+        #expect(abs((landed - target) / .seconds(1)) < 0.1, "seed \(seed): landed at \(landed), asked \(target)")
+        engine.play()
+        let ended = recorder.waitFor(after: mark, timeout: 20) { $0 == .endOfTrack(id) }
+        #expect(ended != nil, "seed \(seed): \(recorder.all)")
+    }
+}
