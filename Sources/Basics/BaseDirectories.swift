@@ -36,6 +36,21 @@ public struct BaseDirectories: Sendable, Equatable {
         dataHome = folder("XDG_DATA_HOME", default: ".local/share")
     }
 
+    /// `path` with a leading `~` replaced by ``home`` and a leading `~user` by that user's home
+    /// folder (from the password database), trailing slashes dropped, as `expandingTildeInPath`
+    /// does; unchanged without a leading `~` or for an unknown user.
+    public func expandingTilde(_ path: String) -> String {
+        guard path.hasPrefix("~") else { return path }
+        let end = path.firstIndex(of: "/") ?? path.endIndex
+        let user = String(path[path.index(after: path.startIndex)..<end])
+        guard let userHome = user.isEmpty ? home : FileManager.default.homeDirectory(forUser: user) else {
+            return path
+        }
+        var expanded = userHome.path + path[end...]
+        while expanded.count > 1, expanded.hasSuffix("/") { expanded.removeLast() }
+        return expanded
+    }
+
     /// The user's music folder: `XDG_MUSIC_DIR` from `user-dirs.dirs` in ``configHome``
     /// (the file `xdg-user-dirs-update` writes); nil when there is no such file or it names
     /// no folder.

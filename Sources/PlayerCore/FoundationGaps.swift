@@ -51,22 +51,6 @@ private func hexValue(_ byte: UInt8) -> UInt8? {
     }
 }
 
-/// `path` with a leading `~` or `~user` replaced by that home directory and
-/// trailing slashes dropped, as `expandingTildeInPath`; unchanged for an
-/// unknown user.
-func expandingTilde(_ path: String) -> String {
-    guard path.hasPrefix("~") else { return path }
-    let end = path.firstIndex(of: "/") ?? path.endIndex
-    let user = String(path[path.index(after: path.startIndex)..<end])
-    let home =
-        user.isEmpty
-        ? FileManager.default.homeDirectoryForCurrentUser : FileManager.default.homeDirectory(forUser: user)
-    guard let home else { return path }
-    var expanded = home.path + path[end...]
-    while expanded.count > 1, expanded.hasSuffix("/") { expanded.removeLast() }
-    return expanded
-}
-
 /// Whether `lhs` sorts before `rhs` the way a file manager lists names, like
 /// `localizedStandardCompare` but without ICU: runs of digits compare by value
 /// ("2" before "10"), letters ignore case, and spaces and punctuation come

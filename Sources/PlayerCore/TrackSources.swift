@@ -104,7 +104,7 @@ public struct TrackResolver: Sendable {
     public func resolve(_ input: String) async throws(TrackSourceError) -> [TrackItem] {
         let url: URL
         if input.hasPrefix("/") || input.hasPrefix("./") || input.hasPrefix("../") || input.hasPrefix("~") {
-            let expanded = input.hasPrefix("~") ? expandingTilde(input) : input
+            let expanded = BaseDirectories(environment: ProcessInfo.processInfo.environment).expandingTilde(input)
             url = URL(fileURLWithPath: expanded)
         } else if let parsed = URL(string: input), let scheme = parsed.scheme?.lowercased(),
             ["file", "http", "https"].contains(scheme)

@@ -62,9 +62,7 @@ func checkedInputs(_ arguments: [String], command: String) throws(CommandFailure
         case .success(.remote):
             return argument
         case .success(.local(let path)):
-            let expanded =
-                path.hasPrefix("~/") || path == "~"
-                ? FileManager.default.homeDirectoryForCurrentUser.path + path.dropFirst() : path
+            let expanded = BaseDirectories(environment: ProcessInfo.processInfo.environment).expandingTilde(path)
             let absolute =
                 expanded.hasPrefix("/")
                 ? expanded : URL(fileURLWithPath: expanded, relativeTo: directory).standardizedFileURL.path

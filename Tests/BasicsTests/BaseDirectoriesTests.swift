@@ -79,4 +79,18 @@ struct BaseDirectoriesTests {
         try Data("XDG_MUSIC_DIR=\"$HOME/Musik\"\n".utf8).write(to: config.appendingPathComponent("user-dirs.dirs"))
         #expect(directories.music()?.path == "/h/Musik")
     }
+
+    /// `~` is the home folder the environment names (as the daemon's folders follow it), and
+    /// otherwise what `expandingTildeInPath` makes of a path.
+    @Test func tildeExpansionFollowsHomeAndMatchesExpandingTildeInPathOtherwise() {
+        let passwordHome = FileManager.default.homeDirectoryForCurrentUser.path
+        let folders = BaseDirectories(environment: ["HOME": passwordHome])
+        for path in ["~", "~/", "~/a//b/", "~root/x", "~nosuchuser-spool/x", "/abs/~", "a~"] {
+            #expect(folders.expandingTilde(path) == NSString(string: path).expandingTildeInPath, "\(path)")
+        }
+        let elsewhere = BaseDirectories(environment: ["HOME": "/srv/listener"])
+        #expect(elsewhere.expandingTilde("~/Music/a.mp3") == "/srv/listener/Music/a.mp3")
+        #expect(elsewhere.expandingTilde("~") == "/srv/listener")
+        #expect(elsewhere.expandingTilde("~root/x") == "/root/x")
+    }
 }
