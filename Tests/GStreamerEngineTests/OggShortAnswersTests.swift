@@ -2,38 +2,8 @@ import EngineAPI
 import Foundation
 import GStreamerEngine
 import MediaSource
-import Synchronization
 import TestSupport
 import Testing
-
-/// A file whose reads are answered a few bytes at a time (1 to 1500, whatever the reader asked
-/// for), as a slow link delivers them; a read that needs more gets what it needs.
-final class TricklingSource: ByteSource {
-    private let file: FileByteSource
-    private let size: Int64
-    private let generator: Mutex<SeededGenerator>
-
-    init(path: String, size: Int64, seed: UInt64) {
-        file = FileByteSource(path: path)
-        self.size = size
-        generator = Mutex(SeededGenerator(seed: seed))
-    }
-
-    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
-        file.open(completion)
-    }
-    func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
-        read(at: offset, maxLength: maxLength, minLength: maxLength, wake: wake)
-    }
-    func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
-        if offset >= size { return .endOfStream }
-        let trickle = generator.withLock { Int.random(in: 1...1500, using: &$0) }
-        return file.read(at: offset, maxLength: max(minLength, min(maxLength, trickle)), wake: wake)
-    }
-    func cancelPendingReads() {}
-    func close() { file.close() }
-    func holds(_ range: Range<Int64>) -> Bool { true }
-}
 
 @Suite("oggdemux answered a few bytes at a time", .serialized)
 struct OggShortAnswersTests {
@@ -47,7 +17,7 @@ struct OggShortAnswersTests {
         let size = Int64(try Data(contentsOf: fixture.url).count)
         let seed = UInt64.random(in: 0...UInt64(UInt32.max))
         let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
-            TricklingSource(path: url.path, size: size, seed: seed)
+            ScriptedFileSource.trickling(path: url.path, size: size, seed: seed)
         }
         defer { engine.shutdown() }
         let recorder = EventRecorder()

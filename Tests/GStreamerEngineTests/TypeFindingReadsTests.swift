@@ -72,39 +72,6 @@ struct TypeFindingReadsTests {
     }
 }
 
-/// A file of which only some byte ranges have arrived: a read elsewhere, or one that wants more
-/// than its run holds, waits (for good: the rest never comes).
-final class PartlyArrivedSource: ByteSource {
-    private let file: FileByteSource
-    private let arrived: [Range<Int64>]
-    private let size: Int64
-
-    init(path: String, size: Int64, arrived: [Range<Int64>]) {
-        file = FileByteSource(path: path)
-        self.size = size
-        self.arrived = arrived
-    }
-
-    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
-        file.open(completion)
-    }
-    func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
-        read(at: offset, maxLength: maxLength, minLength: maxLength, wake: wake)
-    }
-    func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
-        if offset >= size { return .endOfStream }
-        guard let run = arrived.first(where: { $0.contains(offset) }) else { return .pending }
-        let here = Int(min(Int64(maxLength), run.upperBound - offset))
-        guard here >= minLength || run.upperBound == size else { return .pending }
-        return file.read(at: offset, maxLength: here, wake: wake)
-    }
-    func cancelPendingReads() {}
-    func close() { file.close() }
-    func holds(_ range: Range<Int64>) -> Bool {
-        arrived.contains { $0.contains(range.lowerBound) && range.upperBound <= $0.upperBound }
-    }
-}
-
 @Suite("How little GStreamer waits for before it starts", .serialized)
 struct FirstBytesTests {
     /// The type-find helper pulls 4 KiB for a peek of a few bytes; waiting for all of them held
@@ -115,15 +82,23 @@ struct FirstBytesTests {
         let data = try Data(contentsOf: fixture.url)
         let moov = try #require(data.range(of: Data("moov".utf8))).lowerBound - 4
         let size = Int64(data.count)
+        try expectStart(of: fixture.url, size: size, arrived: [0..<1500, Int64(moov)..<size])
+    }
+
+    /// Plays `url` from a source of which only `arrived` (of `size` bytes) has come, and expects
+    /// it to start.
+    func expectStart(
+        of url: URL, size: Int64, arrived: [Range<Int64>], sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
-            PartlyArrivedSource(path: url.path, size: size, arrived: [0..<1500, Int64(moov)..<size])
+            ScriptedFileSource.partlyArrived(path: url.path, size: size, arrived: arrived)
         }
         defer { engine.shutdown() }
         let recorder = EventRecorder()
         engine.setEventHandler { recorder.record($0) }
-        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
+        engine.load(EngineTrack(id: TrackID(1), url: url), at: .zero, playing: true)
         let started = recorder.waitFor(timeout: 10) { if case .stateChanged(.playing) = $0 { true } else { false } }
-        #expect(started != nil, "\(recorder.all)")
+        #expect(started != nil, "\(recorder.all)", sourceLocation: sourceLocation)
     }
 
     /// The ID3 type finders also claim the `ogg` extension and rank above Ogg's: hinted `ogg`,
@@ -165,15 +140,7 @@ extension FirstBytesTests {
         try #require(
             firstAudio < 8500 && firstAudio < size - 8500,
             "first audio page ends at \(firstAudio) of \(size): nothing to prove")
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
-            PartlyArrivedSource(path: url.path, size: size, arrived: [0..<firstAudio, (size - 8500)..<size])
-        }
-        defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
-        engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
-        let started = recorder.waitFor(timeout: 10) { if case .stateChanged(.playing) = $0 { true } else { false } }
-        #expect(started != nil, "\(recorder.all)")
+        try expectStart(of: fixture.url, size: size, arrived: [0..<firstAudio, (size - 8500)..<size])
     }
 
     /// The end of the first Ogg page with a granule position past 0: the first that holds audio.
