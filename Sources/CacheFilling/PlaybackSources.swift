@@ -2,13 +2,18 @@ import FoundationEssentials
 import MediaSource
 import Synchronization
 
-/// The cached sources playback opened: looked up by URL, so clients and the preloader can ask
-/// how their downloads go, and told at once when metered rules start or stop, so a download
-/// running past the metered window stops and one held back goes on. Weak: a source lives as
-/// long as the engine holds it. Prefetches are not here: the user asked for them, and they are
-/// not limited.
+/// The http sources playback opened: the cached ones looked up by URL, so clients and the
+/// preloader can ask how their downloads go, and every one (memory-only ones too, for a full
+/// disk) told at once when metered rules start or stop, so a download running past the
+/// metered window stops and one held back goes on. Weak: a source lives as long as the engine
+/// holds it. Prefetches are not here: the user asked for them, and they are not limited.
 public final class PlaybackSources: Sendable {
     private final class Weak: @unchecked Sendable {
+        weak var source: (any MeteredDownloads)?
+        init(_ source: any MeteredDownloads) { self.source = source }
+    }
+
+    private final class WeakCached: @unchecked Sendable {
         weak var source: CachedByteSource?
         init(_ source: CachedByteSource) { self.source = source }
     }
@@ -19,8 +24,8 @@ public final class PlaybackSources: Sendable {
         var metered = false
         /// Every live source, an older one of a URL still playing included.
         var all: [Weak] = []
-        /// The newest source of each URL.
-        var byURL: [String: Weak] = [:]
+        /// The newest cached source of each URL.
+        var byURL: [String: WeakCached] = [:]
     }
 
     private let state = Mutex(State())
@@ -34,7 +39,16 @@ public final class PlaybackSources: Sendable {
         state.withLock { state in
             state.all = state.all.filter { $0.source != nil } + [Weak(source)]
             state.byURL = state.byURL.filter { $0.value.source != nil }
-            state.byURL[url.absoluteString] = Weak(source)
+            state.byURL[url.absoluteString] = WeakCached(source)
+            if state.metered { source.setMetered(true) }
+        }
+    }
+
+    /// Remembers a memory-only `source` (no cache, or no entry) and applies the metered rules in
+    /// force to it (call before it opens) and to every later switch.
+    public func register(uncached source: HTTPByteSource) {
+        state.withLock { state in
+            state.all = state.all.filter { $0.source != nil } + [Weak(source)]
             if state.metered { source.setMetered(true) }
         }
     }

@@ -57,10 +57,10 @@ public final class SourceChooser: Sendable {
         case .file:
             return FileByteSource(path: url.path)
         case .uncachedHTTP:
-            return HTTPByteSource(url: url, fetcher: fetcher)
+            return uncached(url)
         case .cachedHTTP:
             guard let cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
-                return HTTPByteSource(url: url, fetcher: fetcher)  // no entry: stream from memory
+                return uncached(url)  // no entry: stream from memory
             }
             // A download that continues an incomplete entry (with If-Range) or fetches it fresh
             // validates it: replaying it soon after needs no conditional request.
@@ -73,5 +73,12 @@ public final class SourceChooser: Sendable {
         case .unsupported(let scheme):
             throw .gone("unsupported URL scheme '\(scheme)'")
         }
+    }
+
+    /// A memory-only source for `url`, under the metered rules like a cached one.
+    private func uncached(_ url: URL) -> HTTPByteSource {
+        let source = HTTPByteSource(url: url, fetcher: fetcher, readAhead: readAhead)
+        playback.register(uncached: source)
+        return source
     }
 }

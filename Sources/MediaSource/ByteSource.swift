@@ -154,3 +154,13 @@ extension ByteSource {
     /// Sources with nothing to download ignore the rate.
     public func setByteRate(_ bytesPerSecond: Double) {}
 }
+
+/// A source whose downloads follow metered rules: on a metered network they run only a
+/// metered window of audio ahead of the reader.
+public protocol MeteredDownloads: AnyObject, Sendable {
+    /// Turns metered rules on or off.
+    func setMetered(_ metered: Bool)
+}
+
+extension CachedByteSource: MeteredDownloads {}
+extension HTTPByteSource: MeteredDownloads {}

@@ -41,19 +41,63 @@ public final class HTTPByteSource: ByteSource {
         var reader: Int64 = 0
         /// The download was stopped a full window ahead of the reader; reads start it again.
         var stoppedByWindow = false
+        /// The window in force: the whole one, or on a metered network one whose downloads stop
+        /// the metered read-ahead ahead of the reader.
+        var window: MemoryWindow
+        /// Whether metered rules are in force.
+        var metered = false
+        /// The stream's bytes per second, once the player knows it (sizes the metered read-ahead).
+        var byteRate: Double?
     }
 
     private let url: URL
     private let fetcher: Fetcher
     private let window: MemoryWindow
-    private let state = Mutex(State())
+    private let readAhead: CachedByteSource.ReadAheadPolicy?
+    private let state: Mutex<State>
     private let log = Logger(label: "http-source")
 
-    /// Creates a source for `url` whose transfers run on `fetcher`, holding at most `window` in memory.
-    public init(url: URL, fetcher: Fetcher, window: MemoryWindow = .standard) {
+    /// Creates a source for `url` whose transfers run on `fetcher`, holding at most `window` in
+    /// memory; on a metered network its downloads run only `readAhead`'s metered window of audio
+    /// ahead of the reader.
+    public init(
+        url: URL, fetcher: Fetcher, window: MemoryWindow = .standard,
+        readAhead: CachedByteSource.ReadAheadPolicy? = nil
+    ) {
         self.url = url
         self.fetcher = fetcher
         self.window = window
+        self.readAhead = readAhead
+        state = Mutex(State(window: window))
+    }
+
+    /// Turns metered rules on or off: a download runs only the metered window of audio ahead of
+    /// the reader from now on (a running one stops at its next bytes past it), or a full window
+    /// again (a download the metered window stopped goes on at once).
+    public func setMetered(_ metered: Bool) {
+        state.withLock { state in
+            guard state.metered != metered, !state.closed else { return }
+            state.metered = metered
+            applyWindowLocked(&state)
+        }
+    }
+
+    /// Whether metered rules are in force for this source.
+    public var isMetered: Bool { state.withLock { $0.metered } }
+
+    /// Sizes the metered read-ahead from the stream's bytes per second.
+    public func setByteRate(_ bytesPerSecond: Double) {
+        state.withLock { state in
+            state.byteRate = bytesPerSecond
+            if state.metered, !state.closed { applyWindowLocked(&state) }
+        }
+    }
+
+    private func applyWindowLocked(_ state: inout State) {
+        let ahead = state.metered ? readAhead?.limits(metered: true, byteRate: state.byteRate).window : nil
+        state.window = window.runningAhead(ahead)
+        keepWindowLocked(&state)
+        resumeIfDueLocked(&state)
     }
 
     /// Bytes of the resource held in memory now (never more than the window's capacity).
@@ -229,17 +273,17 @@ extension HTTPByteSource {
     /// Drops what the window does not keep, and stops the download once it is a full window
     /// ahead of the reader (nothing more could be kept; the reader resumes it).
     private func keepWindowLocked(_ state: inout State) {
-        if state.store.count > window.capacity {
-            state.store.retain(window.retained(state.store.ranges, reader: state.reader))
+        if state.store.count > state.window.capacity {
+            state.store.retain(state.window.retained(state.store.ranges, reader: state.reader))
         }
-        guard let transfer = state.transfer, window.isFull(reader: state.reader, next: transfer.next),
+        guard let transfer = state.transfer, state.window.isFull(reader: state.reader, next: transfer.next),
             state.waiter.map({ $0.offset >= transfer.next }) != true
         else { return }
         fetcher.cancel(transfer.id)
         state.transfer = nil
         state.stoppedByWindow = true
         log.debug(
-            "\(loggable(url)): \(window.capacity) bytes held ahead of byte \(state.reader); download paused at \(transfer.next)"
+            "\(loggable(url)): \(state.window.ahead) bytes held ahead of byte \(state.reader); download paused at \(transfer.next)"
         )
     }
 
@@ -248,7 +292,7 @@ extension HTTPByteSource {
         guard state.stoppedByWindow, state.transfer == nil, state.failure == nil else { return }
         let heldEnd = state.store.contiguousEnd(from: state.reader)
         if let length = state.info?.length, heldEnd >= length { return }
-        guard window.shouldResume(reader: state.reader, heldEnd: heldEnd) else { return }
+        guard state.window.shouldResume(reader: state.reader, heldEnd: heldEnd) else { return }
         startTransferLocked(&state, at: heldEnd)
     }
 }

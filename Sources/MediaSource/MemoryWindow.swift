@@ -7,7 +7,8 @@
 /// after that much more has arrived, not on every chunk. A download
 /// stops once it is `capacity` ahead of the reader, and starts again from where the held bytes
 /// end once the reader has used half of that: playback never waits for a new request, and a
-/// long stream (or a length of terabytes in a header) never holds more than the window.
+/// long stream (or a length of terabytes in a header) never holds more than the window. On a
+/// metered network the download may stop sooner, ``ahead`` bytes ahead of the reader.
 public struct MemoryWindow: Sendable, Equatable {
     /// The production window: enough for minutes of audio at any common bitrate.
     public static let standard = MemoryWindow(capacity: 32 << 20)
@@ -15,10 +16,18 @@ public struct MemoryWindow: Sendable, Equatable {
     /// The most bytes held.
     public let capacity: Int64
 
-    /// Creates a window of `capacity` bytes (at least 1).
-    public init(capacity: Int64) {
+    /// How far ahead of the reader a download runs before it stops (at most ``capacity``).
+    public let ahead: Int64
+
+    /// Creates a window of `capacity` bytes (at least 1) whose downloads run `ahead` bytes
+    /// ahead of the reader (a full window when nil).
+    public init(capacity: Int64, ahead: Int64? = nil) {
         self.capacity = max(1, capacity)
+        self.ahead = min(self.capacity, max(1, ahead ?? capacity))
     }
+
+    /// This window, with downloads stopping `bytes` ahead of the reader (a full window when nil).
+    public func runningAhead(_ bytes: Int64?) -> MemoryWindow { MemoryWindow(capacity: capacity, ahead: bytes) }
 
     /// What a trim leaves at most.
     public var trimTarget: Int64 { capacity - capacity / 16 }
@@ -46,10 +55,10 @@ public struct MemoryWindow: Sendable, Equatable {
         return kept.filter { !$0.isEmpty }
     }
 
-    /// Whether a download about to deliver `next` should stop: it is a full window ahead of the reader.
-    public func isFull(reader: Int64, next: Int64) -> Bool { next - reader >= capacity }
+    /// Whether a download about to deliver `next` should stop: it is ``ahead`` of the reader.
+    public func isFull(reader: Int64, next: Int64) -> Bool { next - reader >= ahead }
 
     /// Whether a download stopped by the window should start again at `heldEnd` (where the
-    /// bytes held from the reader on end): the reader has used half of the window.
-    public func shouldResume(reader: Int64, heldEnd: Int64) -> Bool { heldEnd - reader < capacity / 2 }
+    /// bytes held from the reader on end): the reader has used half of what it ran ahead.
+    public func shouldResume(reader: Int64, heldEnd: Int64) -> Bool { heldEnd - reader < ahead / 2 }
 }

@@ -51,6 +51,19 @@ struct SourceChooserTests {
         #expect(source is HTTPByteSource)
     }
 
+    /// A memory-only source (no cache) follows the metered rules like a cached one: those in
+    /// force when it is made, and every later switch.
+    @Test func httpWithoutACacheIsUnderTheMeteredRules() throws {
+        let playback = PlaybackSources()
+        playback.setMetered(true)
+        let url = try #require(URL(string: "https://127.0.0.1:9/a.mp3"))
+        let source = try #require(try chooser(cache: nil, playback: playback).source(for: url) as? HTTPByteSource)
+        defer { source.close() }
+        #expect(source.isMetered)
+        playback.setMetered(false)
+        #expect(!source.isMetered)
+    }
+
     @Test func aFileURLIsReadInPlace() throws {
         let source = try chooser(cache: nil).source(for: URL(fileURLWithPath: "/nonexistent/a.flac"))
         #expect(source is FileByteSource)

@@ -37,6 +37,30 @@ struct MemoryWindowTests {
         #expect(window.shouldResume(reader: reader, heldEnd: end) == resume)
     }
 
+    /// A window running 40 bytes ahead (a metered read-ahead) stops there and resumes at 20;
+    /// what it keeps is still the whole capacity.
+    @Test(
+        arguments: [
+            // reader, next or held end, full, resume
+            (0, 39, false, false),
+            (0, 40, true, false),
+            (1_000, 1_020, false, false),
+            (1_000, 1_019, false, true),
+        ] as [(Int64, Int64, Bool, Bool)])
+    func runningAheadStopsThereAndResumesAtHalfOfIt(reader: Int64, end: Int64, full: Bool, resume: Bool) {
+        let metered = window.runningAhead(40)
+        #expect(metered.isFull(reader: reader, next: end) == full)
+        #expect(metered.shouldResume(reader: reader, heldEnd: end) == resume)
+        #expect(metered.retained([0..<150], reader: 100) == window.retained([0..<150], reader: 100))
+    }
+
+    @Test func runningAheadIsBoundedByTheCapacity() {
+        #expect(window.runningAhead(nil).ahead == 100)
+        #expect(window.runningAhead(500).ahead == 100)
+        #expect(window.runningAhead(0).ahead == 1)
+        #expect(window.runningAhead(nil) == window)
+    }
+
     @Test func chunksAreStoredOnceAndTrimmedExactly() {
         var runs = ByteRuns()
         runs.write(Data(0..<10), at: 0)

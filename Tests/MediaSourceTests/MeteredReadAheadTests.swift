@@ -1,3 +1,4 @@
+import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
@@ -90,5 +91,44 @@ struct MeteredReadAheadTests {
         #expect(complete, "\(rig.origin.requests())")
         #expect(rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent } <= rig.body.count + 256 * 1024)
         source.close()
+    }
+}
+
+/// The memory-only source (no cache, or a full disk) on a metered network.
+@Suite("A memory-only source on a metered network", .serialized)
+struct MeteredMemoryTests {
+    let fetcher = Fetcher(userAgent: "Spool/test")
+
+    /// Metered, its download runs only the metered window of audio ahead of the reader (2 s at
+    /// 16 kB/s: 32 kB), not its 1 MiB memory window; unmetered again, it goes on at once from
+    /// where the bytes it holds end.
+    @Test func itsDownloadStopsAtTheMeteredWindowAndGoesOnWhenItLifts() throws {
+        let origin = try FaultOrigin()
+        origin.setLinkRate(200_000)
+        let body = patternedBody(3 << 20)
+        origin.serve(OriginResource(body), at: "/long.mp3")
+        let source = HTTPByteSource(
+            url: origin.url(for: "/long.mp3"), fetcher: fetcher, window: MemoryWindow(capacity: 1 << 20),
+            readAhead: Policy(threshold: 256 * mb, window: 32 * mb, meteredWindow: .seconds(2)))
+        defer { source.close() }
+        source.setByteRate(16_000)
+        source.setMetered(true)
+        _ = try open(source).get()
+        let first = try readFully(source, at: 0, length: 4096).get()
+        #expect(firstDifference(first, body.prefix(4096)) == nil)
+        let stopped = eventually(timeout: 10) { origin.transfers(of: "/long.mp3").first?.ended != nil }
+        let sent = origin.transfers(of: "/long.mp3").first?.bodyBytesSent ?? 0
+        #expect(stopped, "the download ran on: \(sent) bytes sent")
+        #expect(sent <= 4096 + 32_000 + 64 << 10, "\(sent) bytes sent for a 32 kB metered window")
+
+        source.setMetered(false)
+        let resumed = eventually(timeout: 5) { origin.transfers(of: "/long.mp3").count >= 2 }
+        let second = origin.transfers(of: "/long.mp3").dropFirst().first
+        #expect(resumed, "\(origin.transfers(of: "/long.mp3"))")
+        #expect(
+            second.map { $0.bodyOffset > 4096 + 16_000 && $0.bodyOffset <= sent } == true,
+            "\(String(describing: second))")
+        let more = try readFully(source, at: 4096, length: 200_000).get()
+        #expect(firstDifference(more, body[4096..<204_096]) == nil)
     }
 }
