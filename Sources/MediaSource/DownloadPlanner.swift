@@ -331,6 +331,7 @@ public struct DownloadPlanner: Sendable {
             }
             return actions
         }
+        followedProbe = nil  // the reader went elsewhere: nothing follows that probe
         guard rangesSupported else { return [] }  // only the one stream from 0 can bring it
         if isAwaitingTail { return actions }  // the tail comes first; the rest follows it
         if let resumed = resumeParked(reaching: offset) { return resumed }
@@ -426,10 +427,12 @@ public struct DownloadPlanner: Sendable {
         return follow(probeEndingAt: end, cached: cached)
     }
 
-    /// The transfer that follows on from `end`, where the probe the reader reads on from ends.
+    /// The transfer that follows on from `end`, where the probe the reader reads on from ends;
+    /// none when the reader has gone elsewhere since (its last read is not on the way to `end`).
     private mutating func follow(probeEndingAt end: Int64, cached: RangeSet) -> [Action] {
         followedProbe = nil
-        guard let length = resource?.length, end < length, !isHeld(end, cached: cached),
+        guard let reader = lastReadEnd, reader <= end, end - reader <= Int64(Self.probeMaxRead),
+            let length = resource?.length, end < length, !isHeld(end, cached: cached),
             !(main?.reaches(end, within: main.map(waitAhead(for:)) ?? 0) ?? false)
         else { return [] }
         if let resumed = resumeParked(reaching: end) { return resumed }

@@ -257,6 +257,45 @@ struct DownloadPlannerRuleTests {
         #expect(starts(followOn).first?.priority == .playback)
     }
 
+    /// The reader reads on from a probe, then seeks elsewhere before the probe ends: nothing
+    /// follows on from the probe's end, and the seek's transfer is left running.
+    @Test(arguments: [false, true])
+    func aSeekElsewhereBeforeTheProbeEndsLeavesNothingToFollowIt(seekIntoCachedBytes: Bool) {
+        var (p, opened) = planner()
+        guard case .start(let mainKey, _, _, _) = opened.first else {
+            Issue.record("no start")
+            return
+        }
+        var cached = RangeSet([0..<1000])
+        _ = p.received(mainKey, upTo: 1000, cached: cached)
+        let target = 2 * mb
+        let (_, probed) = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
+        guard case .start(let probeKey, _, _, _) = probed.first else {
+            Issue.record("no probe request: \(probed)")
+            return
+        }
+        cached.insert(target..<target + 8192)
+        _ = p.received(probeKey, upTo: target + 8192, cached: cached)
+        _ = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
+        _ = p.read(.init(offset: target + 4096, maxLength: 8192), cached: cached, now: start)
+        let elsewhere: Int64 = seekIntoCachedBytes ? 0 : 3 * mb
+        let (answer, seek) = p.read(
+            .init(offset: elsewhere, maxLength: seekIntoCachedBytes ? 1000 : 200_000), cached: cached,
+            now: start + .seconds(1))
+        if seekIntoCachedBytes {
+            #expect(answer == .serve(1000))
+        } else {
+            #expect(starts(seek).map(\.from) == [elsewhere])
+        }
+        let seekKeys = p.transfers.filter { $0.role == .main }.map(\.key)
+        cached.insert(target..<target + Planner.probeRequestMinimum)
+        let finished = p.finished(probeKey, cached: cached)
+        #expect(
+            !starts(finished.actions).contains { $0.from == target + Planner.probeRequestMinimum },
+            "\(finished.actions)")
+        #expect(cancels(finished.actions).allSatisfy { !seekKeys.contains($0) }, "\(finished.actions)")
+    }
+
     @Test func withoutRangesReadsWaitForTheOneStream() {
         var (p, opened) = planner(ranges: false)
         #expect(starts(opened).map(\.from) == [0])
