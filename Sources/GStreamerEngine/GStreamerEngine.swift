@@ -132,6 +132,17 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         coverArt = artDirectory.map(CoverArtStore.init(directory:))
         bus = gst_element_get_bus(playbin)
         setProperty(playbin, "flags", "audio+soft-volume")
+        // Without a video sink of its own, playbin meets a video stream (a video podcast, or a
+        // damaged file that parses as one) by creating and readying candidate video sinks for
+        // the decoder it considers, whatever its flags: DirectFB's crashed a headless process.
+        // A sink whose caps no decoder makes lets it try none, and skip the video decoders;
+        // the stream is left unlinked.
+        if let noVideo = gst_element_factory_make("appsink", "spool-no-video") {
+            gst_object_ref_sink(UnsafeMutableRawPointer(noVideo))
+            setProperty(noVideo, "caps", "video/x-spool-none")
+            setProperty(playbin, "video-sink", object: noVideo)
+            gst_object_unref(UnsafeMutableRawPointer(noVideo))
+        }
         do {
             let output = try AudioOutput.make(description: audioSink, log: log)
             setProperty(playbin, "audio-sink", object: output.bin)
