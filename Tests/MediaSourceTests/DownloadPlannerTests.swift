@@ -20,6 +20,22 @@ private func planner(
     return (planner, actions)
 }
 
+/// Where ``plannerWithAProbe()`` probes.
+private let probeTarget = 2 * mb
+
+/// A planner whose download from 0 has brought 1000 bytes and whose probe at ``probeTarget``
+/// (a 4 KiB read there) has just started, with the keys of both and what is cached.
+private func plannerWithAProbe() -> (Planner, main: Int, probe: Int, cached: RangeSet)? {
+    var (p, opened) = planner()
+    guard case .start(let mainKey, _, _, _) = opened.first else { return nil }
+    let cached = RangeSet([0..<1000])
+    _ = p.received(mainKey, upTo: 1000, cached: cached)
+    let (_, probed) = p.read(.init(offset: probeTarget, maxLength: 4096), cached: cached, now: start)
+    guard case .start(let probeKey, _, let to, _) = probed.first, to == probeTarget + Planner.probeRequestMinimum
+    else { return nil }
+    return (p, mainKey, probeKey, cached)
+}
+
 private func starts(_ actions: [Planner.Action]) -> [(from: Int64, to: Int64?, priority: FetchPriority)] {
     actions.compactMap {
         if case .start(_, let from, let to, let priority) = $0 { return (from, to, priority) }
@@ -208,20 +224,12 @@ struct DownloadPlannerRuleTests {
     /// link the two would share the bandwidth the reader waits on), not before.
     @Test(arguments: FollowOnMoment.allCases)
     func readsGoingOnFromAProbeTurnItIntoASeek(moment: FollowOnMoment) {
-        var (p, opened) = planner()
-        guard case .start(let mainKey, _, _, _) = opened.first else {
-            Issue.record("no start")
+        guard case (var p, var mainKey, var probeKey, var cached)? = plannerWithAProbe() else {
+            Issue.record("no download or no probe request")
             return
         }
-        var cached = RangeSet([0..<1000])
-        _ = p.received(mainKey, upTo: 1000, cached: cached)
-        let target = 2 * mb
+        let target = probeTarget
         let probeEnd = target + Planner.probeRequestMinimum
-        let (_, probed) = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
-        guard case .start(let probeKey, _, let to, _) = probed.first, to == probeEnd else {
-            Issue.record("no probe request: \(probed)")
-            return
-        }
         if moment == .alreadyMeasuredFast {
             #expect(p.setRate(10 * Double(mb), of: probeKey, cached: cached, now: start).isEmpty)
         }
@@ -261,19 +269,11 @@ struct DownloadPlannerRuleTests {
     /// follows on from the probe's end, and the seek's transfer is left running.
     @Test(arguments: [false, true])
     func aSeekElsewhereBeforeTheProbeEndsLeavesNothingToFollowIt(seekIntoCachedBytes: Bool) {
-        var (p, opened) = planner()
-        guard case .start(let mainKey, _, _, _) = opened.first else {
-            Issue.record("no start")
+        guard case (var p, _, var probeKey, var cached)? = plannerWithAProbe() else {
+            Issue.record("no download or no probe request")
             return
         }
-        var cached = RangeSet([0..<1000])
-        _ = p.received(mainKey, upTo: 1000, cached: cached)
-        let target = 2 * mb
-        let (_, probed) = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
-        guard case .start(let probeKey, _, _, _) = probed.first else {
-            Issue.record("no probe request: \(probed)")
-            return
-        }
+        let target = probeTarget
         cached.insert(target..<target + 8192)
         _ = p.received(probeKey, upTo: target + 8192, cached: cached)
         _ = p.read(.init(offset: target, maxLength: 4096), cached: cached, now: start)
