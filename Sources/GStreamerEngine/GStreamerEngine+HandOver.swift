@@ -75,7 +75,8 @@ extension GStreamerEngine {
         guard let metadata = gst_element_get_metadata(element, "klass") else { return }
         let klass = String(cString: metadata)
         if klass.contains("Decoder") { FaadTiming.attach(to: element) }
-        if klass.contains("Demuxer"),
+        // Only while a feeder can use it: the walk up to the stream's URI is skipped for the rest.
+        if klass.contains("Demuxer"), shared.withLock({ $0.feeders.values.contains { $0.takesShortReads } }),
             let uri = streamURI(
                 of: UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self),
                 below: UnsafeMutableRawPointer(playbin)),
