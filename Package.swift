@@ -101,7 +101,7 @@ let package = Package(
         .target(name: "TestDoubles", dependencies: ["EngineAPI", "PlayerCore"], path: "Tests/TestDoubles"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),
         .testTarget(
-            name: "RangeCacheTests", dependencies: ["RangeCache", "RangeCacheKillChild", "TestSupport"]),
+            name: "RangeCacheTests", dependencies: ["RangeCache", "RangeCacheKillChild", "SQLiteKit", "TestSupport"]),
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
         .testTarget(name: "FetcherTests", dependencies: ["Fetcher", "TestSupport"]),
         .testTarget(

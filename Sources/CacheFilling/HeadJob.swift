@@ -93,8 +93,13 @@ final class HeadJob: Sendable {
         guard state.withLock({ $0.transfer == id && !$0.over }) else { return }
         switch event {
         case .response(let head), .changed(let head):
+            guard head.storesOnDisk else {
+                // no-store (or Vary: *): nothing of it may be kept, so there is nothing to preload.
+                entry.forgetVersion()
+                return finish("not preloaded: the origin forbids storing it")
+            }
             // A changed version empties the entry (setMetadata never mixes versions); its body follows from 0.
-            entry.bind(to: head, from: url)
+            entry.bind(to: head, from: url, fetcher: fetcher)
             if !head.honoursRange { state.withLock { $0.noRanges = true } }
             revalidator.markChecked(entry)  // the origin just named the version: no check needed soon
         case .data(let bytes, let offset):

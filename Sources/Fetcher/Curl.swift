@@ -122,7 +122,7 @@ final class EasyHandle {
         set(CURLOPT_BUFFERSIZE, 128 * 1024)
         set(CURLOPT_USERAGENT, configuration.userAgent)
         set(CURLOPT_RANGE, range)
-        for header in ["Accept-Encoding: identity"] + headers {
+        for header in ["Accept-Encoding: \(FetcherConfiguration.acceptEncoding)"] + headers {
             headerList = curl_slist_append(headerList, header)
         }
         spool_curl_setopt_pointer(raw, CURLOPT_HTTPHEADER, headerList)
@@ -142,13 +142,20 @@ final class EasyHandle {
         return status
     }
 
-    /// A header of the final response (`curl_easy_header`), nil when absent.
+    /// A header of the final response (`curl_easy_header`), nil when absent. A header sent on
+    /// several field lines (`Cache-Control`, `Vary`) comes back as one list, joined by commas.
     func header(_ name: String) -> String? {
         var found: UnsafeMutablePointer<curl_header>?
-        guard curl_easy_header(raw, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK,
-            let value = found?.pointee.value
+        guard curl_easy_header(raw, name, 0, UInt32(CURLH_HEADER), -1, &found) == CURLHE_OK, let first = found
         else { return nil }
-        return String(cString: value)
+        var values = [String(cString: first.pointee.value)]
+        for index in 1..<max(1, first.pointee.amount) {
+            var line: UnsafeMutablePointer<curl_header>?
+            guard curl_easy_header(raw, name, index, UInt32(CURLH_HEADER), -1, &line) == CURLHE_OK, let line
+            else { break }
+            values.append(String(cString: line.pointee.value))
+        }
+        return values.joined(separator: ", ")
     }
 
     /// The response head as it stands.

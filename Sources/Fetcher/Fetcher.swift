@@ -1,6 +1,7 @@
 import Basics
 import Dispatch
 import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Spool's resilient HTTP range fetcher. One thread owns libcurl's multi handle and every
@@ -62,6 +63,10 @@ public final class Fetcher: Sendable {
         return worker
     }
 
+    /// The value every request sends for the header `name`, nil for one never sent
+    /// (``FetcherConfiguration/requestHeader(_:)``).
+    public func requestHeader(_ name: String) -> String? { configuration.requestHeader(name) }
+
     /// Creates a fetcher with the production settings; `userAgent` names Spool and its version.
     public convenience init(userAgent: String) {
         self.init(configuration: FetcherConfiguration(userAgent: userAgent))
@@ -97,6 +102,11 @@ public final class Fetcher: Sendable {
         running.post(.cancel(id, completion))
     }
 
+    /// CPU seconds the fetcher's own thread has used (its waits cost none); nil before its
+    /// first transfer or after shutdown. Unlike the process's CPU time it is not shared with
+    /// whatever else the process runs.
+    public var threadCPUSeconds: Double? { worker.withLock { $0.worker }?.threadCPUSeconds }
+
     /// Cancels every transfer, stops the thread and frees libcurl's handles. Idempotent.
     public func shutdown() {
         worker.withLock { state in
@@ -123,6 +133,8 @@ final class FetcherWorker: Sendable {
         var commands: [Command] = []
         var nextID: UInt64 = 1
         var stopping = false
+        /// The fetcher thread's CPU clock, once it runs.
+        var threadClock: clockid_t?
     }
 
     private let shared = Mutex(Shared())
@@ -153,6 +165,16 @@ final class FetcherWorker: Sendable {
         multi.wakeUp()
     }
 
+    /// CPU seconds the fetcher thread has used; nil before it runs or after it ended.
+    var threadCPUSeconds: Double? {
+        shared.withLock { state -> Double? in
+            guard !state.stopping, let clock = state.threadClock else { return nil }
+            var time = timespec()
+            guard clock_gettime(clock, &time) == 0 else { return nil }
+            return Double(time.tv_sec) + Double(time.tv_nsec) / 1e9
+        }
+    }
+
     func shutdown() {
         let first = shared.withLock { state -> Bool in
             defer { state.stopping = true }
@@ -174,6 +196,8 @@ final class FetcherWorker: Sendable {
     /// The fetcher thread's loop: apply commands, drive timers, priorities and libcurl,
     /// then sleep in curl_multi_poll until the next deadline or a wake-up.
     func run() {
+        var clock = clockid_t()
+        if pthread_getcpuclockid(pthread_self(), &clock) == 0 { shared.withLock { $0.threadClock = clock } }
         // Owned by the fetcher thread.
         var loop = FetcherLoop(
             environment: TransferEnvironment(

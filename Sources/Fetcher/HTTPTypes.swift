@@ -156,16 +156,32 @@ public struct ResponseHead: Sendable, Equatable {
     public var lastModified: String?
     /// The Content-Type header.
     public var contentType: String?
+    /// The headers that say how long the response may be reused (RFC 9111).
+    public var caching: CachingHeaders
+    /// When the request that drew this response left, and when its head arrived (wall clock):
+    /// the response's age counts from them.
+    public var requestedAt: Date
+    /// When the head arrived.
+    public var receivedAt: Date
     /// Whether the server answered a range request with a partial response.
     public var honoursRange: Bool { status == 206 }
+    /// What a private cache may do with this response and for how long it stays fresh.
+    public var cachingDecision: CachingDecision {
+        HTTPFreshness.decide(caching, status: status, requestTime: requestedAt, responseTime: receivedAt)
+    }
     /// The version this response describes, for later `If-Range` or revalidation requests.
     public var validator: HTTPValidator? { HTTPValidator(etag: etag, lastModified: lastModified) }
 
     /// Creates a response head; every field but the status is optional.
     public init(
         status: Int, bodyStart: Int64 = 0, totalLength: Int64? = nil, contentLength: Int64? = nil,
-        etag: String? = nil, lastModified: String? = nil, contentType: String? = nil
+        etag: String? = nil, lastModified: String? = nil, contentType: String? = nil,
+        caching: CachingHeaders = CachingHeaders(), requestedAt: Date? = nil, receivedAt: Date? = nil
     ) {
+        let now = Date()
+        self.caching = caching
+        self.requestedAt = requestedAt ?? receivedAt ?? now
+        self.receivedAt = receivedAt ?? now
         self.status = status
         self.bodyStart = bodyStart
         self.totalLength = totalLength

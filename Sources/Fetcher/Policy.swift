@@ -6,6 +6,20 @@ import Glibc
 public struct FetcherConfiguration: Sendable {
     /// Sent as `User-Agent`; names Spool and its version (`Spool/1.2.3`).
     public var userAgent: String
+
+    /// The value every request of this fetcher sends for the header `name` (any case), nil
+    /// for one it does not send; the conditions and `Range` vary per request and are not
+    /// among them. A response's `Vary` is matched against these.
+    public func requestHeader(_ name: String) -> String? {
+        switch name.lowercased() {
+        case "user-agent": userAgent
+        case "accept-encoding": Self.acceptEncoding
+        default: nil
+        }
+    }
+
+    /// Sent as `Accept-Encoding`: byte ranges are of the file itself, never of a compressed form.
+    static let acceptEncoding = "identity"
     /// No byte for this long drops the connection and reconnects from the next byte.
     public var stallTimeout: Double = 15
     /// The first retry waits about this long (jittered down to half); each further one doubles it.
@@ -202,26 +216,8 @@ enum ResponsePolicy {
         return parseHTTPDate(trimmed).map { max(0, $0.timeIntervalSinceNow) }
     }
 
-    /// An HTTP date, `Wed, 21 Oct 2015 07:28:00 GMT` (RFC 9110's IMF-fixdate; names in
-    /// any case), as a date; nil for any other form or an impossible date. Parsed by hand:
-    /// DateFormatter needs Foundation and ICU, which the daemon does not load.
-    static func parseHTTPDate(_ text: String) -> Date? {
-        let parts = text.split(separator: " ", omittingEmptySubsequences: false)
-        let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
-        let weekdays = ["mon,", "tue,", "wed,", "thu,", "fri,", "sat,", "sun,"]
-        guard parts.count == 6, weekdays.contains(parts[0].lowercased()), parts[5] == "GMT",
-            let day = Int(parts[1]), let month = months.firstIndex(of: parts[2].lowercased()), let year = Int(parts[3])
-        else { return nil }
-        let clock = parts[4].split(separator: ":", omittingEmptySubsequences: false).compactMap { Int($0) }
-        guard clock.count == 3, (0..<24).contains(clock[0]), (0..<60).contains(clock[1]), (0..<60).contains(clock[2])
-        else { return nil }
-        var calendar = Calendar(identifier: .gregorian)
-        calendar.timeZone = .gmt
-        let date = DateComponents(
-            year: year, month: month + 1, day: day, hour: clock[0], minute: clock[1], second: clock[2])
-        guard date.isValidDate(in: calendar) else { return nil }
-        return calendar.date(from: date)
-    }
+    /// An HTTP date in any of its three forms (``HTTPDates``).
+    static func parseHTTPDate(_ text: String) -> Date? { HTTPDates.parse(text) }
 
     /// The wait before attempt `attempt + 1` after `attempt` failures in a row: exponential
     /// from `retryBaseDelay`, capped at `retryMaxDelay`, jittered into `[d/2, d]` by `jitter` in

@@ -30,6 +30,8 @@ final class Attempt {
     var discarded = 0
     /// Where this response's body ends in the resource, as its head declared, when known.
     var declaredEnd: Int64?
+    /// When the request left (wall clock), for the response's age.
+    let requestedAt = Date()
     /// The write callback stopped the body at the end asked.
     var reachedEnd = false
     /// The write callback stopped a body running past its declared end (before the end asked).
@@ -300,7 +302,12 @@ final class Transfer {
             status: fields.status, bodyStart: next, totalLength: nil,
             contentLength: fields.header("Content-Length").flatMap { Int64($0) },
             etag: fields.header("ETag"), lastModified: fields.header("Last-Modified"),
-            contentType: fields.header("Content-Type"))
+            contentType: fields.header("Content-Type"),
+            caching: CachingHeaders(
+                cacheControl: fields.header("Cache-Control"), expires: fields.header("Expires"),
+                date: fields.header("Date"), age: fields.header("Age"), vary: fields.header("Vary"),
+                lastModified: fields.header("Last-Modified")),
+            requestedAt: attempt.requestedAt)
         switch verdict {
         case .accept(let bodyStart, let total, let declaredEnd):
             attempt.offset = bodyStart

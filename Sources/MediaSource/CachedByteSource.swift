@@ -36,8 +36,12 @@ public final class CachedByteSource: ByteSource {
         /// Bytes the cache could not store (disk full): kept so playback goes on, within
         /// the memory window around the play head.
         var overflow = ByteRuns()
-        /// The disk has refused bytes: the refusal is logged and the download kept to the window.
+        /// The disk has refused bytes, or the origin forbids storing them: the reason is logged
+        /// and the download kept to the window.
         var streamingFromMemory = false
+        /// The origin forbids storing the resource (`no-store`, `Vary: *`): no byte of it goes to
+        /// the disk; every byte is kept in memory, within the window.
+        var keepsOffDisk = false
         /// What the download is doing, for clients ("retrying in 2 s: HTTP status 503").
         var transferStatus: String?
         /// The background check of a complete entry, and whether it found a new version.
@@ -109,6 +113,11 @@ public final class CachedByteSource: ByteSource {
     /// Opens as ``open(_:)`` does, fetching the last `tail` bytes first when they are missing
     /// (the planner's "tail first").
     public func open(tail: Int64?, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        if !entry.servesRequests(of: fetcher) {
+            // Stored for requests with other headers (Vary): not this request's response.
+            log.info("\(loggable(url)): the cached copy was selected by other request headers; fetching it again")
+            try? entry.drop()
+        }
         let metadata = entry.metadata
         let cachedLength = metadata.validator.length
         var opened: ResourceInfo?
@@ -134,9 +143,15 @@ public final class CachedByteSource: ByteSource {
                 // A complete copy is read at any offset whatever the origin supports.
                 let info = ResourceInfo(
                     length: length, contentType: metadata.contentType, randomAccess: rangesSupported || complete)
-                if complete, let validator = state.validator, revalidator?.claim(resource) == true,
+                // Fresh (RFC 9111): used with no request at all. Otherwise checked when due, and
+                // before use where the origin asked for that (no-cache, must-revalidate).
+                let now = Date()
+                let beforeUse = metadata.freshness.needsAnswerBeforeUse(at: now)
+                if complete, let validator = state.validator, let revalidator, !metadata.freshness.isFresh(at: now),
+                    beforeUse || revalidator.claim(resource),
                     revalidateLocked(
-                        &state, against: validator, opening: info, rangesSupported: rangesSupported, completion)
+                        &state, against: validator, opening: info, rangesSupported: rangesSupported,
+                        beforeUse: beforeUse, completion)
                 {
                     return nil  // opens with the origin's answer, or from the cache at the deadline
                 }
@@ -319,24 +334,27 @@ public final class CachedByteSource: ByteSource {
     /// the open's priority and the open is held until the answer or the deadline, whichever comes
     /// first (``RevalidationGate``); without, it runs off the critical path and the open goes on
     /// from the cache. Returns whether the open is held (`completion` is then called later).
+    /// `beforeUse`: the open waits for the answer however long it takes (only an unreachable
+    /// origin or a failure opens from the cache).
     private func revalidateLocked(
         _ state: inout State, against validator: HTTPValidator, opening info: ResourceInfo, rangesSupported: Bool,
-        _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
+        beforeUse: Bool, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
     ) -> Bool {
         let wait = revalidator?.wait ?? .zero
-        let holds = wait > .zero
+        let holds = beforeUse || wait > .zero
         let priority: FetchPriority = holds ? (state.planner.background ? .preload : .playback) : .fillHoles
         // Held, a new version's answer becomes the download that plays it, so it asks for the whole
         // body (a 304 costs the same); in the background only a byte, as the answer alone matters.
         let request = RangeRequest(
             url: url, start: 0, end: holds ? nil : 1, condition: .ifNoneMatch(validator), priority: priority)
-        state.revalidationGate = RevalidationGate(holdsOpen: holds)
+        state.revalidationGate = RevalidationGate(holdsOpen: holds, untilAnswered: beforeUse)
         let id = fetcher.start(request) { [weak self] id, event in
             self?.revalidationEvent(event, of: id)
         }
         state.revalidation = id
         guard holds else { return false }
         state.heldOpen = HeldOpen(info: info, rangesSupported: rangesSupported, completion: completion, since: .now)
+        guard !beforeUse else { return true }
         let nanoseconds =
             Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
@@ -352,7 +370,9 @@ public final class CachedByteSource: ByteSource {
         let step: RevalidationGate.Event
         var answer: ResponseHead?
         switch event {
-        case .notModified: step = .notModified
+        case .notModified(let head):
+            step = .notModified
+            entry.refreshFreshness(from: head)
         case .changed(let head), .response(let head):
             // Some origins ignore If-None-Match: compare the validators (and length) ourselves.
             step = .answered(sameVersion: entry.holdsVersion(of: head))
@@ -505,7 +525,7 @@ public final class CachedByteSource: ByteSource {
         // no other version can be bound to the entry in between.
         var diskRefused: CacheError?
         if case .data(let bytes, let offset) = event,
-            state.withLock({ !$0.closed && $0.planner.transfers.contains { $0.key == key } })
+            state.withLock({ !$0.closed && !$0.keepsOffDisk && $0.planner.transfers.contains { $0.key == key } })
         {
             do throws(CacheError) {
                 try entry.write(bytes, at: offset)
@@ -543,7 +563,11 @@ public final class CachedByteSource: ByteSource {
             case .data(let bytes, let offset):
                 state.transferStatus = nil
                 state.unreachable = nil
-                if let diskRefused { keepInMemory(bytes, at: offset, because: diskRefused, &state) }
+                if state.keepsOffDisk {
+                    keepInMemory(bytes, at: offset, because: "the origin forbids storing it", &state)
+                } else if let diskRefused {
+                    keepInMemory(bytes, at: offset, because: "\(diskRefused)", &state)
+                }
                 let next = offset + Int64(bytes.count)
                 effects = state.planner.received(key, upTo: next, cached: held(state))
                 if let rate = measure(key, deliveredUpTo: next, state) {
@@ -653,7 +677,18 @@ public final class CachedByteSource: ByteSource {
 
     /// The first response: bind the entry to this version and finish opening.
     private func accept(_ head: ResponseHead, _ state: inout State, _ callbacks: inout [@Sendable () -> Void]) {
-        if entry.bind(to: head, from: url) == true { state.overflow = ByteRuns() }
+        if !head.storesOnDisk, !state.keepsOffDisk {
+            // Never on disk: what the entry held of an earlier version goes, and every byte of
+            // this one stays in memory.
+            state.keepsOffDisk = true
+            state.overflow = ByteRuns()
+            entry.forgetVersion()
+        }
+        if state.keepsOffDisk {
+            // Bound to nothing: the entry stays empty and is removed at close.
+        } else if entry.bind(to: head, from: url, fetcher: fetcher) == true {
+            state.overflow = ByteRuns()
+        }
         state.validator = head.validator
         guard state.info == nil else { return }
         let info = ResourceInfo(response: head)
@@ -668,9 +703,13 @@ public final class CachedByteSource: ByteSource {
     /// The disk is full or gone: the bytes are kept in memory so playback goes on. From then
     /// on the download stays half a window ahead of the play head and bytes the window drops
     /// (furthest behind it first) are fetched again if a seek goes back to them.
-    private func keepInMemory(_ bytes: Data, at offset: Int64, because error: CacheError, _ state: inout State) {
+    private func keepInMemory(_ bytes: Data, at offset: Int64, because reason: String, _ state: inout State) {
         if !state.streamingFromMemory {
-            log.warning("cannot cache \(loggable(url)) (\(error)); streaming from memory")
+            if state.keepsOffDisk {
+                log.info("not caching \(loggable(url)) (\(reason)); streaming from memory")
+            } else {
+                log.warning("cannot cache \(loggable(url)) (\(reason)); streaming from memory")
+            }
             state.streamingFromMemory = true
             state.planner.limitToWindow(memoryWindow.capacity / 2)
         }

@@ -1,3 +1,4 @@
+import Basics
 import Fetcher
 import FoundationEssentials
 import RangeCache
@@ -25,14 +26,42 @@ extension CacheEntry {
         cachedRanges.isEmpty ? nil : held.map { .ifRange($0) }
     }
 
-    /// Binds the entry to the version `head` describes (fetched from `url`). Another version
-    /// than the one held empties it first (the cache never mixes versions). Returns whether
-    /// it was emptied; nil when the index refused the change.
+    /// Binds the entry to the version `head` describes (fetched from `url` by `fetcher`), with
+    /// the freshness the response gives it. Another version than the one held empties it
+    /// first (the cache never mixes versions). Returns whether it was emptied; nil when the
+    /// index refused the change. A response the cache may not keep on disk (``storesOnDisk``
+    /// false) must not be bound.
     @discardableResult
-    public func bind(to head: ResponseHead, from url: URL) -> Bool? {
+    public func bind(to head: ResponseHead, from url: URL, fetcher: Fetcher) -> Bool? {
+        var freshness = Freshness.unknown
+        if case .store(let given) = head.cachingDecision { freshness = given }
         let metadata = EntryMetadata(
-            url: url, validator: CacheValidator(head), contentType: head.contentType, acceptsRanges: head.honoursRange)
+            url: url, validator: CacheValidator(head), contentType: head.contentType, acceptsRanges: head.honoursRange,
+            freshness: freshness,
+            selectingHeaders: head.caching.vary.flatMap {
+                VaryHeader.selectingHeaders($0, requestHeader: fetcher.requestHeader)
+            })
         return try? setMetadata(metadata)
+    }
+
+    /// A 304 confirmed the held version: its headers renew how long it stays fresh (RFC 9111
+    /// §4.3.4). Nil when the index refused the change.
+    @discardableResult
+    public func refreshFreshness(from head: ResponseHead) -> Bool? {
+        var metadata = self.metadata
+        let refreshed = HTTPFreshness.refreshed(
+            metadata.freshness, by: head.caching, requestTime: head.requestedAt, responseTime: head.receivedAt)
+        guard refreshed != metadata.freshness else { return false }
+        metadata.freshness = refreshed
+        return try? setMetadata(metadata)
+    }
+
+    /// Whether the stored response may answer a request of `fetcher`: a response that varied
+    /// by request headers serves only requests that send the same values (RFC 9111 §4.1).
+    public func servesRequests(of fetcher: Fetcher) -> Bool {
+        guard let stored = metadata.selectingHeaders else { return true }
+        let names = stored.split(separator: "\n").compactMap { $0.split(separator: ":", maxSplits: 1).first }
+        return VaryHeader.selectingHeaders(names.joined(separator: ","), requestHeader: fetcher.requestHeader) == stored
     }
 
     /// The resource changed on the server: the entry forgets its version and its bytes.
@@ -53,5 +82,13 @@ extension FetchError {
     public var meansResourceChanged: Bool {
         if case .resourceChanged = self { return true }
         return false
+    }
+}
+
+extension ResponseHead {
+    /// Whether the cache may keep this response's bytes on disk (not `no-store`, not `Vary: *`).
+    public var storesOnDisk: Bool {
+        if case .memoryOnly = cachingDecision { return false }
+        return true
     }
 }

@@ -53,10 +53,15 @@ struct RevalidationGate: Equatable {
 
     /// Where the check stands.
     private(set) var phase: Phase
+    /// The open waits for the answer itself, not for a deadline (the origin asked that the
+    /// copy be checked before use: no-cache, must-revalidate).
+    let untilAnswered: Bool
 
-    /// A check that holds the open (`holdsOpen`) or runs in the background from the start.
-    init(holdsOpen: Bool) {
+    /// A check that holds the open (`holdsOpen`) or runs in the background from the start;
+    /// `untilAnswered` holds it past any deadline.
+    init(holdsOpen: Bool, untilAnswered: Bool = false) {
         phase = holdsOpen ? .holding : .background
+        self.untilAnswered = untilAnswered && holdsOpen
     }
 
     /// Moves on with `event`; returns what to do.
@@ -70,6 +75,8 @@ struct RevalidationGate: Equatable {
         case (.holding, .answered(let same)):
             phase = .settled
             return same ? .openFromCache(stopRequest: true) : .playNewVersion
+        case (.holding, .deadline) where untilAnswered:
+            return .none
         case (.holding, .unreachable), (.holding, .deadline):
             // Offline or slow: the cached copy plays now. The request goes on; a new version it
             // finds later replaces the entry at close.

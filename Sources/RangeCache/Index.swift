@@ -1,3 +1,4 @@
+import Basics
 import FoundationEssentials
 import Glibc
 internal import SQLiteKit
@@ -22,9 +23,20 @@ struct IndexRow {
 /// failures as ``CacheError``s (``CacheError/init(_:)``).
 struct Index {
     let database: SQLiteDatabase
+    /// The schema version of the file (older ones are read by readers, never written).
+    var version = schemaVersion
 
     /// The schema version this code writes (`PRAGMA user_version`).
-    static let schemaVersion = 1
+    static let schemaVersion = 2
+
+    /// The columns each version adds to the one before, for an index an older Spool wrote.
+    private static let migrations: [Int: String] = [
+        2: """
+        ALTER TABLE entries ADD COLUMN fresh_until INTEGER;
+        ALTER TABLE entries ADD COLUMN revalidation INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE entries ADD COLUMN selecting_headers TEXT;
+        """
+    ]
 
     private static let schema = """
         CREATE TABLE IF NOT EXISTS entries(
@@ -43,6 +55,9 @@ struct Index {
             last_access INTEGER NOT NULL,
             allocated INTEGER NOT NULL DEFAULT 0,
             ranges BLOB NOT NULL DEFAULT x'',
+            fresh_until INTEGER,
+            revalidation INTEGER NOT NULL DEFAULT 0,
+            selecting_headers TEXT,
             UNIQUE(namespace, key));
         """
 
@@ -56,20 +71,31 @@ struct Index {
                 try database.execute("PRAGMA synchronous=NORMAL")
                 try database.takeOverCheckpoints()
             }
-            let version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0  // also fails on garbage
+            var version = Int(try database.text("PRAGMA user_version") ?? "0") ?? 0  // also fails on garbage
             if version == 0, !readOnly {
                 try database.transaction { () throws(SQLiteError) in
                     try database.execute(schema)
                     try database.execute("PRAGMA user_version=\(schemaVersion)")
                 }
+                version = schemaVersion
+            } else if !readOnly, version > 0, version < schemaVersion {
+                let from = version
+                try database.transaction { () throws(SQLiteError) in
+                    for next in (from + 1)...schemaVersion {
+                        if let migration = migrations[next] { try database.execute(migration) }
+                    }
+                    try database.execute("PRAGMA user_version=\(schemaVersion)")
+                }
+                version = schemaVersion
             }
             return (database, version)
         }
-        // Version 0 is an index this code just created, or (read-only) one that has no schema yet.
-        if version != 0, version != schemaVersion {
+        // Version 0 is (read-only) an index that has no schema yet; a reader of an older index
+        // reads the columns it has.
+        if version < 0 || version > schemaVersion {
             throw CacheError.index("unknown schema version \(version)")
         }
-        return Index(database: database)
+        return Index(database: database, version: version)
     }
 
     /// Deletes the index at `path` (with its WAL files) and creates an empty one.
@@ -93,8 +119,9 @@ struct Index {
                 try database.run(
                     """
                     INSERT INTO entries(id, namespace, key, file, url, length, etag, etag_weak, last_modified,
-                        content_type, accepts_ranges, created, last_access, allocated, ranges)
-                    VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        content_type, accepts_ranges, fresh_until, revalidation, selecting_headers, created,
+                        last_access, allocated, ranges)
+                    VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     [.integer(row.id), .text(row.namespace), .text(row.key), .text(row.fileName)]
                         + Index.values(row.metadata)
@@ -110,9 +137,11 @@ struct Index {
     func load() throws(CacheError) -> (rows: [IndexRow], damaged: [Int64]) {
         var rows: [IndexRow] = []
         var damaged: [Int64] = []
+        let freshnessColumns = version >= 2 ? "fresh_until, revalidation, selecting_headers" : "NULL, 0, NULL"
         let sql = """
             SELECT id, namespace, key, url, file, length, etag, etag_weak, last_modified,
-                   content_type, accepts_ranges, created, last_access, allocated, ranges FROM entries
+                   content_type, accepts_ranges, created, last_access, allocated, ranges,
+                   \(freshnessColumns) FROM entries
             """
         do throws(SQLiteError) {
             try database.run(sql) { row in
@@ -126,7 +155,9 @@ struct Index {
                 var validator = CacheValidator(etag: row.text(6), lastModified: row.text(8), length: row.integer(5))
                 validator.etagIsWeak = (row.integer(7) ?? 0) != 0
                 var metadata = EntryMetadata(
-                    validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 })
+                    validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 },
+                    freshness: Index.freshness(freshUntil: row.integer(15), revalidation: row.integer(16) ?? 0),
+                    selectingHeaders: row.text(17))
                 metadata.urlText = row.text(3)
                 rows.append(
                     IndexRow(
@@ -184,7 +215,8 @@ struct Index {
             try database.run(
                 """
                 UPDATE entries SET file = ?, ranges = x'', allocated = 0, url = ?, length = ?, etag = ?, etag_weak = ?,
-                    last_modified = ?, content_type = ?, accepts_ranges = ? WHERE id = ?
+                    last_modified = ?, content_type = ?, accepts_ranges = ?, fresh_until = ?, revalidation = ?,
+                    selecting_headers = ? WHERE id = ?
                 """,
                 [.text(fileName)] + Index.values(metadata) + [.integer(id)])
         }
@@ -196,20 +228,33 @@ struct Index {
             try database.run(
                 """
                 UPDATE entries SET url = ?, length = ?, etag = ?, etag_weak = ?, last_modified = ?, content_type = ?,
-                    accepts_ranges = ? WHERE id = ?
+                    accepts_ranges = ?, fresh_until = ?, revalidation = ?, selecting_headers = ? WHERE id = ?
                 """,
                 Index.values(metadata) + [.integer(id)])
         }
     }
 
-    /// The metadata columns in order: url, length, etag, etag_weak, last_modified, content_type, accepts_ranges.
+    /// The metadata columns in order: url, length, etag, etag_weak, last_modified, content_type,
+    /// accepts_ranges, fresh_until, revalidation, selecting_headers.
     private static func values(_ metadata: EntryMetadata) -> [SQLiteValue] {
         let validator = metadata.validator
+        let freshness = metadata.freshness
+        let freshUntil = freshness.freshUntil.map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
+        let revalidation = (freshness.revalidatesEveryUse ? 1 : 0) | (freshness.mustRevalidate ? 2 : 0)
         return [
             .optional(metadata.urlText), .optional(validator.length), .optional(validator.etag),
             .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
             .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
+            .optional(freshUntil), .integer(Int64(revalidation)), .optional(metadata.selectingHeaders),
         ]
+    }
+
+    /// The freshness the columns record: `fresh_until` in milliseconds since 1970, and the
+    /// revalidation bits (1: every use, 2: once stale).
+    private static func freshness(freshUntil: Int64?, revalidation: Int64) -> Freshness {
+        Freshness(
+            freshUntil: freshUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) },
+            revalidatesEveryUse: revalidation & 1 != 0, mustRevalidate: revalidation & 2 != 0)
     }
 
     /// Deletes entries.

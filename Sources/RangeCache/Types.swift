@@ -1,3 +1,4 @@
+import Basics
 import FoundationEssentials
 
 /// What the cache records about a resource besides its bytes.
@@ -15,16 +16,24 @@ public struct EntryMetadata: Sendable, Hashable {
     public var contentType: String?
     /// Whether the origin honours `Range` requests; nil when not yet known.
     public var acceptsRanges: Bool?
+    /// How long the stored response may be used without asking the origin (RFC 9111).
+    public var freshness: Freshness
+    /// For a response with `Vary`: the request headers it was selected by, one `name: value`
+    /// line each (``VaryHeader/selectingHeaders(_:requestHeader:)``); it serves only requests
+    /// that send the same. Nil when the response does not vary.
+    public var selectingHeaders: String?
 
     /// Creates metadata; every field is optional.
     public init(
         url: URL? = nil, validator: CacheValidator = CacheValidator(), contentType: String? = nil,
-        acceptsRanges: Bool? = nil
+        acceptsRanges: Bool? = nil, freshness: Freshness = .unknown, selectingHeaders: String? = nil
     ) {
         urlText = url?.absoluteString
         self.validator = validator
         self.contentType = contentType
         self.acceptsRanges = acceptsRanges
+        self.freshness = freshness
+        self.selectingHeaders = selectingHeaders
     }
 }
 

@@ -10,6 +10,7 @@ struct EntryBindingTests {
     let directory: TemporaryDirectory
     let cache: RangeCache
     let url = URL(string: "http://127.0.0.1:9/a.mp3")!
+    let fetcher = Fetcher(userAgent: "Spool/test")
 
     init() throws {
         directory = try TemporaryDirectory(prefix: "spool-binding")
@@ -24,7 +25,7 @@ struct EntryBindingTests {
     @Test func anEmptyEntryAsksWithoutAConditionAndOneWithBytesWithIfRange() throws {
         let entry = try cache.entry(for: url)
         defer { entry.close() }
-        entry.bind(to: head(), from: url)
+        entry.bind(to: head(), from: url, fetcher: fetcher)
         let held = entry.metadata.validator.httpValidator
         #expect(entry.continuationCondition(held: held) == nil, "nothing to splice with")
         try entry.write(Data(repeating: 1, count: 100), at: 0)
@@ -42,14 +43,14 @@ struct EntryBindingTests {
     @Test func anotherVersionEmptiesTheEntryAndTheSameKeepsItsBytes() throws {
         let entry = try cache.entry(for: url)
         defer { entry.close() }
-        entry.bind(to: head(), from: url)
+        entry.bind(to: head(), from: url, fetcher: fetcher)
         try entry.write(Data(repeating: 1, count: 100), at: 0)
-        #expect(entry.bind(to: head(), from: url) == false)
+        #expect(entry.bind(to: head(), from: url, fetcher: fetcher) == false)
         #expect(entry.cachedRanges.contains(0..<100))
         #expect(entry.holdsVersion(of: head()))
         #expect(!entry.holdsVersion(of: head(etag: "\"v2\"")))
         #expect(!entry.holdsVersion(of: head(length: 999)))
-        #expect(entry.bind(to: head(etag: "\"v2\""), from: url) == true)
+        #expect(entry.bind(to: head(etag: "\"v2\""), from: url, fetcher: fetcher) == true)
         #expect(entry.cachedRanges.isEmpty)
         #expect(entry.metadata.validator == CacheValidator(etag: "\"v2\"", length: 1000))
         #expect(entry.metadata.acceptsRanges == true)
@@ -58,7 +59,7 @@ struct EntryBindingTests {
     @Test func aChangedResourceIsForgotten() throws {
         let entry = try cache.entry(for: url)
         defer { entry.close() }
-        entry.bind(to: head(), from: url)
+        entry.bind(to: head(), from: url, fetcher: fetcher)
         try entry.write(Data(repeating: 1, count: 100), at: 0)
         entry.forgetVersion()
         #expect(entry.cachedRanges.isEmpty)

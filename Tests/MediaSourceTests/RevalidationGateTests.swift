@@ -6,8 +6,10 @@ import Testing
 @Suite("Revalidation gate")
 struct RevalidationGateTests {
     /// The actions for `events` fed in order to a gate that holds the open (or not).
-    private func run(_ events: [RevalidationGate.Event], holding: Bool = true) -> [RevalidationGate.Action] {
-        var gate = RevalidationGate(holdsOpen: holding)
+    private func run(
+        _ events: [RevalidationGate.Event], holding: Bool = true, untilAnswered: Bool = false
+    ) -> [RevalidationGate.Action] {
+        var gate = RevalidationGate(holdsOpen: holding, untilAnswered: untilAnswered)
         return events.map { gate.handle($0) }
     }
 
@@ -36,5 +38,20 @@ struct RevalidationGateTests {
         #expect(run([.answered(sameVersion: false)], holding: false) == [.replaceOnClose])
         #expect(run([.notModified, .deadline], holding: false) == [.none, .none])
         #expect(run([.unreachable, .failed, .answered(sameVersion: false)], holding: false) == [.none, .none, .none])
+    }
+
+    /// no-cache or must-revalidate: the copy is checked before use, so no deadline opens it;
+    /// only the origin's answer does, or no origin at all (a personal player offline still plays).
+    @Test func aCheckBeforeUseWaitsPastAnyDeadline() {
+        #expect(
+            run([.deadline, .deadline, .answered(sameVersion: false)], untilAnswered: true) == [
+                .none, .none, .playNewVersion,
+            ])
+        #expect(run([.deadline, .notModified], untilAnswered: true) == [.none, .openFromCache(stopRequest: false)])
+        #expect(
+            run([.deadline, .unreachable, .answered(sameVersion: false)], untilAnswered: true) == [
+                .none, .openFromCache(stopRequest: false), .replaceOnClose,
+            ])
+        #expect(run([.failed], untilAnswered: true) == [.openFromCache(stopRequest: false)])
     }
 }

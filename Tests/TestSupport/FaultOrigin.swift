@@ -16,13 +16,24 @@ public struct OriginResource: Sendable, Equatable {
     public var sendsETag: Bool
     /// Whether responses carry `Last-Modified` (and conditions on the date are honoured).
     public var sendsLastModified: Bool
+    /// More headers for every response to it, 304s included (as an origin sends its caching
+    /// headers with both).
+    public var headers: [String: String]
+
+    /// The caching headers a resource has unless a test says otherwise: stale at once, so a
+    /// replay checks it with the origin (with only its Last-Modified of 2023, a cache would
+    /// count it fresh for a day, RFC 9111 §4.2.2).
+    public static let staleAtOnce = ["Cache-Control": "max-age=0"]
 
     /// Creates a resource; by default with a fresh random strong ETag and a fixed date in 2023,
-    /// both sent (`sendsETag`, `sendsLastModified`: false plays an origin that omits one).
+    /// both sent (`sendsETag`, `sendsLastModified`: false plays an origin that omits one), and
+    /// stale at once (``staleAtOnce``).
     public init(
         _ body: Data, etag: String? = nil, lastModified: Date = Date(timeIntervalSince1970: 1_700_000_000),
-        contentType: String = "application/octet-stream", sendsETag: Bool = true, sendsLastModified: Bool = true
+        contentType: String = "application/octet-stream", sendsETag: Bool = true, sendsLastModified: Bool = true,
+        headers: [String: String] = OriginResource.staleAtOnce
     ) {
+        self.headers = headers
         self.body = body
         self.etag = etag ?? "\"\(UUID().uuidString.prefix(12).lowercased())\""
         self.lastModified = Date(timeIntervalSince1970: lastModified.timeIntervalSince1970.rounded(.down))

@@ -148,6 +148,7 @@ struct OriginConnection {
         let validators =
             (resource.sendsETag ? [("ETag", resource.etag)] : [])
             + (resource.sendsLastModified ? [("Last-Modified", HTTPDate.format(resource.lastModified))] : [])
+            + resource.headers.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
         if Self.notModified(request, resource) {
             return PlannedResponse(status: 304, headers: validators)
         }

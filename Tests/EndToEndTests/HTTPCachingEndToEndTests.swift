@@ -1,0 +1,108 @@
+import DBusKit
+import Foundation
+import TestSupport
+import Testing
+
+/// The real daemon follows the origin's caching headers: a fresh copy replays after a restart
+/// with no request, a `no-cache` one is checked first, a `no-store` one plays and never
+/// reaches the disk. The origin runs at about 3× the audio's bitrate, so playback reads while
+/// the download runs.
+@Suite("HTTP caching, end to end", .serialized)
+struct HTTPCachingEndToEndTests {
+    /// The track, served with `headers` at 3× its bitrate; its URL and its path's requests.
+    private struct Served {
+        let origin: FaultOrigin
+        let fixture: Fixture
+        let url: String
+        var requests: [ServedRequest] { origin.requests().filter { $0.path == "/\(fixture.fileName)" } }
+    }
+
+    private func serve(_ headers: [String: String]) throws -> Served {
+        let fixture = try Fixtures.shared().fixture(.mp3CBR)
+        let body = try Data(contentsOf: fixture.url)
+        let origin = try FaultOrigin()
+        let rate = Int(Double(body.count) / fixture.duration * 3)
+        origin.serve(
+            OriginResource(body, etag: "\"v1\"", contentType: "audio/mpeg", headers: headers),
+            at: "/\(fixture.fileName)", faults: OriginFaults(bytesPerSecond: rate))
+        return Served(origin: origin, fixture: fixture, url: origin.url(for: "/\(fixture.fileName)").absoluteString)
+    }
+
+    /// Plays `url` in a daemon of `home` until its position passes `seconds`, then stops it.
+    private func play(_ url: String, bus: PrivateBus, home: URL, past seconds: Double = 0.5) async throws {
+        let daemon = try RunningDaemon(bus: bus, home: home)
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", url).status == 0)
+        _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > seconds }
+        daemon.process.send(SIGTERM)
+        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+    }
+
+    /// Plays `url` to its end in a daemon of `home`, then stops it: the whole file is cached.
+    private func playToTheEnd(_ url: String, bus: PrivateBus, home: URL) async throws {
+        let daemon = try RunningDaemon(bus: bus, home: home)
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", url).status == 0)
+        _ = try daemon.waitForPlayerctl(["status"], timeout: 30) { $0 == "Stopped" }
+        daemon.process.send(SIGTERM)
+        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+    }
+
+    @Test func aFreshResponseReplaysAfterARestartWithNoRequest() async throws {
+        let served = try serve(["Cache-Control": "max-age=3600"])
+        let home = try TemporaryDirectory(prefix: "spool-home")
+        let bus = try PrivateBus()
+        try await playToTheEnd(served.url, bus: bus, home: home.url)
+        let first = served.requests.count
+        #expect(first > 0)
+        try await play(served.url, bus: bus, home: home.url)
+        #expect(served.requests.count == first, "fresh for an hour: \(served.requests.dropFirst(first))")
+    }
+
+    @Test func aNoCacheResponseIsCheckedWithTheOriginBeforeItReplays() async throws {
+        let served = try serve(["Cache-Control": "no-cache"])
+        let home = try TemporaryDirectory(prefix: "spool-home")
+        let bus = try PrivateBus()
+        try await playToTheEnd(served.url, bus: bus, home: home.url)
+        let first = served.requests.count
+        // Two plays in one run: the daemon's own once-an-hour rule would check only the first.
+        let daemon = try RunningDaemon(bus: bus, home: home.url)
+        try await daemon.waitUntilReady()
+        for play in 1...2 {
+            #expect(try daemon.playerctl("open", served.url).status == 0)
+            #expect(eventually(timeout: 10) { served.requests.count == first + play }, "play \(play)")
+            _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 0.5 }
+        }
+        daemon.process.send(SIGTERM)
+        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        let replay = Array(served.requests.dropFirst(first))
+        #expect(replay.count == 2, "\(replay)")
+        #expect(
+            replay.allSatisfy { $0.status == 304 && $0.ifNoneMatch == "\"v1\"" && $0.bodyBytesSent == 0 }, "\(replay)")
+    }
+
+    @Test func aNoStoreResponsePlaysAndLeavesNoByteOnDisk() async throws {
+        let served = try serve(["Cache-Control": "no-store"])
+        let home = try TemporaryDirectory(prefix: "spool-home")
+        let bus = try PrivateBus()
+        let data = home.url.appendingPathComponent("cache/spool/data")
+        let daemon = try RunningDaemon(bus: bus, home: home.url)
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", served.url).status == 0)
+        _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 1.5 }
+        let whilePlaying = try files(in: data)
+        #expect(whilePlaying.isEmpty, "written while playing: \(whilePlaying)")
+        daemon.process.send(SIGTERM)
+        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        let afterwards = try files(in: data)
+        #expect(afterwards.isEmpty, "left after the daemon stopped: \(afterwards)")
+        let sent = served.requests.reduce(0) { $0 + $1.bodyBytesSent }
+        #expect(sent > 0, "it did play from the network")
+    }
+
+    /// The files in `folder`; none when it does not exist.
+    private func files(in folder: URL) throws -> [String] {
+        guard FileManager.default.fileExists(atPath: folder.path) else { return [] }
+        return try FileManager.default.contentsOfDirectory(atPath: folder.path)
+    }
+}
