@@ -82,7 +82,7 @@ final class HeadJob: Sendable {
         let validator = entry.metadata.validator
         let request = RangeRequest(
             url: url, start: range.lowerBound, end: range.upperBound, knownLength: validator.length,
-            condition: entry.continuationCondition(held: validator.httpValidator), priority: .preload)
+            condition: entry.continuationCondition(held: validator.named), priority: .preload)
         state.withLock { state in
             guard !state.over else { return }  // cancelled meanwhile
             state.transfer = fetcher.start(request) { [weak self] id, event in self?.handle(event, of: id) }

@@ -31,70 +31,19 @@ public enum FetchPriority: Int, Sendable, Comparable, CaseIterable, CustomString
     }
 }
 
-/// What an origin sent to name the version of a resource: its `ETag` and `Last-Modified`,
-/// verbatim. Requests carry it back as conditions (`If-Range`, `If-None-Match`), and a response
-/// is judged by it (``RequestCondition``). RangeCache's `CacheValidator` is the other meaning:
-/// the version a cache entry's bytes belong to, with the resource's length.
-///
-/// The rules for weak ETags, for both types (written here only; the cache applies the same
-/// comparison, plus the length, in `CacheValidator.isSameVersion(as:)`):
-/// - A weak tag (`W/"x"`) never guards a byte range: it is never sent as `If-Range`
-///   (RFC 9110 §13.1.5); the date is sent instead, or nothing.
-/// - Two strong tags decide alone: equal means the same bytes, whatever the dates say.
-/// - Otherwise the tags are compared as sent, weakness included, and the dates too: a weak tag
-///   matches only the same weak tag, never the strong tag it was made from (nginx's gzip turns
-///   `"x"` into `W/"x"` for other bytes). A validator on one side only is a difference:
-///   nothing shows the version is the same.
-public struct HTTPValidator: Sendable, Equatable, CustomStringConvertible {
-    /// The ETag, quotes and any `W/` prefix included.
-    public var etag: String?
-    /// The Last-Modified date.
-    public var lastModified: String?
-
-    /// Creates a validator; nil when neither value is given.
-    public init?(etag: String?, lastModified: String?) {
-        guard etag != nil || lastModified != nil else { return nil }
-        self.etag = etag
-        self.lastModified = lastModified
-    }
-
-    /// Whether the ETag is strong (a weak `W/` tag cannot guard a byte range).
-    public var hasStrongETag: Bool { etag.map { !$0.hasPrefix("W/") } ?? false }
-
-    /// The `If-Range` value: the strong ETag, else the date; nil when there is neither
-    /// (a weak ETag alone cannot be used, RFC 9110 §13.1.5).
-    ///
-    /// The date is sent even though RFC 9110 §8.8.2.2 counts it strong only when it is 60 s older
-    /// than the response's `Date`: the origin compares it exactly, just as the response policy
-    /// compares the answer's Last-Modified with the held one, so leaving it out would guard
-    /// nothing better and would cost the 200 that names a change in one round trip.
-    public var ifRangeValue: String? { hasStrongETag ? etag : lastModified }
-
-    /// Whether bytes of `other` may be joined with bytes of this version, by the weak-ETag
-    /// rules above; no `other` at all is a difference.
-    func sameVersion(as other: HTTPValidator?) -> Bool {
-        guard let other else { return false }
-        return sameHTTPVersion(
-            etag: etag, lastModified: lastModified, otherETag: other.etag, otherLastModified: other.lastModified)
-    }
-
-    /// `etag`, else `lastModified`, for logs.
-    public var description: String { etag ?? lastModified ?? "-" }
-}
-
 /// A condition sent with a request.
 public enum RequestCondition: Sendable, Equatable {
     /// `If-Range`: "send the range if the resource is still this version, else all of it".
-    /// The header goes out only with a strong ETag or a date (``HTTPValidator/ifRangeValue``). A 200
+    /// The header goes out only with a strong ETag or a date (``ResourceVersion/ifRangeValue``). A 200
     /// of another version is reported as ``TransferEvent/changed(_:)`` and its body delivered
-    /// from offset 0; a 206 whose validators differ from these (see `HTTPValidator.sameVersion`), or
+    /// from offset 0; a 206 whose validators differ from these (see ``ResourceVersion/isSameVersion(as:)``), or
     /// that names no version when no header could be sent, fails with
     /// ``FetchError/resourceChanged(_:)``: its bytes are never joined with the held ones.
-    case ifRange(HTTPValidator)
+    case ifRange(ResourceVersion)
     /// `If-None-Match` (and `If-Modified-Since`): a revalidation. A 304 is reported as
     /// ``TransferEvent/notModified(_:)``; a 200 or 206 as ``TransferEvent/changed(_:)`` with the
     /// new body from offset 0. Ask from byte 0 (and set `end` to bound what a change costs).
-    case ifNoneMatch(HTTPValidator)
+    case ifNoneMatch(ResourceVersion)
 }
 
 /// A request for the bytes of one resource from `start` on, up to `end` (exclusive) when set.
@@ -169,8 +118,13 @@ public struct ResponseHead: Sendable, Equatable {
     public var cachingDecision: CachingDecision {
         HTTPFreshness.decide(caching, status: status, requestTime: requestedAt, responseTime: receivedAt)
     }
-    /// The version this response describes, for later `If-Range` or revalidation requests.
-    public var validator: HTTPValidator? { HTTPValidator(etag: etag, lastModified: lastModified) }
+    /// The version this response describes (with its total length when known), for later
+    /// `If-Range` or revalidation requests; nil when it names none.
+    public var validator: ResourceVersion? { version.named }
+    /// The version this response describes, named or not, with its total length when known.
+    public var version: ResourceVersion {
+        ResourceVersion(etag: etag, lastModified: lastModified, length: totalLength)
+    }
 
     /// Creates a response head; every field but the status is optional.
     public init(

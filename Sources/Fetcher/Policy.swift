@@ -117,11 +117,11 @@ enum ResponsePolicy {
             return judgePartial(head, plan: plan)
         case 200:
             let total = head.header("Content-Length").flatMap { Int64($0) }
-            let version = HTTPValidator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
+            let version = ResourceVersion.named(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
             switch plan.condition {
             case .ifNoneMatch:
                 return .changed(total: total, declaredEnd: total)
-            case .ifRange(let held) where !held.sameVersion(as: version):
+            case .ifRange(let held) where !(version.map(held.isSameVersion) ?? false):
                 return .changed(total: total, declaredEnd: total)
             default:
                 // No condition, or the same version from a server that ignores Range:
@@ -173,14 +173,14 @@ enum ResponsePolicy {
             return .fail(.resourceChanged("Content-Range '\(contentRange)', expected length \(known)"))
         }
         if case .ifRange(let held) = plan.condition {
-            let served = HTTPValidator(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
+            let served = ResourceVersion.named(etag: head.header("ETag"), lastModified: head.header("Last-Modified"))
             if held.ifRangeValue != nil {
                 // The origin checked If-Range; still, a 206 naming another version is never
                 // joined with the held bytes (some servers and caches ignore If-Range).
-                if let served, !held.sameVersion(as: served) {
+                if let served, !held.isSameVersion(as: served) {
                     return .fail(.resourceChanged("206 of version \(served), held \(held)"))
                 }
-            } else if !held.sameVersion(as: served) {
+            } else if !(served.map(held.isSameVersion) ?? false) {
                 // No If-Range could be sent (a weak ETag alone): nothing but this comparison keeps
                 // a changed file of the same length from being spliced with the held bytes.
                 return .fail(.resourceChanged("206 of version \(served?.description ?? "-"), held \(held)"))

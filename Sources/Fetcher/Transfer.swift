@@ -349,7 +349,7 @@ final class Transfer {
     }
 
     /// Records the total and the version for later attempts.
-    private func learn(total: Int64?, version: HTTPValidator?, replacing: Bool = false) {
+    private func learn(total: Int64?, version: ResourceVersion?, replacing: Bool = false) {
         if let total {
             self.total = total
             end = min(end ?? total, total)

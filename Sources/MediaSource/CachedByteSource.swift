@@ -23,7 +23,7 @@ import Synchronization
 public final class CachedByteSource: ByteSource {
     private struct State {
         var info: ResourceInfo?
-        var validator: HTTPValidator?
+        var validator: ResourceVersion?
         var openCompletion: (@Sendable (Result<ResourceInfo, MediaSourceError>) -> Void)?
         /// The download decisions; this class carries them out.
         var planner: DownloadPlanner
@@ -124,7 +124,7 @@ public final class CachedByteSource: ByteSource {
         var actions: [DownloadPlanner.Action] = []
         let failure: MediaSourceError? = state.withLock { state in
             guard !state.closed else { return .closed }
-            state.validator = metadata.validator.httpValidator
+            state.validator = metadata.validator.named
             if state.validator == nil, !entry.cachedRanges.isEmpty,
                 cachedLength.map({ !entry.cachedRanges.contains(0..<$0) }) ?? true
             {
@@ -337,7 +337,7 @@ public final class CachedByteSource: ByteSource {
     /// `beforeUse`: the open waits for the answer however long it takes (only an unreachable
     /// origin or a failure opens from the cache).
     private func revalidateLocked(
-        _ state: inout State, against validator: HTTPValidator, opening info: ResourceInfo, rangesSupported: Bool,
+        _ state: inout State, against validator: ResourceVersion, opening info: ResourceInfo, rangesSupported: Bool,
         beforeUse: Bool, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
     ) -> Bool {
         let wait = revalidator?.wait ?? .zero

@@ -7,22 +7,11 @@ import RangeCache
 // ``CachedByteSource``, a preload job) uses these, so an entry is bound to a version, asked
 // for with If-Range and emptied on a change by one set of rules.
 
-extension CacheValidator {
-    /// The version this entry holds as the origin named it, for a request's condition; nil
-    /// when the origin sent neither an ETag nor a date.
-    public var httpValidator: HTTPValidator? { HTTPValidator(etag: etagHeader, lastModified: lastModified) }
-
-    /// The version `head` names, with its length.
-    public init(_ head: ResponseHead) {
-        self.init(etag: head.etag, lastModified: head.lastModified, length: head.totalLength)
-    }
-}
-
 extension CacheEntry {
     /// The condition for a request that adds bytes to this entry: If-Range on `held` (the
     /// version its bytes belong to) once it holds any, so a changed file answers with a whole
     /// new body instead of being spliced; none for an empty entry (nothing to splice with).
-    public func continuationCondition(held: HTTPValidator?) -> RequestCondition? {
+    public func continuationCondition(held: ResourceVersion?) -> RequestCondition? {
         cachedRanges.isEmpty ? nil : held.map { .ifRange($0) }
     }
 
@@ -36,7 +25,7 @@ extension CacheEntry {
         var freshness = Freshness.unknown
         if case .store(let given) = head.cachingDecision { freshness = given }
         let metadata = EntryMetadata(
-            url: url, validator: CacheValidator(head), contentType: head.contentType, acceptsRanges: head.honoursRange,
+            url: url, validator: head.version, contentType: head.contentType, acceptsRanges: head.honoursRange,
             freshness: freshness,
             selectingHeaders: head.caching.vary.flatMap {
                 VaryHeader.selectingHeaders($0, requestHeader: fetcher.requestHeader)
@@ -72,7 +61,7 @@ extension CacheEntry {
     /// Whether `head`, an answer with a body, names the version this entry holds (an origin
     /// that ignored a revalidation's condition): validators and length compared.
     public func holdsVersion(of head: ResponseHead) -> Bool {
-        CacheValidator(head).isSameVersion(as: metadata.validator)
+        head.version.isSameVersion(as: metadata.validator)
     }
 }
 

@@ -1,3 +1,4 @@
+import Basics
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -32,7 +33,7 @@ public final class CacheEntry: Sendable {
     }
 
     /// Records what the origin said about the resource. When the entry holds
-    /// bytes of another version (see ``CacheValidator/isSameVersion(as:)``) it is
+    /// bytes of another version (see ``ResourceVersion/isSameVersion(as:)``) it is
     /// emptied first, so versions never mix. Empty metadata (`EntryMetadata()`,
     /// which names no URL and no version) says the bytes held are of no known
     /// version: it always empties the entry, also one whose origin named no

@@ -152,8 +152,10 @@ struct Index {
                     damaged.append(id)
                     return
                 }
-                var validator = CacheValidator(etag: row.text(6), lastModified: row.text(8), length: row.integer(5))
-                validator.etagIsWeak = (row.integer(7) ?? 0) != 0
+                // The tag is stored without its W/, weakness in a column of its own.
+                let weak = (row.integer(7) ?? 0) != 0
+                let validator = ResourceVersion(
+                    etag: row.text(6).map { weak ? "W/" + $0 : $0 }, lastModified: row.text(8), length: row.integer(5))
                 var metadata = EntryMetadata(
                     validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 },
                     freshness: Index.freshness(freshUntil: row.integer(15), revalidation: row.integer(16) ?? 0),
@@ -242,8 +244,9 @@ struct Index {
         let freshUntil = freshness.freshUntil.map { Int64(($0.timeIntervalSince1970 * 1000).rounded(.down)) }
         let revalidation = (freshness.revalidatesEveryUse ? 1 : 0) | (freshness.mustRevalidate ? 2 : 0)
         return [
-            .optional(metadata.urlText), .optional(validator.length), .optional(validator.etag),
-            .integer(validator.etagIsWeak ? 1 : 0), .optional(validator.lastModified),
+            .optional(metadata.urlText), .optional(validator.length),
+            .optional(validator.etag.map { validator.hasWeakETag ? String($0.dropFirst(2)) : $0 }),
+            .integer(validator.hasWeakETag ? 1 : 0), .optional(validator.lastModified),
             .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
             .optional(freshUntil), .integer(Int64(revalidation)), .optional(metadata.selectingHeaders),
         ]

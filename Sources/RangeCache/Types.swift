@@ -11,7 +11,7 @@ public struct EntryMetadata: Sendable, Hashable {
     /// The URL as the index stores it; parsed only when asked for (opening stays cheap).
     var urlText: String?
     /// The version the bytes belong to; its `length` is the resource's total length when known.
-    public var validator: CacheValidator
+    public var validator: ResourceVersion
     /// The MIME type the origin declared.
     public var contentType: String?
     /// Whether the origin honours `Range` requests; nil when not yet known.
@@ -25,7 +25,7 @@ public struct EntryMetadata: Sendable, Hashable {
 
     /// Creates metadata; every field is optional.
     public init(
-        url: URL? = nil, validator: CacheValidator = CacheValidator(), contentType: String? = nil,
+        url: URL? = nil, validator: ResourceVersion = ResourceVersion(), contentType: String? = nil,
         acceptsRanges: Bool? = nil, freshness: Freshness = .unknown, selectingHeaders: String? = nil
     ) {
         urlText = url?.absoluteString

@@ -6,6 +6,7 @@
 // (the ETag `"g<version>"`): byte o of entry e at version g is
 // source[(o + (2g + e) * 4099) % source.count]. When an entry is nearly full
 // its version is bumped, which empties it.
+import Basics
 import Foundation
 import RangeCache
 
@@ -29,7 +30,7 @@ func version(of entry: CacheEntry) -> Int {
 }
 
 func bump(_ entry: CacheEntry, to version: Int) throws {
-    try entry.setMetadata(EntryMetadata(validator: CacheValidator(etag: "\"g\(version)\"", length: length)))
+    try entry.setMetadata(EntryMetadata(validator: ResourceVersion(etag: "\"g\(version)\"", length: length)))
 }
 
 var random = SystemRandomNumberGenerator()

@@ -144,7 +144,8 @@ final class RemoteLyrics: Sendable {
                 defer { entry.closeInBackground() }
                 _ = try entry.setMetadata(
                     EntryMetadata(
-                        url: sibling, validator: CacheValidator(length: Int64(bytes.count)), contentType: "text/plain"))
+                        url: sibling, validator: ResourceVersion(length: Int64(bytes.count)), contentType: "text/plain")
+                )
                 try entry.write(Data(bytes), at: 0)
             } catch {
                 self.log.info("the lyrics of \(loggable(sibling)) were not kept in the cache: \(error)")

@@ -28,24 +28,22 @@ struct HTTPCachingEndToEndTests {
         return Served(origin: origin, fixture: fixture, url: origin.url(for: "/\(fixture.fileName)").absoluteString)
     }
 
-    /// Plays `url` in a daemon of `home` until its position passes `seconds`, then stops it.
-    private func play(_ url: String, bus: PrivateBus, home: URL, past seconds: Double = 0.5) async throws {
+    /// Plays `url` in a daemon of `home` until `playerctl ARGUMENTS` answers what `accept`
+    /// takes, then stops the daemon.
+    private func play(
+        _ url: String, bus: PrivateBus, home: URL, until arguments: [String], _ accept: (String) -> Bool
+    ) async throws {
         let daemon = try RunningDaemon(bus: bus, home: home)
         try await daemon.waitUntilReady()
         #expect(try daemon.playerctl("open", url).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > seconds }
+        _ = try daemon.waitForPlayerctl(arguments, timeout: 30, accept)
         daemon.process.send(SIGTERM)
         #expect(daemon.process.waitForExit(timeout: 10) == 0)
     }
 
     /// Plays `url` to its end in a daemon of `home`, then stops it: the whole file is cached.
     private func playToTheEnd(_ url: String, bus: PrivateBus, home: URL) async throws {
-        let daemon = try RunningDaemon(bus: bus, home: home)
-        try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", url).status == 0)
-        _ = try daemon.waitForPlayerctl(["status"], timeout: 30) { $0 == "Stopped" }
-        daemon.process.send(SIGTERM)
-        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        try await play(url, bus: bus, home: home, until: ["status"]) { $0 == "Stopped" }
     }
 
     @Test func aFreshResponseReplaysAfterARestartWithNoRequest() async throws {
@@ -55,7 +53,7 @@ struct HTTPCachingEndToEndTests {
         try await playToTheEnd(served.url, bus: bus, home: home.url)
         let first = served.requests.count
         #expect(first > 0)
-        try await play(served.url, bus: bus, home: home.url)
+        try await play(served.url, bus: bus, home: home.url, until: ["position"]) { (Double($0) ?? 0) > 0.5 }
         #expect(served.requests.count == first, "fresh for an hour: \(served.requests.dropFirst(first))")
     }
 

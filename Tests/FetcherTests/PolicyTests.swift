@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ struct PolicyTests {
             fields, plan: AttemptPlan(start: start, end: end, knownLength: knownLength, condition: condition))
     }
 
-    private let v1 = HTTPValidator(etag: "\"v1\"", lastModified: nil)!
+    private let v1 = ResourceVersion.named(etag: "\"v1\"", lastModified: nil)!
 
     @Test func aMatchingPartialResponseIsAccepted() {
         #expect(
@@ -68,7 +69,7 @@ struct PolicyTests {
         let later = "Wed, 15 Nov 2023 08:00:00 GMT"
         let range = "bytes 100-199/1000"
         let accepted = HeadVerdict.accept(bodyStart: 100, total: 1000, declaredEnd: 200)
-        func verdict(_ held: HTTPValidator, _ served: [String: String]) -> HeadVerdict {
+        func verdict(_ held: ResourceVersion, _ served: [String: String]) -> HeadVerdict {
             judge(
                 206, served.merging(["Content-Range": range]) { a, _ in a }, start: 100, end: 200,
                 knownLength: 1000, condition: .ifRange(held))
@@ -76,12 +77,12 @@ struct PolicyTests {
         func changed(_ verdict: HeadVerdict) -> Bool {
             if case .fail(.resourceChanged) = verdict { true } else { false }
         }
-        let strong = HTTPValidator(etag: "\"s1\"", lastModified: date)!
-        let weak = HTTPValidator(etag: "W/\"w1\"", lastModified: nil)!
-        let weakDated = HTTPValidator(etag: "W/\"w1\"", lastModified: date)!
-        let dated = HTTPValidator(etag: nil, lastModified: date)!
+        let strong = ResourceVersion.named(etag: "\"s1\"", lastModified: date)!
+        let weak = ResourceVersion.named(etag: "W/\"w1\"", lastModified: nil)!
+        let weakDated = ResourceVersion.named(etag: "W/\"w1\"", lastModified: date)!
+        let dated = ResourceVersion.named(etag: nil, lastModified: date)!
         // (held, served headers, joined?)
-        let table: [(HTTPValidator, [String: String], Bool)] = [
+        let table: [(ResourceVersion, [String: String], Bool)] = [
             // A strong ETag: sent as If-Range; equal strong tags decide alone.
             (strong, ["ETag": "\"s1\"", "Last-Modified": later], true),
             (strong, ["ETag": "\"s2\"", "Last-Modified": date], false),
@@ -114,7 +115,7 @@ struct PolicyTests {
     }
 
     @Test func aFullResponseToAWeakValidatorIsAChangeUnlessTheSameWeakTag() {
-        let weak = HTTPValidator(etag: "W/\"w1\"", lastModified: nil)!
+        let weak = ResourceVersion.named(etag: "W/\"w1\"", lastModified: nil)!
         #expect(
             judge(200, ["Content-Length": "500", "ETag": "W/\"w1\""], start: 100, condition: .ifRange(weak))
                 == .accept(bodyStart: 0, total: 500, declaredEnd: 500))
@@ -180,12 +181,14 @@ struct PolicyTests {
     }
 
     @Test func onlyStrongETagsGuardARange() {
-        #expect(HTTPValidator(etag: "W/\"x\"", lastModified: nil)?.ifRangeValue == nil)
+        #expect(ResourceVersion.named(etag: "W/\"x\"", lastModified: nil)?.ifRangeValue == nil)
         #expect(
-            HTTPValidator(etag: "W/\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue
+            ResourceVersion.named(etag: "W/\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue
                 == "Tue, 14 Nov 2023 22:13:20 GMT")
-        #expect(HTTPValidator(etag: "\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue == "\"x\"")
-        #expect(HTTPValidator(etag: nil, lastModified: nil) == nil)
+        #expect(
+            ResourceVersion.named(etag: "\"x\"", lastModified: "Tue, 14 Nov 2023 22:13:20 GMT")?.ifRangeValue == "\"x\""
+        )
+        #expect(ResourceVersion.named(etag: nil, lastModified: nil) == nil)
     }
 
     @Test func contentRangeIsParsedStrictly() {
@@ -221,7 +224,7 @@ struct PolicyTests {
         let refused = ["Content-Range": "bytes */900"]
         #expect(
             judge(416, refused, start: 900, knownLength: 1000, condition: .ifRange(v1)) == .endOfResource(total: 900))
-        let weak = HTTPValidator(etag: "W/\"v1\"", lastModified: nil)!
+        let weak = ResourceVersion.named(etag: "W/\"v1\"", lastModified: nil)!
         for verdict in [
             judge(416, refused, start: 800, knownLength: 1000, condition: .ifRange(v1)),
             judge(416, refused, start: 900, knownLength: 1000),

@@ -1,3 +1,4 @@
+import Basics
 import Fetcher
 import Foundation
 import TestSupport
@@ -16,7 +17,7 @@ struct ValidatorTests {
 
     @Test func anUnchangedResourceAnswersIfRangeWithTheRange() throws {
         let (origin, url) = try serve()
-        let version = try #require(HTTPValidator(etag: "\"v1\"", lastModified: nil))
+        let version = try #require(ResourceVersion.named(etag: "\"v1\"", lastModified: nil))
         let recorder = fetcher.record(
             RangeRequest(url: url, start: 30_000, knownLength: 100_000, condition: .ifRange(version)))
         expectDelivered(recorder, body[30_000...], from: 30_000)
@@ -41,7 +42,7 @@ struct ValidatorTests {
 
     @Test func aRevalidationOfAnUnchangedResourceIsNotModified() throws {
         let (origin, url) = try serve()
-        let version = try #require(HTTPValidator(etag: "\"v1\"", lastModified: nil))
+        let version = try #require(ResourceVersion.named(etag: "\"v1\"", lastModified: nil))
         let recorder = fetcher.record(RangeRequest(url: url, end: 4096, condition: .ifNoneMatch(version)))
         #expect(recorder.waitForEnd())
         #expect(recorder.contractViolation == nil)
@@ -61,7 +62,8 @@ struct ValidatorTests {
         let newBody = Data(body.reversed())
         origin.replace("/a.mp3", with: OriginResource(newBody, etag: "\"v2\""))
         let version = try #require(
-            HTTPValidator(etag: "\"v1\"", lastModified: HTTPDate.format(Date(timeIntervalSince1970: 1_600_000_000))))
+            ResourceVersion.named(
+                etag: "\"v1\"", lastModified: HTTPDate.format(Date(timeIntervalSince1970: 1_600_000_000))))
         let recorder = fetcher.record(RangeRequest(url: url, end: 4096, condition: .ifNoneMatch(version)))
         expectDelivered(recorder, newBody.prefix(4096))
         #expect(recorder.changes.map(\.etag) == ["\"v2\""])

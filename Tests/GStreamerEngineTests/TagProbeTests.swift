@@ -1,3 +1,4 @@
+import Basics
 import EngineAPI
 import Foundation
 import GStreamerEngine
@@ -34,7 +35,7 @@ struct TagProbeTests {
         let url = URL(string: "http://127.0.0.1:1/\(fixture.fileName)")!
         let entry = try cache.entry(for: url)
         try entry.setMetadata(
-            EntryMetadata(url: url, validator: CacheValidator(etag: "\"1\"", length: Int64(bytes.count))))
+            EntryMetadata(url: url, validator: ResourceVersion(etag: "\"1\"", length: Int64(bytes.count))))
         try entry.write(bytes.prefix(bytes.count / 2), at: 0)
         #expect(CachedCopySource(entry: entry) == nil, "half the bytes are not a copy")
         try entry.write(bytes.suffix(from: bytes.count / 2), at: Int64(bytes.count / 2))

@@ -1,3 +1,4 @@
+import Basics
 import Fetcher
 import Foundation
 import MediaSource
@@ -26,18 +27,18 @@ struct EntryBindingTests {
         let entry = try cache.entry(for: url)
         defer { entry.close() }
         entry.bind(to: head(), from: url, fetcher: fetcher)
-        let held = entry.metadata.validator.httpValidator
+        let held = entry.metadata.validator.named
         #expect(entry.continuationCondition(held: held) == nil, "nothing to splice with")
         try entry.write(Data(repeating: 1, count: 100), at: 0)
-        #expect(entry.continuationCondition(held: held) == .ifRange(HTTPValidator(etag: "\"v1\"", lastModified: nil)!))
+        #expect(entry.continuationCondition(held: held) == .ifRange(ResourceVersion(etag: "\"v1\"", length: 1000)))
         #expect(entry.continuationCondition(held: nil) == nil, "no version named: no condition")
     }
 
     @Test func aWeakTagKeepsItsWeaknessOnTheWayBackToTheOrigin() {
-        let held = CacheValidator(etag: "W/\"w\"", lastModified: "Mon").httpValidator
+        let held = ResourceVersion(etag: "W/\"w\"", lastModified: "Mon").named
         #expect(held?.etag == "W/\"w\"")
         #expect(held?.ifRangeValue == "Mon", "a weak tag never guards a range; the date does")
-        #expect(CacheValidator(length: 10).httpValidator == nil)
+        #expect(ResourceVersion(length: 10).named == nil)
     }
 
     @Test func anotherVersionEmptiesTheEntryAndTheSameKeepsItsBytes() throws {
@@ -52,7 +53,7 @@ struct EntryBindingTests {
         #expect(!entry.holdsVersion(of: head(length: 999)))
         #expect(entry.bind(to: head(etag: "\"v2\""), from: url, fetcher: fetcher) == true)
         #expect(entry.cachedRanges.isEmpty)
-        #expect(entry.metadata.validator == CacheValidator(etag: "\"v2\"", length: 1000))
+        #expect(entry.metadata.validator == ResourceVersion(etag: "\"v2\"", length: 1000))
         #expect(entry.metadata.acceptsRanges == true)
     }
 
@@ -63,7 +64,7 @@ struct EntryBindingTests {
         try entry.write(Data(repeating: 1, count: 100), at: 0)
         entry.forgetVersion()
         #expect(entry.cachedRanges.isEmpty)
-        #expect(entry.metadata.validator == CacheValidator())
+        #expect(entry.metadata.validator == ResourceVersion())
         #expect(FetchError.resourceChanged("another total").meansResourceChanged)
         #expect(!FetchError.httpStatus(404).meansResourceChanged)
     }

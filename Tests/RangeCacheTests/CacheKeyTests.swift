@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Testing
 
@@ -31,27 +32,27 @@ import Testing
     }
 
     @Test func validatorsBindVersions() {
-        let strong = CacheValidator(etag: "\"a\"", lastModified: "Mon", length: 10)
-        #expect(strong.isSameVersion(as: CacheValidator(etag: "\"a\"", lastModified: "Tue", length: 10)))
-        #expect(!strong.isSameVersion(as: CacheValidator(etag: "\"b\"", lastModified: "Mon", length: 10)))
-        #expect(!strong.isSameVersion(as: CacheValidator(lastModified: "Mon", length: 10)), "the strong tag vanished")
-        let dated = CacheValidator(lastModified: "Mon", length: 10)
-        #expect(dated.isSameVersion(as: CacheValidator(lastModified: "Mon", length: 10)))
-        #expect(!dated.isSameVersion(as: CacheValidator(lastModified: "Mon", length: 11)))
-        #expect(!dated.isSameVersion(as: CacheValidator(lastModified: "Tue", length: 10)))
-        let weak = CacheValidator(etag: "W/\"w\"", length: 10)
-        #expect(weak.etagIsWeak && weak.etag == "\"w\"" && weak.etagHeader == "W/\"w\"")
-        #expect(weak.isSameVersion(as: CacheValidator(etag: "W/\"w\"", length: 10)))
-        #expect(!weak.isSameVersion(as: CacheValidator(etag: "W/\"v\"", length: 10)))
-        #expect(!weak.isSameVersion(as: CacheValidator(etag: "\"w\"", length: 10)), "weak never matches strong")
-        let weakDated = CacheValidator(etag: "W/\"w\"", lastModified: "Mon", length: 10)
-        #expect(weakDated.isSameVersion(as: CacheValidator(etag: "W/\"w\"", lastModified: "Mon", length: 10)))
+        let strong = ResourceVersion(etag: "\"a\"", lastModified: "Mon", length: 10)
+        #expect(strong.isSameVersion(as: ResourceVersion(etag: "\"a\"", lastModified: "Tue", length: 10)))
+        #expect(!strong.isSameVersion(as: ResourceVersion(etag: "\"b\"", lastModified: "Mon", length: 10)))
+        #expect(!strong.isSameVersion(as: ResourceVersion(lastModified: "Mon", length: 10)), "the strong tag vanished")
+        let dated = ResourceVersion(lastModified: "Mon", length: 10)
+        #expect(dated.isSameVersion(as: ResourceVersion(lastModified: "Mon", length: 10)))
+        #expect(!dated.isSameVersion(as: ResourceVersion(lastModified: "Mon", length: 11)))
+        #expect(!dated.isSameVersion(as: ResourceVersion(lastModified: "Tue", length: 10)))
+        let weak = ResourceVersion(etag: "W/\"w\"", length: 10)
+        #expect(weak.hasWeakETag && weak.etag == "W/\"w\"")
+        #expect(weak.isSameVersion(as: ResourceVersion(etag: "W/\"w\"", length: 10)))
+        #expect(!weak.isSameVersion(as: ResourceVersion(etag: "W/\"v\"", length: 10)))
+        #expect(!weak.isSameVersion(as: ResourceVersion(etag: "\"w\"", length: 10)), "weak never matches strong")
+        let weakDated = ResourceVersion(etag: "W/\"w\"", lastModified: "Mon", length: 10)
+        #expect(weakDated.isSameVersion(as: ResourceVersion(etag: "W/\"w\"", lastModified: "Mon", length: 10)))
         #expect(
-            !weakDated.isSameVersion(as: CacheValidator(etag: "W/\"v\"", lastModified: "Mon", length: 10)),
+            !weakDated.isSameVersion(as: ResourceVersion(etag: "W/\"v\"", lastModified: "Mon", length: 10)),
             "a changed weak tag is a new version even with the same date")
-        #expect(!weak.isSameVersion(as: CacheValidator(length: 10)), "the weak tag vanished")
-        #expect(CacheValidator(length: 10).isSameVersion(as: CacheValidator(length: 10)))
-        #expect(!CacheValidator(length: 10).isSameVersion(as: CacheValidator(length: 11)))
+        #expect(!weak.isSameVersion(as: ResourceVersion(length: 10)), "the weak tag vanished")
+        #expect(ResourceVersion(length: 10).isSameVersion(as: ResourceVersion(length: 10)))
+        #expect(!ResourceVersion(length: 10).isSameVersion(as: ResourceVersion(length: 11)))
     }
 
     @Test func sha256MatchesTheStandardVectors() {

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import TestSupport
 import Testing
@@ -58,14 +59,14 @@ import Testing
         let directory = try TemporaryDirectory(prefix: "spool-cache")
         let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
         let entry = try cache.entry(for: CacheKey(stable: "v"))!
-        let first = EntryMetadata(validator: CacheValidator(etag: "\"1\"", length: 1000), contentType: "audio/mpeg")
+        let first = EntryMetadata(validator: ResourceVersion(etag: "\"1\"", length: 1000), contentType: "audio/mpeg")
         #expect(try entry.setMetadata(first) == false)
         try entry.write(randomBytes(1000), at: 0)
         #expect(
             try entry.setMetadata(
-                EntryMetadata(validator: CacheValidator(etag: "\"1\"", length: 1000), acceptsRanges: true)) == false)
+                EntryMetadata(validator: ResourceVersion(etag: "\"1\"", length: 1000), acceptsRanges: true)) == false)
         #expect(entry.cachedRanges.count == 1000)
-        #expect(try entry.setMetadata(EntryMetadata(validator: CacheValidator(etag: "\"2\"", length: 1000))) == true)
+        #expect(try entry.setMetadata(EntryMetadata(validator: ResourceVersion(etag: "\"2\"", length: 1000))) == true)
         #expect(entry.cachedRanges.isEmpty && entry.durableRanges.isEmpty)
         #expect(entry.read(at: 0, maxLength: 10) == nil)
         #expect(entry.metadata.validator.etag == "\"2\"")
@@ -83,11 +84,11 @@ import Testing
         for length in [nil, Int64(1000)] {
             let entry = try cache.entry(for: url)
             // Neither ETag nor Last-Modified; the length known or not (a chunked body).
-            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(length: length))) == false)
+            #expect(try entry.setMetadata(EntryMetadata(url: url, validator: ResourceVersion(length: length))) == false)
             try entry.write(randomBytes(1000), at: 0)
             #expect(
                 try entry.setMetadata(
-                    EntryMetadata(url: url, validator: CacheValidator(length: length), acceptsRanges: false)) == false,
+                    EntryMetadata(url: url, validator: ResourceVersion(length: length), acceptsRanges: false)) == false,
                 "the same facts again keep the bytes")
             #expect(entry.cachedRanges.count == 1000)
             #expect(try entry.setMetadata(EntryMetadata()) == true, "length \(String(describing: length))")
@@ -106,10 +107,10 @@ import Testing
             let cache = try RangeCache(directory: directory.url, configuration: testConfiguration())
             let entry = try cache.entry(for: url)
             try entry.setMetadata(
-                EntryMetadata(url: url, validator: CacheValidator(etag: "\"1\"", length: 1500), acceptsRanges: false))
+                EntryMetadata(url: url, validator: ResourceVersion(etag: "\"1\"", length: 1500), acceptsRanges: false))
             try entry.write(bytes, at: 0)
             try entry.correctLength(1000)
-            #expect(entry.metadata.validator == CacheValidator(etag: "\"1\"", length: 1000))
+            #expect(entry.metadata.validator == ResourceVersion(etag: "\"1\"", length: 1000))
             #expect(entry.metadata.acceptsRanges == false)
             #expect(readAll(entry, 0..<1000) == bytes)
             entry.close()
@@ -123,7 +124,7 @@ import Testing
         // A byte held past a corrected end cannot be of this version: the entry is emptied.
         try entry.correctLength(600)
         #expect(entry.cachedRanges.isEmpty)
-        #expect(entry.metadata.validator == CacheValidator(etag: "\"1\"", length: 600))
+        #expect(entry.metadata.validator == ResourceVersion(etag: "\"1\"", length: 600))
     }
 
     @Test func aDirectoryTheUserChoseKeepsItsModeAndTheOnesSpoolMakesArePrivate() throws {
@@ -153,7 +154,7 @@ import Testing
         do {
             let cache = try RangeCache(directory: cacheDirectory, configuration: testConfiguration())
             let entry = try cache.entry(for: url)
-            try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(etag: "\"e\"")))
+            try entry.setMetadata(EntryMetadata(url: url, validator: ResourceVersion(etag: "\"e\"")))
             try entry.write(randomBytes(10_000), at: 0)
             try entry.flush()
             #expect(entry.metadata.url?.absoluteString == "https://cdn.example/secret-track.mp3")

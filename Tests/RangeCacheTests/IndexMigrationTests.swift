@@ -20,7 +20,7 @@ struct IndexMigrationTests {
             let entry = try cache.entry(for: url)
             _ = try entry.setMetadata(
                 EntryMetadata(
-                    url: url, validator: CacheValidator(etag: "\"v1\"", length: 4), freshness: freshness,
+                    url: url, validator: ResourceVersion(etag: "\"v1\"", length: 4), freshness: freshness,
                     selectingHeaders: "user-agent: Spool/1"))
             try entry.write(Data([1, 2, 3, 4]), at: 0)
             try entry.flush()
@@ -38,7 +38,7 @@ struct IndexMigrationTests {
         do {
             let cache = try RangeCache(directory: directory.url)
             let entry = try cache.entry(for: url)
-            _ = try entry.setMetadata(EntryMetadata(url: url, validator: CacheValidator(etag: "\"v1\"", length: 4)))
+            _ = try entry.setMetadata(EntryMetadata(url: url, validator: ResourceVersion(etag: "\"v1\"", length: 4)))
             try entry.write(Data([1, 2, 3, 4]), at: 0)
             try entry.flush()
             entry.close()

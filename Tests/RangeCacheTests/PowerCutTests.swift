@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import RangeCache
 import TestSupport
@@ -47,7 +48,7 @@ struct PowerCutTests {
         }
         func metadata(_ resource: Int, _ version: Int) -> EntryMetadata {
             EntryMetadata(
-                validator: CacheValidator(etag: "\"r\(resource)v\(version)\"", length: Int64(sizes[resource])))
+                validator: ResourceVersion(etag: "\"r\(resource)v\(version)\"", length: Int64(sizes[resource])))
         }
         do {
             let cache = try RangeCache(directory: directory.url, configuration: configuration)

@@ -43,7 +43,7 @@ if !FileManager.default.fileExists(atPath: marker.path) {
         try entry.setMetadata(
             EntryMetadata(
                 url: url,
-                validator: CacheValidator(
+                validator: ResourceVersion(
                     etag: "\"\(index)-abcdef\"", lastModified: "Mon, 02 Mar 2026 10:00:00 GMT", length: 5_000_000),
                 contentType: "audio/mpeg", acceptsRanges: true))
         for range in 0..<20 { try entry.write(bytes, at: Int64(range) * 4096) }

@@ -3,6 +3,7 @@
 // the same entry, in one run.
 //
 //   swift run -c release SourceBench
+import Basics
 import Fetcher
 import Foundation
 import MediaSource
@@ -21,7 +22,7 @@ let cache = try RangeCache(directory: directory)
 let url = URL(string: "http://127.0.0.1:9/bench.flac")!
 let entry = try cache.entry(for: url)
 _ = try entry.setMetadata(
-    EntryMetadata(url: url, validator: CacheValidator(etag: "\"b\"", length: Int64(size)), acceptsRanges: true))
+    EntryMetadata(url: url, validator: ResourceVersion(etag: "\"b\"", length: Int64(size)), acceptsRanges: true))
 var block = Data(count: 1 << 20)
 for index in 0..<block.count { block[index] = UInt8(truncatingIfNeeded: index &* 7) }
 for offset in stride(from: 0, to: size, by: block.count) { try entry.write(block, at: Int64(offset)) }
