@@ -49,12 +49,15 @@ enum AudioOutput {
         if let description {
             return try parse(description)
         }
-        if let pulse = probe("pulsesink") {
+        let pulse = probe("pulsesink") { pulse in
+            // Set before the device opens: the connection is made with them, and kept.
             setProperty(pulse, "client-name", "Spool")
             // How mixers and desktops name, iconify and route the stream.
             setProperty(
                 pulse, "stream-properties",
                 structure: "props,media.role=music,media.name=Spool,application.name=Spool,application.icon_name=spool")
+        }
+        if let pulse {
             log.info("audio output: PulseAudio/PipeWire")
             return pulse
         }
@@ -81,13 +84,17 @@ enum AudioOutput {
         return element
     }
 
-    /// Creates a sink and checks that it can open its device; nil when it cannot.
-    private static func probe(_ factory: String) -> UnsafeMutablePointer<GstElement>? {
+    /// Creates a sink, gives it its settings (`configure`) and checks that it can open its
+    /// device; nil when it cannot. The device stays open (READY), so the first track does not
+    /// wait for it.
+    private static func probe(
+        _ factory: String, configure: (UnsafeMutablePointer<GstElement>) -> Void = { _ in }
+    ) -> UnsafeMutablePointer<GstElement>? {
         guard let sink = gst_element_factory_make(factory, nil) else { return nil }
         gst_object_ref_sink(UnsafeMutableRawPointer(sink))
-        let result = gst_element_set_state(sink, GST_STATE_READY)
-        gst_element_set_state(sink, GST_STATE_NULL)
-        if result == GST_STATE_CHANGE_FAILURE {
+        configure(sink)
+        if gst_element_set_state(sink, GST_STATE_READY) == GST_STATE_CHANGE_FAILURE {
+            gst_element_set_state(sink, GST_STATE_NULL)
             gst_object_unref(UnsafeMutableRawPointer(sink))
             return nil
         }

@@ -62,6 +62,7 @@ extension GStreamerEngine {
             return state.released
         }
         teardown()
+        gst_element_set_state(output, GST_STATE_NULL)  // the sound server's connection too
         malloc_trim(0)
         if let kept {
             log.info("released the pipeline; \(kept.track.id) continues at \(kept.position.forPeople)")

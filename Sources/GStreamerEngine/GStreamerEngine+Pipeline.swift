@@ -198,6 +198,20 @@ extension GStreamerEngine {
         }
     }
 
+    /// Opens the audio device (a sound server's connection takes ~20 ms) while the pipeline is
+    /// stopped, so the next start does not wait for it after its decoder is built. On the
+    /// control queue, as every state change of the pipeline is: the pipeline cannot start in
+    /// between. The idle release and a stop leave the device closed; a load opens it again.
+    func openOutput() {
+        var current = GST_STATE_NULL
+        var pending = GST_STATE_NULL
+        gst_element_get_state(playbin, &current, &pending, 0)
+        guard current == GST_STATE_NULL, pending == GST_STATE_VOID_PENDING else { return }
+        if gst_element_set_state(output, GST_STATE_READY) == GST_STATE_CHANGE_FAILURE {
+            log.warning("the audio output could not be opened ahead of the track")
+        }
+    }
+
     func teardown() {
         awaitHandOverActivation()
         let (old, next, parser) = shared.withLock { state -> (Current?, Prepared?, ElementRef?) in

@@ -105,6 +105,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     let coverArt: CoverArtStore?
     /// The output's gain; it ramps itself along the audio (see SmoothVolume).
     let volume: SmoothVolume
+    /// The output bin (gain and sink) playbin plays into; a reference of the engine's own.
+    let output: UnsafeMutablePointer<GstElement>
     let control = DispatchQueue(label: "spool.engine.control")
     let eventQueue = DispatchQueue(label: "spool.engine.events")
     let shared: Mutex<Shared>
@@ -146,7 +148,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         do {
             let output = try AudioOutput.make(description: audioSink, log: log)
             setProperty(playbin, "audio-sink", object: output.bin)
-            gst_object_unref(UnsafeMutableRawPointer(output.bin))
+            self.output = output.bin
             volume = output.volume
         } catch {
             gst_object_unref(UnsafeMutableRawPointer(bus))
@@ -211,6 +213,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             return state.generation
         }
         log.info("loading \(track.id): \(loggable(track.url))")
+        defer { openOutput() }  // once the request has left: the two wait side by side
         open(track) { [self] result in
             guard shared.withLock({ $0.generation == generation && $0.busRunning }) else {
                 if case .success(let feeder) = result { feeder.detach() }
@@ -456,5 +459,6 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         busStopped.wait()
         gst_object_unref(UnsafeMutableRawPointer(bus))
         gst_object_unref(UnsafeMutableRawPointer(playbin))
+        gst_object_unref(UnsafeMutableRawPointer(output))
     }
 }
