@@ -9,4 +9,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 swift build -c release --static-swift-stdlib --product spool >/dev/null
 swift build -c release --static-swift-stdlib --product NetworkBench >/dev/null
-exec .build/release/NetworkBench "$@"
+exec .build/release/NetworkBench network "$@"

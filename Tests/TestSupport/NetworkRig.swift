@@ -90,13 +90,17 @@ public final class NetworkRig: Sendable {
         }
     }
 
-    /// Serves `file`'s bytes at `/name` under `faults`; returns its URL.
+    /// Serves `file`'s bytes at `/name` under `faults`, with `headers` (stale at once unless
+    /// said otherwise); returns its URL.
     @discardableResult
-    public func serve(_ file: URL, as name: String? = nil, faults: OriginFaults = OriginFaults()) throws -> URL {
+    public func serve(
+        _ file: URL, as name: String? = nil, faults: OriginFaults = OriginFaults(),
+        headers: [String: String] = OriginResource.staleAtOnce
+    ) throws -> URL {
         let name = name ?? file.lastPathComponent
         origin.serve(
-            OriginResource(try Data(contentsOf: file), contentType: Self.mimeType(file)), at: "/" + name, faults: faults
-        )
+            OriginResource(try Data(contentsOf: file), contentType: Self.mimeType(file), headers: headers),
+            at: "/" + name, faults: faults)
         return origin.url(for: name)
     }
 
