@@ -167,7 +167,7 @@ struct CacheState {
         index?.database.close()
         index = nil
         for id in Array(records.keys) { records[id]!.file = nil }
-        if lockDescriptor >= 0 { Glibc.close(lockDescriptor) }
+        RangeCache.unlockDirectory(lockDescriptor)
         lockDescriptor = -1
         closed = true
     }

@@ -114,7 +114,7 @@ public final class RangeCache: Sendable {
             initial.stats.indexRebuilds = loaded.rebuilt ? 1 : 0
             state = Mutex(initial)
         } catch {
-            if lock >= 0 { Glibc.close(lock) }
+            RangeCache.unlockDirectory(lock)
             throw error
         }
         syncQueue.setSpecific(key: onSyncQueueKey, value: true)
@@ -234,19 +234,40 @@ public final class RangeCache: Sendable {
     private static func lockDirectory(_ directory: String) throws(CacheError) -> Int32 {
         let path = directory + "/lock"
         let fd = try systemCall("open \(path)") { open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600) }
-        if flock(fd, LOCK_EX | LOCK_NB) != 0 {
+        let deadline = ContinuousClock.now + .seconds(2)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             var text = [UInt8](repeating: 0, count: 32)
             let count = text.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 31, 0) }
-            Glibc.close(fd)
             let pid =
                 count > 0
                 ? Int32(String(decoding: text.prefix(count), as: UTF8.self).trimmingWhitespaceAndNewlines()) : nil
-            throw CacheError.inUseByAnotherProcess(directory: directory, pid: pid)
+            // Our own pid with no cache of this process holding the directory: a cache of ours
+            // closed it a moment ago, and a child that another thread is starting still holds
+            // a copy of the descriptor until its exec closes it (a flock belongs to the open
+            // file, which the fork shares). That lasts microseconds to milliseconds: wait for it.
+            let heldHere = lockedHere.withLock { $0.values.contains(directory) }
+            guard pid == getpid(), !heldHere, ContinuousClock.now < deadline else {
+                Glibc.close(fd)
+                throw CacheError.inUseByAnotherProcess(directory: directory, pid: pid)
+            }
+            usleep(1000)
         }
         let pid = Array("\(getpid())\n".utf8)
         ftruncate(fd, 0)
         _ = pid.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
+        lockedHere.withLock { $0[fd] = directory }
         return fd
+    }
+
+    /// The directories this process's caches hold locked, by lock descriptor.
+    private static let lockedHere = Mutex<[Int32: String]>([:])
+
+    /// Releases the lock ``lockDirectory(_:)`` took.
+    static func unlockDirectory(_ fd: Int32) {
+        guard fd >= 0 else { return }
+        // Forgotten before the close: after it, the descriptor's number may name another lock.
+        lockedHere.withLock { _ = $0.removeValue(forKey: fd) }
+        Glibc.close(fd)
     }
 
     /// Opens the index, rebuilding it when damaged, and drops entries whose data file is gone.
