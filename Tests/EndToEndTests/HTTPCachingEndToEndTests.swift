@@ -46,23 +46,28 @@ struct HTTPCachingEndToEndTests {
         try await play(url, bus: bus, home: home, until: ["status"]) { $0 == "Stopped" }
     }
 
-    @Test func aFreshResponseReplaysAfterARestartWithNoRequest() async throws {
-        let served = try serve(["Cache-Control": "max-age=3600"])
+    /// The track served with `headers`, played to its end once by a daemon of a new home
+    /// on a new bus (which the caller's next daemon shares), and the requests that took.
+    private func cachedOnce(
+        _ headers: [String: String]
+    ) async throws -> (served: Served, home: TemporaryDirectory, bus: PrivateBus, first: Int) {
+        let served = try serve(headers)
         let home = try TemporaryDirectory(prefix: "spool-home")
         let bus = try PrivateBus()
         try await playToTheEnd(served.url, bus: bus, home: home.url)
         let first = served.requests.count
         #expect(first > 0)
+        return (served, home, bus, first)
+    }
+
+    @Test func aFreshResponseReplaysAfterARestartWithNoRequest() async throws {
+        let (served, home, bus, first) = try await cachedOnce(["Cache-Control": "max-age=3600"])
         try await play(served.url, bus: bus, home: home.url, until: ["position"]) { (Double($0) ?? 0) > 0.5 }
         #expect(served.requests.count == first, "fresh for an hour: \(served.requests.dropFirst(first))")
     }
 
     @Test func aNoCacheResponseIsCheckedWithTheOriginBeforeItReplays() async throws {
-        let served = try serve(["Cache-Control": "no-cache"])
-        let home = try TemporaryDirectory(prefix: "spool-home")
-        let bus = try PrivateBus()
-        try await playToTheEnd(served.url, bus: bus, home: home.url)
-        let first = served.requests.count
+        let (served, home, bus, first) = try await cachedOnce(["Cache-Control": "no-cache"])
         // Two plays in one run: the daemon's own once-an-hour rule would check only the first.
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
