@@ -364,7 +364,15 @@ public struct DownloadPlanner: Sendable {
     public mutating func seekIntervalEnded(cached: RangeSet, now: ContinuousClock.Instant) -> [Action] {
         seekScheduled = false
         guard let waiting else { return [] }
-        let offset = waiting.offset + cached.contiguousLength(from: waiting.offset)
+        var offset = waiting.offset + cached.contiguousLength(from: waiting.offset)
+        if let probe = transfers.first(where: { $0.role == .probe && $0.reaches(offset, within: .max) }),
+            let end = probe.end
+        {
+            // A probe brings the bytes from here to its end: asking for them again would fetch
+            // them twice, so the request starts where the probe stops.
+            offset = end + cached.contiguousLength(from: end)
+            if let length = resource?.length, offset >= length { return [] }
+        }
         if let main, main.reaches(offset, within: waitAhead(for: main)) { return [] }
         if let resumed = resumeParked(reaching: offset) { return resumed }
         let actions = park(for: offset, cached: cached) + start(at: offset, priority: .playback, cached: cached)

@@ -186,6 +186,29 @@ struct DownloadPlannerRuleTests {
         #expect(starts(after).map(\.from) == [3 * mb])
     }
 
+    /// The storm's end starts a request for what the reader waits for, but never for bytes a
+    /// running probe brings: it starts where the probe stops (a property-test seed found it).
+    @Test func aStormEndingOnAProbesBytesStartsWhereTheProbeStops() {
+        var (p, _) = planner()
+        let cached = RangeSet([0..<1000])
+        let (_, probe) = p.read(.init(offset: 2 * mb, maxLength: 4096), cached: cached, now: start)
+        let probeRequest = starts(probe).first
+        #expect(probeRequest?.from == 2 * mb)
+        // A seek well after it, then a far read right after that: a storm, which waits for the
+        // interval's end.
+        _ = p.read(.init(offset: 5 * mb, maxLength: 200_000), cached: cached, now: start + .seconds(1))
+        _ = p.read(
+            .init(offset: 7 * mb, maxLength: 128), cached: cached, now: start + .seconds(1) + .milliseconds(1))
+        // By the end of the interval the reader is back on the probe's bytes, with a large read.
+        let (answer, _) = p.read(
+            .init(offset: 2 * mb, maxLength: 200_000), cached: cached, now: start + .seconds(1) + .milliseconds(2))
+        #expect(answer == .wait)
+        #expect(p.transfers.contains { $0.role == .probe }, "the probe still runs")
+        let after = p.seekIntervalEnded(cached: cached, now: start + .seconds(1) + .milliseconds(100))
+        let probeEnd = probeRequest?.to ?? 0
+        #expect(starts(after).map(\.from) == [probeEnd], "the probe delivers \(2 * mb)..<\(probeEnd)")
+    }
+
     @Test func aSeekParksTheDownloadOrCancelsItWhenHeldBytesAreClose() {
         var (p, opened) = planner(length: 20 * mb)
         guard case .start(let mainKey, _, _, _) = opened.first else {
