@@ -16,6 +16,17 @@ status=${PIPESTATUS[0]}
 echo
 echo "=== what failed (whole output in $log) ==="
 grep -E '✘|recorded an issue|error:|Fatal error|Crash' "$log" | grep -v '^✘ Test run with' | head -60
+if grep -q 'Program crashed' "$log"; then
+	# Last, as CI shows only the tail: the crashed thread's frames and the tests still running.
+	echo
+	echo "=== the test process crashed ==="
+	grep -m1 'Program crashed' "$log"
+	awk '/^Thread [0-9]+ .*crashed:/ { on = 1 } on && /^Registers:/ { exit } on && NF { print; if (++n == 24) exit }' "$log"
+	echo "tests started and not finished:"
+	awk '/^◇ Test [^ ]+ started\./ { open[$3] = 1 } /^(✔|✘) Test [^ ]+ / { delete open[$3] }
+		END { for (t in open) print "  " t }' "$log"
+	exit "$status"
+fi
 # The functions of the failed tests; none when the run itself broke (a crash, a build error).
 failed=$(grep -E '^✘ Test [A-Za-z_][A-Za-z0-9_]*\(.* failed after' "$log" | sed -E 's/^✘ Test ([A-Za-z0-9_]+)\(.*/\1/' | sort -u)
 if [ -z "$failed" ] || grep -qE 'Fatal error|Crash|error: Exited' "$log"; then exit "$status"; fi

@@ -455,7 +455,12 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             return state.busRunning
         }
         guard first else { return }
-        control.sync { teardown() }
+        control.sync {
+            teardown()
+            // Opened ahead of a track, the device may still be open with no track loaded; GStreamer
+            // wants an element at NULL (its device closed) before its last reference goes.
+            gst_element_set_state(output, GST_STATE_NULL)
+        }
         busStopped.wait()
         gst_object_unref(UnsafeMutableRawPointer(bus))
         gst_object_unref(UnsafeMutableRawPointer(playbin))
