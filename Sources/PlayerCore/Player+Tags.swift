@@ -43,9 +43,12 @@ extension Player {
     }
 
     /// Starts the next tag read the policy asks for, if any: the current entry while it is not
-    /// loaded, then the upcoming ones in play order. Cheap when there is nothing to read.
+    /// loaded, then the upcoming ones in play order. Cheap when there is nothing to read. Not
+    /// while a loaded track waits for its first audio: a read takes a core and the disk, and on
+    /// two cores it would share them with the start.
     func readAheadTags() {
         guard let reader = tagReads.reader, tagReads.reading == nil else { return }
+        if let loaded = loadedID, startedID != loaded { return }
         var ids = queue.upcoming(QueueTagPolicy.window)
         if loadedID == nil, let current = queue.currentID { ids.insert(current, at: 0) }
         let candidates = ids.compactMap { id -> QueueTagCandidate? in

@@ -31,6 +31,9 @@ public actor Player {
     private var observers: [@Sendable (PlayerUpdate) -> Void] = []
     /// The entry the engine has loaded (nil: the engine is idle).
     var loadedID: TrackID?
+    /// The loaded entry once its audio has started: until then the start path is the loaded
+    /// track's alone (tag reads of other entries wait for it).
+    var startedID: TrackID?
     /// The entry prepared in the engine for the gapless hand-over.
     private var preparedID: TrackID?
     /// The entry the engine committed to play after the current one (it said so at the end of
@@ -444,6 +447,7 @@ public actor Player {
         pendingSeekable = [:]
         engine.load(EngineTrack(id: entry.id, url: entry.url), at: start, playing: playing)
         loadedID = entry.id
+        startedID = nil
         preparedID = nil  // a load drops what the engine had prepared
         committedID = nil
         // Restarting the same entry (Stop then Play, a retry) keeps what is known of it, so clients see no flicker.
@@ -596,6 +600,8 @@ public actor Player {
             trackEnded(id)
         case .trackStarted(let id) where id == current:
             failures.reset()
+            startedID = id
+            readAheadTags()
             if loopRestartQueued {
                 loopRestartQueued = false
                 preparedID = nil
@@ -650,6 +656,7 @@ public actor Player {
         if let finished = loadedID { forgetPosition(of: finished) }
         _ = queue.jump(to: id)
         loadedID = id
+        startedID = id
         preparedID = nil
         failures.reset()
         let tags = (pendingTags.removeValue(forKey: id) ?? TrackTags())

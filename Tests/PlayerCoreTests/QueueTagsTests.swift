@@ -153,7 +153,8 @@ struct PlayerQueueTagsTests {
             last: ReadTags(tags: tags("Last\u{1B}]0;x")),
         ])
         reader.setComplete(cached)
-        let player = Player(engine: FakeEngine(), tagReader: reader)
+        let engine = FakeEngine()
+        let player = Player(engine: engine, tagReader: reader)
         let recorder = UpdateRecorder()
         await player.observe { recorder.record($0) }
         await player.add([second, cached, partial, broken, last])  // nothing plays
@@ -170,7 +171,27 @@ struct PlayerQueueTagsTests {
         // Once the download completes, the next look at the queue reads it.
         reader.setComplete(partial)
         await player.play()
+        engine.send(.trackStarted(state.queue[0].id))
         #expect(await recorder.waitUntil { _ in reader.read.count == 5 })
         #expect(reader.read.last == partial)
+    }
+
+    @Test func noReadStartsBeforeTheLoadedTrackIsHeard() async {
+        let queued = URL(fileURLWithPath: "/music/queued.flac")
+        let reader = FakeTagReader([queued: ReadTags(tags: tags("Queued"))])
+        let engine = FakeEngine()
+        let player = Player(engine: engine, tagReader: reader)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.open(first)
+        await player.add([queued])
+        let id = await player.state.nowPlaying!.entry.id
+        // A read the player started would have reached the reader by now (it does without the rule).
+        for _ in 0..<50 { await Task.yield() }
+        await player.setVolume(0.5)
+        #expect(reader.read.isEmpty, "a read would share the two cores with the start")
+        engine.send(.trackStarted(id))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.queue.last?.tags?.title == "Queued" })
+        #expect(reader.read == [queued])
     }
 }
