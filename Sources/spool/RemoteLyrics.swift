@@ -10,9 +10,11 @@ import Synchronization
 /// per track, ever: it is fetched in the background with the track's preload (so a change to
 /// a preloaded track sends nothing), or when the track plays if it was not preloaded; a file
 /// found is kept in the range cache beside the audio (a replay, even after a restart, sends
-/// nothing), and a missing one (404 and other lasting 4xx) is not asked for again within
-/// `revalidate.interval`. Concurrent asks for one file share one request, which gives way to
-/// the bytes playback waits for (a start, a seek).
+/// nothing). A missing one (404 and other lasting 4xx) is not asked for again within
+/// `revalidate.interval`, and the cache remembers it with the version of the track it was
+/// missing for: it is asked for again only once the track itself has changed. Concurrent asks
+/// for one file share one request, which gives way to the bytes playback waits for (a start,
+/// a seek).
 final class RemoteLyrics: Sendable {
     /// How many answers are remembered in memory (the cache keeps the files themselves).
     static let memory = 256
@@ -21,6 +23,9 @@ final class RemoteLyrics: Sendable {
         /// Answers by sibling URL: the text, or nil for a file that is missing.
         var known: [String: (text: String?, at: ContinuousClock.Instant)] = [:]
         var running: [String: Task<String?, Never>] = [:]
+        /// Missing siblings the cache does not remember yet: their track's version was unknown
+        /// when the answer came (its own request was still out). The next ask records them.
+        var unrecorded: Set<String> = []
     }
 
     private let fetcher: Fetcher
@@ -54,14 +59,14 @@ final class RemoteLyrics: Sendable {
     /// its way; returns at once.
     func prefetch(for track: URL) {
         guard let sibling = Self.siblingURL(of: track) else { return }
-        _ = answer(for: sibling)
+        _ = answer(for: sibling, of: track)
     }
 
     /// The text of the sibling `.lrc` of `track` (decoded as ``LyricsFile`` decodes files), or nil
     /// when there is none or it could not be fetched.
     func lyrics(for track: URL) async -> String? {
         guard let sibling = Self.siblingURL(of: track) else { return nil }
-        switch answer(for: sibling) {
+        switch answer(for: sibling, of: track) {
         case .known(let text): return text
         case .coming(let task): return await task.value
         }
@@ -72,28 +77,34 @@ final class RemoteLyrics: Sendable {
         case coming(Task<String?, Never>)
     }
 
-    private func answer(for sibling: URL) -> Answer {
+    private func answer(for sibling: URL, of track: URL) -> Answer {
         let key = sibling.absoluteString
         let now = ContinuousClock.now
         return state.withLock { state -> Answer in
             if let known = state.known[key], known.text != nil || now - known.at < missInterval {
+                if state.unrecorded.remove(key) != nil {
+                    Task { [self] in await self.storeMissing(sibling, of: track) }
+                }
                 return .known(known.text)
             }
             if let running = state.running[key] { return .coming(running) }
-            let task = Task { [self] in await self.obtain(sibling) }
+            let task = Task { [self] in await self.obtain(sibling, of: track) }
             state.running[key] = task
             return .coming(task)
         }
     }
 
     /// The cache's copy, else the origin's answer; remembered either way.
-    private func obtain(_ sibling: URL) async -> String? {
+    private func obtain(_ sibling: URL, of track: URL) async -> String? {
         let key = sibling.absoluteString
         var text: String?
         var lasting = true
-        if let stored = await stored(sibling) {
+        switch await stored(sibling, of: track) {
+        case .text(let stored):
             text = stored
-        } else {
+        case .missing:
+            log.debug("no lyrics file at \(loggable(sibling)) (known missing for this version of the track)")
+        case nil:
             do {
                 let data = try await fetcher.fetchWhole(sibling, limit: LyricsFile.maximumSize, priority: .readAhead)
                 let bytes = [UInt8](data)
@@ -106,6 +117,7 @@ final class RemoteLyrics: Sendable {
             } catch {
                 if case .httpStatus(let status) = error, (400..<500).contains(status), status != 408, status != 429 {
                     log.debug("no lyrics file at \(loggable(sibling)) (HTTP \(status))")
+                    await storeMissing(sibling, of: track)
                 } else {
                     lasting = false
                     log.debug("no lyrics file at \(loggable(sibling)): \(error)")
@@ -121,17 +133,69 @@ final class RemoteLyrics: Sendable {
         return text
     }
 
-    /// The text the cache holds for `sibling`, when it holds the whole file.
-    private func stored(_ sibling: URL) async -> String? {
+    /// What the cache knows of a sibling.
+    private enum Stored {
+        /// The whole file.
+        case text(String)
+        /// It was missing for the version of the track the cache holds now.
+        case missing
+    }
+
+    /// The type of the entry that stands for a missing sibling: one byte, whose version is the
+    /// track's (its ETag and Last-Modified) when the sibling was found missing.
+    static let missingType = "application/x.spool-missing"
+
+    /// What the cache holds for `sibling` of `track`: the whole file, or a miss that still holds
+    /// because the track has not changed since; nil when the origin must be asked.
+    private func stored(_ sibling: URL, of track: URL) async -> Stored? {
         guard let cache else { return nil }
         return await disk.perform {
             guard let entry = try? cache.entry(for: cache.key(for: sibling), namespace: self.namespace, create: false)
             else { return nil }
             defer { entry.closeInBackground() }
-            guard let length = entry.metadata.validator.length, length > 0, length <= LyricsFile.maximumSize,
+            let metadata = entry.metadata
+            if metadata.contentType == Self.missingType {
+                guard let now = self.trackVersion(of: track), let then = metadata.validator.named else { return nil }
+                return ResourceVersion(etag: then.etag, lastModified: then.lastModified).isSameVersion(as: now)
+                    ? .missing : nil
+            }
+            guard let length = metadata.validator.length, length > 0, length <= LyricsFile.maximumSize,
                 entry.contiguousLength(from: 0) >= length, let data = entry.read(at: 0, maxLength: Int(length))
             else { return nil }
-            return LyricsFile.decode([UInt8](data))
+            return .text(LyricsFile.decode([UInt8](data)))
+        }
+    }
+
+    /// The version (ETag, Last-Modified; no length) of the track the cache holds, if it names one.
+    private func trackVersion(of track: URL) -> ResourceVersion? {
+        guard let cache, let info = cache.info(for: cache.key(for: track), namespace: namespace) else { return nil }
+        return ResourceVersion.named(
+            etag: info.metadata.validator.etag, lastModified: info.metadata.validator.lastModified)
+    }
+
+    /// Remembers in the cache that `sibling` is missing for the version of `track` it holds now;
+    /// nothing when that version is unknown (the track is not cached yet, or names no version).
+    private func storeMissing(_ sibling: URL, of track: URL) async {
+        guard let cache else { return }
+        await disk.perform {
+            guard let version = self.trackVersion(of: track) else {
+                self.state.withLock { _ = $0.unrecorded.insert(sibling.absoluteString) }
+                return
+            }
+            do {
+                let entry = try cache.entry(for: sibling, namespace: self.namespace)
+                defer { entry.closeInBackground() }
+                _ = try entry.setMetadata(
+                    EntryMetadata(
+                        url: sibling,
+                        validator: ResourceVersion(etag: version.etag, lastModified: version.lastModified, length: 1),
+                        contentType: Self.missingType))
+                // An entry without bytes is removed when closed.
+                try entry.write(Data([0x0A]), at: 0)
+                self.log.debug("the cache remembers that \(loggable(sibling)) is missing for version \(version)")
+            } catch {
+                self.log.info("the missing lyrics of \(loggable(sibling)) were not remembered in the cache: \(error)")
+            }
         }
     }
 

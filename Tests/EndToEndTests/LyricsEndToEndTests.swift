@@ -209,6 +209,11 @@ struct LyricsEndToEndTests {
             #expect(try await daemon.waitForText("Over http\nsecond"))
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
             #expect(try await daemon.waitForText(nil))
+            // Recorded with the 404 once the track's version was known, else at this second ask.
+            #expect(
+                eventually(timeout: 10) {
+                    daemon.process.standardError.contains("the cache remembers that \(server.url(for: "plain.lrc"))")
+                }, "\(daemon.process.standardError)")
             daemon.process.send(SIGTERM)
             #expect(daemon.process.waitForExit(timeout: 10) == 0)
         }
@@ -220,6 +225,11 @@ struct LyricsEndToEndTests {
         try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "song.flac").absoluteString)])
         #expect(try await daemon.waitForText("Over http\nsecond"), "after a restart, from the cache")
         #expect(lrcRequests("song") == 1, "a restarted daemon reads the kept file")
+        try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
+        #expect(
+            eventually(timeout: 10) { daemon.process.standardError.contains("known missing for this version") },
+            "\(daemon.process.standardError)")
+        #expect(lrcRequests("plain") == 1, "a restarted daemon remembers the 404 of an unchanged track")
     }
 }
 
