@@ -43,6 +43,13 @@ public final class CacheEntry: Sendable {
         try cache.setMetadata(id, metadata)
     }
 
+    /// Records that the resource's sidecar is missing, if the entry still holds `version` (a
+    /// version the origin named): checked and written in one step, so a version bound in the
+    /// meantime is never overwritten. Returns whether it was recorded.
+    public func markSidecarMissing(ofVersion version: ResourceVersion) throws(CacheError) -> Bool {
+        try cache.markSidecarMissing(id, ofVersion: version)
+    }
+
     /// The resource turned out shorter than its recorded length (an origin that overstated
     /// its Content-Length): records `length`, keeping the version and the bytes before it, so a
     /// replay knows where it ends. An entry holding a byte at or past `length` is emptied
@@ -251,6 +258,18 @@ extension RangeCache {
             }
             try storeMetadata(metadata, of: id, in: &state, index: index)
             return false
+        }
+    }
+
+    func markSidecarMissing(_ id: Int64, ofVersion version: ResourceVersion) throws(CacheError) -> Bool {
+        try state.withLock { (state) throws(CacheError) -> Bool in
+            try state.requireWritable(configuration)
+            guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
+            guard let held = record.metadata.validator.named, held.isSameVersion(as: version) else { return false }
+            var metadata = record.metadata
+            metadata.sidecarMissing = true
+            try storeMetadata(metadata, of: id, in: &state, index: index)
+            return true
         }
     }
 

@@ -27,7 +27,7 @@ struct Index {
     var version = schemaVersion
 
     /// The schema version this code writes (`PRAGMA user_version`).
-    static let schemaVersion = 2
+    static let schemaVersion = 3
 
     /// The columns each version adds to the one before, for an index an older Spool wrote.
     private static let migrations: [Int: String] = [
@@ -35,7 +35,8 @@ struct Index {
         ALTER TABLE entries ADD COLUMN fresh_until INTEGER;
         ALTER TABLE entries ADD COLUMN revalidation INTEGER NOT NULL DEFAULT 0;
         ALTER TABLE entries ADD COLUMN selecting_headers TEXT;
-        """
+        """,
+        3: "ALTER TABLE entries ADD COLUMN sidecar_missing INTEGER NOT NULL DEFAULT 0;",
     ]
 
     private static let schema = """
@@ -58,6 +59,7 @@ struct Index {
             fresh_until INTEGER,
             revalidation INTEGER NOT NULL DEFAULT 0,
             selecting_headers TEXT,
+            sidecar_missing INTEGER NOT NULL DEFAULT 0,
             UNIQUE(namespace, key));
         """
 
@@ -119,9 +121,9 @@ struct Index {
                 try database.run(
                     """
                     INSERT INTO entries(id, namespace, key, file, url, length, etag, etag_weak, last_modified,
-                        content_type, accepts_ranges, fresh_until, revalidation, selecting_headers, created,
-                        last_access, allocated, ranges)
-                    VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                        content_type, accepts_ranges, fresh_until, revalidation, selecting_headers,
+                        sidecar_missing, created, last_access, allocated, ranges)
+                    VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                     [.integer(row.id), .text(row.namespace), .text(row.key), .text(row.fileName)]
                         + Index.values(row.metadata)
@@ -138,10 +140,11 @@ struct Index {
         var rows: [IndexRow] = []
         var damaged: [Int64] = []
         let freshnessColumns = version >= 2 ? "fresh_until, revalidation, selecting_headers" : "NULL, 0, NULL"
+        let sidecarColumn = version >= 3 ? "sidecar_missing" : "0"
         let sql = """
             SELECT id, namespace, key, url, file, length, etag, etag_weak, last_modified,
                    content_type, accepts_ranges, created, last_access, allocated, ranges,
-                   \(freshnessColumns) FROM entries
+                   \(freshnessColumns), \(sidecarColumn) FROM entries
             """
         do throws(SQLiteError) {
             try database.run(sql) { row in
@@ -159,7 +162,7 @@ struct Index {
                 var metadata = EntryMetadata(
                     validator: validator, contentType: row.text(9), acceptsRanges: row.integer(10).map { $0 != 0 },
                     freshness: Index.freshness(freshUntil: row.integer(15), revalidation: row.integer(16) ?? 0),
-                    selectingHeaders: row.text(17))
+                    selectingHeaders: row.text(17), sidecarMissing: (row.integer(18) ?? 0) != 0)
                 metadata.urlText = row.text(3)
                 rows.append(
                     IndexRow(
@@ -218,7 +221,7 @@ struct Index {
                 """
                 UPDATE entries SET file = ?, ranges = x'', allocated = 0, url = ?, length = ?, etag = ?, etag_weak = ?,
                     last_modified = ?, content_type = ?, accepts_ranges = ?, fresh_until = ?, revalidation = ?,
-                    selecting_headers = ? WHERE id = ?
+                    selecting_headers = ?, sidecar_missing = ? WHERE id = ?
                 """,
                 [.text(fileName)] + Index.values(metadata) + [.integer(id)])
         }
@@ -230,14 +233,15 @@ struct Index {
             try database.run(
                 """
                 UPDATE entries SET url = ?, length = ?, etag = ?, etag_weak = ?, last_modified = ?, content_type = ?,
-                    accepts_ranges = ?, fresh_until = ?, revalidation = ?, selecting_headers = ? WHERE id = ?
+                    accepts_ranges = ?, fresh_until = ?, revalidation = ?, selecting_headers = ?, sidecar_missing = ?
+                    WHERE id = ?
                 """,
                 Index.values(metadata) + [.integer(id)])
         }
     }
 
     /// The metadata columns in order: url, length, etag, etag_weak, last_modified, content_type,
-    /// accepts_ranges, fresh_until, revalidation, selecting_headers.
+    /// accepts_ranges, fresh_until, revalidation, selecting_headers, sidecar_missing.
     private static func values(_ metadata: EntryMetadata) -> [SQLiteValue] {
         let validator = metadata.validator
         let freshness = metadata.freshness
@@ -249,6 +253,7 @@ struct Index {
             .integer(validator.hasWeakETag ? 1 : 0), .optional(validator.lastModified),
             .optional(metadata.contentType), .optional(metadata.acceptsRanges.map { $0 ? 1 : 0 }),
             .optional(freshUntil), .integer(Int64(revalidation)), .optional(metadata.selectingHeaders),
+            .integer(metadata.sidecarMissing ? 1 : 0),
         ]
     }
 

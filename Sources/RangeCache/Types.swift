@@ -22,11 +22,15 @@ public struct EntryMetadata: Sendable, Hashable {
     /// line each (``VaryHeader/selectingHeaders(_:requestHeader:)``); it serves only requests
     /// that send the same. Nil when the response does not vary.
     public var selectingHeaders: String?
+    /// The origin answered that the resource's sidecar (the lyrics file beside it) is missing,
+    /// for this version: a new version starts without it, so the sidecar is asked for again.
+    public var sidecarMissing: Bool
 
     /// Creates metadata; every field is optional.
     public init(
         url: URL? = nil, validator: ResourceVersion = ResourceVersion(), contentType: String? = nil,
-        acceptsRanges: Bool? = nil, freshness: Freshness = .unknown, selectingHeaders: String? = nil
+        acceptsRanges: Bool? = nil, freshness: Freshness = .unknown, selectingHeaders: String? = nil,
+        sidecarMissing: Bool = false
     ) {
         urlText = url?.absoluteString
         self.validator = validator
@@ -34,6 +38,7 @@ public struct EntryMetadata: Sendable, Hashable {
         self.acceptsRanges = acceptsRanges
         self.freshness = freshness
         self.selectingHeaders = selectingHeaders
+        self.sidecarMissing = sidecarMissing
     }
 }
 

@@ -11,8 +11,8 @@ import Synchronization
 /// a preloaded track sends nothing), or when the track plays if it was not preloaded; a file
 /// found is kept in the range cache beside the audio (a replay, even after a restart, sends
 /// nothing). A missing one (404 and other lasting 4xx) is not asked for again within
-/// `revalidate.interval`, and the cache remembers it with the version of the track it was
-/// missing for: it is asked for again only once the track itself has changed. Concurrent asks
+/// `revalidate.interval`, and the track's cache entry remembers it for the version it holds:
+/// it is asked for again only once the track itself has changed. Concurrent asks
 /// for one file share one request, which gives way to the bytes playback waits for (a start,
 /// a seek).
 final class RemoteLyrics: Sendable {
@@ -141,58 +141,42 @@ final class RemoteLyrics: Sendable {
         case missing
     }
 
-    /// The type of the entry that stands for a missing sibling: one byte, whose version is the
-    /// track's (its ETag and Last-Modified) when the sibling was found missing.
-    static let missingType = "application/x.spool-missing"
-
-    /// What the cache holds for `sibling` of `track`: the whole file, or a miss that still holds
-    /// because the track has not changed since; nil when the origin must be asked.
+    /// What the cache holds for `sibling` of `track`: the whole file, or the track's entry saying
+    /// that the sibling is missing for the version it holds (a new version of the track forgets
+    /// that); nil when the origin must be asked. The track's entry is read from the index's
+    /// snapshot: no handle is opened.
     private func stored(_ sibling: URL, of track: URL) async -> Stored? {
         guard let cache else { return nil }
         return await disk.perform {
+            if cache.info(for: cache.key(for: track), namespace: self.namespace)?.metadata.sidecarMissing == true {
+                return .missing
+            }
             guard let entry = try? cache.entry(for: cache.key(for: sibling), namespace: self.namespace, create: false)
             else { return nil }
             defer { entry.closeInBackground() }
-            let metadata = entry.metadata
-            if metadata.contentType == Self.missingType {
-                guard let now = self.trackVersion(of: track), let then = metadata.validator.named else { return nil }
-                return ResourceVersion(etag: then.etag, lastModified: then.lastModified).isSameVersion(as: now)
-                    ? .missing : nil
-            }
-            guard let length = metadata.validator.length, length > 0, length <= LyricsFile.maximumSize,
+            guard let length = entry.metadata.validator.length, length > 0, length <= LyricsFile.maximumSize,
                 entry.contiguousLength(from: 0) >= length, let data = entry.read(at: 0, maxLength: Int(length))
             else { return nil }
             return .text(LyricsFile.decode([UInt8](data)))
         }
     }
 
-    /// The version (ETag, Last-Modified; no length) of the track the cache holds, if it names one.
-    private func trackVersion(of track: URL) -> ResourceVersion? {
-        guard let cache, let info = cache.info(for: cache.key(for: track), namespace: namespace) else { return nil }
-        return ResourceVersion.named(
-            etag: info.metadata.validator.etag, lastModified: info.metadata.validator.lastModified)
-    }
-
-    /// Remembers in the cache that `sibling` is missing for the version of `track` it holds now;
-    /// nothing when that version is unknown (the track is not cached yet, or names no version).
+    /// Records on the cache entry of `track` that `sibling` is missing for the version it holds;
+    /// when the entry names no version yet (its own response has not come), the next ask
+    /// records it.
     private func storeMissing(_ sibling: URL, of track: URL) async {
         guard let cache else { return }
         await disk.perform {
-            guard let version = self.trackVersion(of: track) else {
+            let entry = try? cache.entry(for: cache.key(for: track), namespace: self.namespace, create: false)
+            defer { entry?.closeInBackground() }
+            guard let entry, let version = entry.metadata.validator.named else {
                 self.state.withLock { _ = $0.unrecorded.insert(sibling.absoluteString) }
                 return
             }
             do {
-                let entry = try cache.entry(for: sibling, namespace: self.namespace)
-                defer { entry.closeInBackground() }
-                _ = try entry.setMetadata(
-                    EntryMetadata(
-                        url: sibling,
-                        validator: ResourceVersion(etag: version.etag, lastModified: version.lastModified, length: 1),
-                        contentType: Self.missingType))
-                // An entry without bytes is removed when closed.
-                try entry.write(Data([0x0A]), at: 0)
-                self.log.debug("the cache remembers that \(loggable(sibling)) is missing for version \(version)")
+                if try entry.markSidecarMissing(ofVersion: version) {
+                    self.log.debug("the cache remembers that \(loggable(sibling)) is missing for version \(version)")
+                }
             } catch {
                 self.log.info("the missing lyrics of \(loggable(sibling)) were not remembered in the cache: \(error)")
             }

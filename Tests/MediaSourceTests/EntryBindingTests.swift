@@ -57,6 +57,20 @@ struct EntryBindingTests {
         #expect(entry.metadata.acceptsRanges == true)
     }
 
+    @Test func aMissingSidecarStaysWithItsVersionAndANewVersionForgetsIt() throws {
+        let entry = try cache.entry(for: url)
+        defer { entry.close() }
+        entry.bind(to: head(), from: url, fetcher: fetcher)
+        try entry.write(Data(repeating: 1, count: 100), at: 0)
+        #expect(try entry.markSidecarMissing(ofVersion: ResourceVersion(etag: "\"v0\"")) == false)
+        #expect(!entry.metadata.sidecarMissing, "recorded only for the version held")
+        #expect(try entry.markSidecarMissing(ofVersion: ResourceVersion(etag: "\"v1\"")))
+        entry.bind(to: head(), from: url, fetcher: fetcher)
+        #expect(entry.metadata.sidecarMissing, "the same version's next response keeps it")
+        entry.bind(to: head(etag: "\"v2\""), from: url, fetcher: fetcher)
+        #expect(!entry.metadata.sidecarMissing, "a new version is asked for its sidecar again")
+    }
+
     @Test func aChangedResourceIsForgotten() throws {
         let entry = try cache.entry(for: url)
         defer { entry.close() }

@@ -48,7 +48,7 @@ struct IndexMigrationTests {
         let path = directory.url.appendingPathComponent("index.sqlite").path
         do {
             let database = try SQLiteDatabase(path: path)
-            for column in ["fresh_until", "revalidation", "selecting_headers"] {
+            for column in ["fresh_until", "revalidation", "selecting_headers", "sidecar_missing"] {
                 try database.execute("ALTER TABLE entries DROP COLUMN \(column)")
             }
             try database.execute("PRAGMA user_version=1")
@@ -67,5 +67,26 @@ struct IndexMigrationTests {
         metadata.freshness = later
         _ = try entry.setMetadata(metadata)
         #expect(entry.metadata.freshness == later, "the migrated index stores freshness")
+        #expect(try entry.markSidecarMissing(ofVersion: ResourceVersion(etag: "\"v1\"")))
+        entry.close()
+        cache.close()
+        let reopened = try RangeCache(directory: directory.url)
+        #expect(try reopened.entry(for: url).metadata.sidecarMissing, "and whether a sidecar is missing")
+    }
+
+    @Test func aMissingSidecarSurvivesARestart() throws {
+        let directory = try TemporaryDirectory(prefix: "spool-sidecar")
+        do {
+            let cache = try RangeCache(directory: directory.url)
+            let entry = try cache.entry(for: url)
+            _ = try entry.setMetadata(EntryMetadata(url: url, validator: ResourceVersion(etag: "\"v1\"", length: 4)))
+            try entry.write(Data([1, 2, 3, 4]), at: 0)
+            #expect(try entry.markSidecarMissing(ofVersion: ResourceVersion(etag: "\"v1\"", length: 4)))
+            try entry.flush()
+            entry.close()
+            cache.close()
+        }
+        let cache = try RangeCache(directory: directory.url)
+        #expect(cache.info(for: cache.key(for: url))?.metadata.sidecarMissing == true)
     }
 }
