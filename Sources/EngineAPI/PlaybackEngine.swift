@@ -101,6 +101,9 @@ public enum FailureKind: Sendable, Equatable {
     case permanent
     /// No connection to the track's server could be made: the server or the network is down.
     case unreachable
+    /// The track's server has a new version of it, found just after its play began from the
+    /// cached copy: start it again at once, from its start.
+    case newVersion
 }
 
 /// Why the engine could not play a track.

@@ -160,6 +160,8 @@ final class AppSrcFeeder: Sendable {
         // appsrc owns this reference and drops it when the callbacks are replaced or it is disposed.
         gst_app_src_set_callbacks(appsrc, &callbacks, Unmanaged.passRetained(self).toOpaque(), AppSrcFeeder.release)
 
+        source.whenFailed { [weak self] error in self?.failedOnItsOwn(error) }
+
         // Demuxers seek in pull mode by sending flush-start upstream to unblock a
         // pending pull; a read answered after that would land in the new segment.
         if let pad {
@@ -345,6 +347,22 @@ final class AppSrcFeeder: Sendable {
         buffer.pointee.offset = guint64(offset)
         buffer.pointee.offset_end = guint64(offset + Int64(bytes.count))
         gst_app_src_push_buffer(appsrc, buffer)  // takes the buffer
+    }
+
+    /// The source failed with no read asking (see ``ByteSource/whenFailed(_:)``): the error goes
+    /// on the bus now, as a failed read's would, and nothing more is read.
+    private func failedOnItsOwn(_ error: MediaSourceError) {
+        let appsrc = lock.withLock { box -> UnsafeMutablePointer<GstAppSrc>? in
+            guard let appsrc = box.state.appsrc else { return nil }
+            box.state.pending = nil
+            box.state.generation &+= 1
+            gst_object_ref(UnsafeMutableRawPointer(appsrc))
+            return appsrc
+        }
+        guard let appsrc else { return }
+        log.info("\(label): \(error)")
+        postReadError(error, from: appsrc)
+        gst_object_unref(UnsafeMutableRawPointer(appsrc))
     }
 
     private func postReadError(_ failure: MediaSourceError, from appsrc: UnsafeMutablePointer<GstAppSrc>) {

@@ -13,6 +13,7 @@ enum FailureKinds {
         case .gone: .permanent
         case .unreachable: .unreachable
         case .unavailable, .readFailed, .closed: .transient
+        case .versionChanged: .newVersion
         }
     }
 
@@ -22,6 +23,8 @@ enum FailureKinds {
         case .permanent: GST_RESOURCE_ERROR_NOT_FOUND
         case .unreachable: GST_RESOURCE_ERROR_OPEN_READ
         case .transient: GST_RESOURCE_ERROR_READ
+        // No element of the pipeline syncs a resource (it writes nothing): the code is free.
+        case .newVersion: GST_RESOURCE_ERROR_SYNC
         }
     }
 
@@ -31,6 +34,7 @@ enum FailureKinds {
             switch code {
             case gint(GST_RESOURCE_ERROR_NOT_FOUND.rawValue): return .permanent
             case gint(GST_RESOURCE_ERROR_OPEN_READ.rawValue): return .unreachable
+            case gint(GST_RESOURCE_ERROR_SYNC.rawValue): return .newVersion
             default: return .transient
             }
         }

@@ -46,6 +46,9 @@ public enum MediaSourceError: Error, Sendable, Equatable, CustomStringConvertibl
     case readFailed(String)
     /// The source was closed.
     case closed
+    /// The play began from the cached copy and the origin then answered with a new version of
+    /// the resource: the copy is gone, and the play is to start again on the new version.
+    case versionChanged(String)
 
     /// A one-line explanation for logs and users.
     public var description: String {
@@ -55,6 +58,7 @@ public enum MediaSourceError: Error, Sendable, Equatable, CustomStringConvertibl
         case .unreachable(let why): why
         case .readFailed(let why): "read failed: \(why)"
         case .closed: "source closed"
+        case .versionChanged(let why): "a new version on the server: \(why)"
         }
     }
 
@@ -130,6 +134,11 @@ public protocol ByteSource: AnyObject, Sendable {
     /// player knows the duration), so a seek a few seconds of audio ahead of a running
     /// download waits for it instead of opening a new request.
     func setByteRate(_ bytesPerSecond: Double)
+
+    /// Calls `handler` once, on any thread, if the source fails on its own while no read may be
+    /// asking (a new version of the resource found just after the play began from the cached
+    /// copy): the reader learns it now, not at its next read. Replaces an earlier handler.
+    func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void)
 }
 
 extension ByteSource {
@@ -153,6 +162,9 @@ extension ByteSource {
 
     /// Sources with nothing to download ignore the rate.
     public func setByteRate(_ bytesPerSecond: Double) {}
+
+    /// Sources that fail only when read never call the handler.
+    public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {}
 }
 
 /// A source whose downloads follow metered rules: on a metered network they run only a

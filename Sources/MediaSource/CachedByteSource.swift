@@ -53,8 +53,9 @@ public final class CachedByteSource: ByteSource {
         var unreachable: MediaSourceError?
         /// The answer for the next read of missing bytes: the origin was unreachable while it waited.
         var readerError: MediaSourceError?
-        /// Where the check of a complete entry stands (see ``RevalidationGate``).
+        /// Where the check of a complete entry stands (see ``RevalidationGate``), and since when.
         var revalidationGate: RevalidationGate?
+        var revalidationStarted: ContinuousClock.Instant?
         /// An open held for the check's answer: the cached entry's facts and the caller.
         var heldOpen: HeldOpen?
         /// The check whose answer was a new version in time: its response streams the new body,
@@ -62,6 +63,8 @@ public final class CachedByteSource: ByteSource {
         var adopted: (id: TransferID, key: Int)?
         /// Metered rules are in force: the read-ahead keeps its metered window.
         var metered = false
+        /// Who learns of a failure no read asked for (``whenFailed(_:)``).
+        var failureHandler: (@Sendable (MediaSourceError) -> Void)?
     }
 
     /// An open waiting for the answer of the check of its complete entry.
@@ -236,6 +239,11 @@ public final class CachedByteSource: ByteSource {
         range.isEmpty || state.withLock { held($0).contains(range) }
     }
 
+    /// Calls `handler` when the source fails with no read to answer (see ``ByteSource``).
+    public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {
+        state.withLock { $0.failureHandler = handler }
+    }
+
     /// Forgets the pending reader.
     public func cancelPendingReads() {
         state.withLock { state in
@@ -330,37 +338,47 @@ public final class CachedByteSource: ByteSource {
     public var foundNewVersion: Bool { state.withLock { $0.replaceOnClose } }
 
     /// A conditional request for the first byte (If-None-Match and If-Modified-Since, so an
-    /// origin with only a date can answer 304 too). With the revalidator's `wait`, it goes out at
-    /// the open's priority and the open is held until the answer or the deadline, whichever comes
-    /// first (``RevalidationGate``); without, it runs off the critical path and the open goes on
-    /// from the cache. Returns whether the open is held (`completion` is then called later).
-    /// `beforeUse`: the open waits for the answer however long it takes (only an unreachable
-    /// origin or a failure opens from the cache).
+    /// origin with only a date can answer 304 too). Returns whether the open is held
+    /// (`completion` is then called later); see ``RevalidationGate``.
+    /// - With the revalidator's `wait`, the request goes out at the open's priority and the play
+    ///   starts from the cache beside it: the pipeline is built and starts while the answer
+    ///   travels, and a new version answered within `wait` starts the play again on it.
+    /// - A source prepared ahead (background) is held instead, until the answer or the deadline:
+    ///   nobody waits for it, and a new version then plays from its first byte.
+    /// - `beforeUse`: the open waits for the answer however long it takes (only an unreachable
+    ///   origin or a failure opens from the cache).
+    /// - Without a wait the request runs off the critical path; a new version waits for the next play.
     private func revalidateLocked(
         _ state: inout State, against validator: ResourceVersion, opening info: ResourceInfo, rangesSupported: Bool,
         beforeUse: Bool, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
     ) -> Bool {
         let wait = revalidator?.wait ?? .zero
-        let holds = beforeUse || wait > .zero
-        let priority: FetchPriority = holds ? (state.planner.background ? .preload : .playback) : .fillHoles
+        let holds = beforeUse || (wait > .zero && state.planner.background)
+        let provisional = !holds && wait > .zero
+        let priority: FetchPriority =
+            holds || provisional ? (state.planner.background ? .preload : .playback) : .fillHoles
         // Held, a new version's answer becomes the download that plays it, so it asks for the whole
-        // body (a 304 costs the same); in the background only a byte, as the answer alone matters.
+        // body (a 304 costs the same); otherwise only a byte, as the answer alone matters.
         let request = RangeRequest(
             url: url, start: 0, end: holds ? nil : 1, condition: .ifNoneMatch(validator), priority: priority)
-        state.revalidationGate = RevalidationGate(holdsOpen: holds, untilAnswered: beforeUse)
+        state.revalidationGate =
+            provisional ? .provisional : RevalidationGate(holdsOpen: holds, untilAnswered: beforeUse)
+        state.revalidationStarted = .now
         let id = fetcher.start(request) { [weak self] id, event in
             self?.revalidationEvent(event, of: id)
         }
         state.revalidation = id
-        guard holds else { return false }
-        state.heldOpen = HeldOpen(info: info, rangesSupported: rangesSupported, completion: completion, since: .now)
-        guard !beforeUse else { return true }
+        if holds {
+            state.heldOpen = HeldOpen(
+                info: info, rangesSupported: rangesSupported, completion: completion, since: .now)
+        }
+        guard !beforeUse, holds || provisional else { return holds }
         let nanoseconds =
             Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
             self?.advanceRevalidation(.deadline, of: id)
         }
-        return true
+        return holds
     }
 
     private func revalidationEvent(_ event: TransferEvent, of id: TransferID) {
@@ -389,7 +407,7 @@ public final class CachedByteSource: ByteSource {
     /// head of the response that brought a body, if the step is one.
     private func advanceRevalidation(_ step: RevalidationGate.Event, of id: TransferID, answer: ResponseHead? = nil) {
         var actions: [DownloadPlanner.Action] = []
-        var opened: (@Sendable () -> Void)?
+        var callback: (@Sendable () -> Void)?  // the open's completion, or the woken reader
         var cancel = false
         var adoptedKey: Int?
         state.withLock { state in
@@ -406,7 +424,7 @@ public final class CachedByteSource: ByteSource {
                 state.heldOpen = nil
                 state.info = held.info
                 state.planner.setResource(.init(length: held.info.length, rangesSupported: held.rangesSupported))
-                opened = { held.completion(.success(held.info)) }
+                callback = { held.completion(.success(held.info)) }
                 log.info("opened \(loggable(url)) from the cache after \(waited) ms (the check: \(step))")
                 cancel = stopRequest
                 if gate.phase == .background { fetcher.setPriority(id, .fillHoles) }
@@ -430,6 +448,27 @@ public final class CachedByteSource: ByteSource {
             case .replaceOnClose:
                 state.replaceOnClose = true
                 cancel = true
+            case .restartWithNewVersion:
+                // The play began from the copy: its pipeline has the old bytes. Nothing is spliced;
+                // reads fail from here on, and the player starts the track again on the new version.
+                let answered = state.revalidationStarted.map { Self.milliseconds(ContinuousClock.now - $0) } ?? 0
+                log.info("\(loggable(url)) changed on the server (answered in \(answered) ms): starting it again")
+                try? entry.drop()
+                state.overflow = ByteRuns()
+                let failure = MediaSourceError.versionChanged(loggable(url))
+                state.failure = failure
+                actions = state.planner.stopAll()
+                cancel = true
+                // One report: through the handler when there is one (the reader may be asking for
+                // nothing now), else to the waiting reader, whose read then fails.
+                if let handler = state.failureHandler {
+                    state.failureHandler = nil
+                    state.wake = nil
+                    callback = { handler(failure) }
+                } else if state.planner.waiting != nil, let wake = state.wake {
+                    state.wake = nil
+                    callback = wake
+                }
             case .stopRequest:
                 cancel = true
             }
@@ -438,7 +477,7 @@ public final class CachedByteSource: ByteSource {
         if cancel { fetcher.cancel(id) }
         execute(actions)
         if let adoptedKey, let answer { handle(.response(answer), of: adoptedKey) }
-        opened?()
+        callback?()
     }
 
     /// `duration` in whole milliseconds, for logs.

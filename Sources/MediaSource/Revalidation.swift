@@ -1,16 +1,20 @@
 /// What a ``CachedByteSource`` does with the conditional request that checks a complete cached
 /// entry against its origin. Pure: the source feeds it what happened and carries out the actions.
 ///
-/// While the open is held (for at most the `wait` of ``Revalidator``), a new version in the
-/// answer is played from its first byte, the answer's body being its download. An
-/// unchanged answer, a failure, an unreachable origin or the deadline opens from the cache; once
-/// the open is done, a new version only replaces the entry for the next play (it must not be
-/// spliced with, or written over, the copy being played).
+/// Usually the open does not wait for the answer: the play starts from the cached copy while the
+/// request is out (provisional), and a new version answered before the deadline (the `wait` of
+/// ``Revalidator``) restarts the play on it. Where the origin asked that the copy be checked
+/// before use (no-cache, must-revalidate) the open is held for the answer instead, and a new
+/// version in it is played from its first byte, the answer's body being its download. After the
+/// deadline, or once a held open is done, a new version only replaces the entry for the next
+/// play (it must not be spliced with, or written over, the copy being played).
 struct RevalidationGate: Equatable {
     /// How far the check has come.
     enum Phase: Equatable {
         /// The open waits for the answer or the deadline, whichever comes first.
         case holding
+        /// The open went on from the cache; until the deadline a new version restarts the play.
+        case provisional
         /// The open completed from the cache; the answer only decides about the next play.
         case background
         /// Answered or given up: nothing more to do.
@@ -47,6 +51,10 @@ struct RevalidationGate: Equatable {
         case playNewVersion
         /// A new version answered too late for this play: cancel, replace the entry at close.
         case replaceOnClose
+        /// A new version answered just after the play began from the cached copy: drop the copy
+        /// and cancel the request; the play fails as ``MediaSourceError/versionChanged(_:)``, which
+        /// starts it again at once on the new version.
+        case restartWithNewVersion
         /// Cancel the request: its answer is known.
         case stopRequest
     }
@@ -62,6 +70,14 @@ struct RevalidationGate: Equatable {
     init(holdsOpen: Bool, untilAnswered: Bool = false) {
         phase = holdsOpen ? .holding : .background
         self.untilAnswered = untilAnswered && holdsOpen
+    }
+
+    /// A check of a play that went on from the cache at once: a new version answered before the
+    /// deadline restarts the play; after it, the new version waits for the next play.
+    static var provisional: RevalidationGate {
+        var gate = RevalidationGate(holdsOpen: false)
+        gate.phase = .provisional
+        return gate
     }
 
     /// Moves on with `event`; returns what to do.
@@ -85,7 +101,16 @@ struct RevalidationGate: Equatable {
         case (.holding, .failed), (.holding, .finished):
             phase = .settled
             return .openFromCache(stopRequest: false)
-        case (.background, .notModified), (.background, .failed), (.background, .finished):
+        case (.provisional, .answered(let same)):
+            phase = .settled
+            return same ? .stopRequest : .restartWithNewVersion
+        case (.provisional, .deadline):
+            phase = .background
+            return .none
+        case (.provisional, .unreachable):
+            return .none
+        case (.provisional, .notModified), (.provisional, .failed), (.provisional, .finished),
+            (.background, .notModified), (.background, .failed), (.background, .finished):
             phase = .settled
             return .none
         case (.background, .answered(let same)):

@@ -8,6 +8,8 @@ import EngineAPI
 ///   refuses connections while the network is up) is retried once where it stopped, then skipped.
 /// - With the network down, skipping would run through the whole queue: the player keeps the
 ///   track and its place and tries again when the network returns.
+/// - A new version of the track, found just after its play began from the cached copy, starts
+///   it again at once from its start (once; a second time counts as a failure that may pass).
 /// - Playback stops only when every track of the queue has failed in one pass; any track
 ///   that starts playing begins a new pass.
 public struct FailurePolicy: Sendable, Equatable {
@@ -15,6 +17,8 @@ public struct FailurePolicy: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         /// Load the same track again at the place it failed, after `delay`.
         case retry(after: Duration)
+        /// Load the same track again at once, from its start: nothing failed for the listener.
+        case restart
         /// Keep the track and its place; load it again once the network is back.
         case waitForNetwork
         /// Go on with the next track in play order.
@@ -43,7 +47,10 @@ public struct FailurePolicy: Sendable, Equatable {
         switch kind {
         case .unreachable where !networkUp:
             return .waitForNetwork
-        case .transient, .unreachable:
+        case .newVersion where retried != track:
+            retried = track
+            return .restart
+        case .transient, .unreachable, .newVersion:
             if retried != track {
                 retried = track
                 return .retry(after: retryDelay)

@@ -683,7 +683,11 @@ public actor Player {
     }
 
     private func trackFailed(_ id: TrackID?, _ error: EngineError) {
-        log.error("playback failed: \(error)")
+        if error.kind == .newVersion {
+            log.info("\(error.message)")
+        } else {
+            log.error("playback failed: \(error)")
+        }
         guard let id, let entry = queue.entry(id) else {
             unload(status: .stopped)
             return
@@ -700,6 +704,8 @@ public actor Player {
         let action = failures.failed(
             id, kind: error.kind, networkUp: networkUp(entry.url), queue: Set(queue.entries.map(\.id)))
         switch action {
+        case .restart:
+            startCurrent(playing: snapshot.status == .playing, at: .zero)
         case .retry(let delay):
             update { $0.lastError = "\(name): \(error.message)" }
             Task { [weak self] in

@@ -160,7 +160,7 @@ public enum ConfigKeys {
     /// How long opening a cached file waits for the origin's answer when it is checked.
     public static let revalidateWait = ConfigKey<Duration>(
         "revalidate.wait", default: .milliseconds(300),
-        "how long opening a cached file waits for that check: a new version answering in time plays instead of the old copy"
+        "how long after a cached file starts a new version found by that check still replaces it (0: never)"
     )
     /// The lowest level of log lines written to stderr.
     public static let logLevel = ConfigKey<LogLevel>(

@@ -103,6 +103,34 @@ struct HTTPCachingEndToEndTests {
         #expect(sent > 0, "it did play from the network")
     }
 
+    /// A stale copy starts at once while its check travels; a new version the origin answers
+    /// just after starts the track again on that version: no error, and what plays (and is
+    /// cached) is the new file, fetched once.
+    @Test func aNewVersionAnsweredJustAfterAReplayBeganIsPlayedInstead() async throws {
+        let (served, home, bus, first) = try await cachedOnce(["Cache-Control": "max-age=0"])
+        let newer = try Data(contentsOf: NetworkMedia.tone(.mp3CBR, seconds: 12, frequency: 660))
+        served.origin.serve(
+            OriginResource(newer, etag: "\"v2\"", contentType: "audio/mpeg", headers: ["Cache-Control": "max-age=0"]),
+            at: "/\(served.fixture.fileName)", faults: OriginFaults(firstByteLatency: 0.4))
+        let daemon = try RunningDaemon(bus: bus, home: home.url, extraEnvironment: ["SPOOL_REVALIDATE_WAIT": "3s"])
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", served.url).status == 0)
+        // The new version is 12 s long, the cached one not.
+        _ = try daemon.waitForPlayerctl(["metadata", "mpris:length"], timeout: 20) {
+            abs((Double($0) ?? 0) - 12_000_000) < 200_000
+        }
+        _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 0.5 }
+        #expect(try daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Playing")
+        daemon.process.send(SIGTERM)
+        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        let log = daemon.process.standardError
+        #expect(log.contains("starting it again"), "\(log)")
+        #expect(!log.contains("playback failed"), "a new version is no failure for the listener: \(log)")
+        let replay = Array(served.requests.dropFirst(first))
+        #expect(replay.first?.range == "bytes=0-0" && replay.first?.ifNoneMatch == "\"v1\"", "\(replay)")
+        #expect(replay.dropFirst().reduce(0) { $0 + $1.bodyBytesSent } == newer.count, "\(replay)")
+    }
+
     /// The files in `folder`; none when it does not exist.
     private func files(in folder: URL) throws -> [String] {
         guard FileManager.default.fileExists(atPath: folder.path) else { return [] }

@@ -40,6 +40,22 @@ struct RevalidationGateTests {
         #expect(run([.unreachable, .failed, .answered(sameVersion: false)], holding: false) == [.none, .none, .none])
     }
 
+    /// The usual check: the play starts from the cached copy at once; a new version answered
+    /// before the deadline starts it again on that version, one answered later waits for the
+    /// next play.
+    @Test func aProvisionalPlayRestartsOnANewVersionOnlyBeforeTheDeadline() {
+        func run(_ events: [RevalidationGate.Event]) -> [RevalidationGate.Action] {
+            var gate = RevalidationGate.provisional
+            return events.map { gate.handle($0) }
+        }
+        #expect(run([.answered(sameVersion: false), .deadline]) == [.restartWithNewVersion, .none])
+        #expect(run([.notModified, .answered(sameVersion: false)]) == [.none, .none])
+        #expect(run([.answered(sameVersion: true)]) == [.stopRequest])
+        #expect(run([.unreachable, .answered(sameVersion: false)]) == [.none, .restartWithNewVersion])
+        #expect(run([.deadline, .answered(sameVersion: false)]) == [.none, .replaceOnClose])
+        #expect(run([.failed, .answered(sameVersion: false)]) == [.none, .none])
+    }
+
     /// no-cache or must-revalidate: the copy is checked before use, so no deadline opens it;
     /// only the origin's answer does, or no origin at all (a personal player offline still plays).
     @Test func aCheckBeforeUseWaitsPastAnyDeadline() {

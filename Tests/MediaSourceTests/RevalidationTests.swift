@@ -2,6 +2,7 @@ import Fetcher
 import Foundation
 import MediaSource
 import RangeCache
+import Synchronization
 import TestSupport
 import Testing
 
@@ -39,13 +40,16 @@ struct RevalidationTests {
         return (rig, newer)
     }
 
+    /// A track prepared ahead (the next one) has nobody waiting for its open: it is held for the
+    /// answer, and a new version plays from its first byte, the answer being its download.
     @Test(arguments: Naming.allCases)
-    func aNewVersionThatAnswersBeforeTheDeadlinePlaysFromItsFirstByte(naming: Naming) throws {
+    func aPreparedSourceWaitsForTheCheckAndANewVersionPlaysFromItsFirstByte(naming: Naming) throws {
         let (rig, newer) = try changedRig(naming)
         let earlier = rig.origin.transfers().count  // the first play's, of the old version
         let revalidator = Revalidator(interval: .seconds(3600), wait: .seconds(5))
         do {
             let source = try rig.source(revalidator: revalidator)
+            source.setBackground(true)
             let (opened, seconds) = timedOpen(source)
             #expect(try opened.get().length == Int64(newer.count))
             #expect(seconds < 4, "the answer came in milliseconds; the open waited \(seconds) s")
@@ -73,6 +77,44 @@ struct RevalidationTests {
         #expect(rig.origin.requests().count == 1)
     }
 
+    /// The play starts from the cached copy while the check travels; a new version answered
+    /// within the wait makes reads fail as `versionChanged` (the player starts the track again),
+    /// and the next source plays the new version, fetched once.
+    @Test(arguments: Naming.allCases)
+    func aNewVersionAnsweredJustAfterThePlayBeganStartsItAgainOnThatVersion(naming: Naming) throws {
+        let (rig, newer) = try changedRig(naming, faults: OriginFaults(firstByteLatency: 1))
+        let revalidator = Revalidator(interval: .seconds(3600), wait: .seconds(5))
+        do {
+            let source = try rig.source(revalidator: revalidator)
+            let reported = Mutex<[MediaSourceError]>([])
+            source.whenFailed { error in reported.withLock { $0.append(error) } }
+            let (opened, seconds) = timedOpen(source)
+            #expect(try opened.get().length == Int64(rig.body.count))
+            #expect(seconds < 0.5, "the answer takes 1 s; the open waited \(seconds) s for it")
+            #expect(
+                firstDifference(try readFully(source, at: 0, length: 4096).get(), rig.body.prefix(4096)) == nil,
+                "the cached copy plays at once")
+            // No read is asking when the answer comes: the reader is told all the same, once.
+            #expect(eventually(timeout: 10) { !reported.withLock { $0.isEmpty } })
+            #expect(reported.withLock { $0.count } == 1)
+            let first = reported.withLock { $0.first }
+            if case .versionChanged = first {} else { Issue.record("reported \(String(describing: first))") }
+            #expect(
+                eventually(timeout: 10) {
+                    if case .failed(.versionChanged) = source.read(at: 4096, maxLength: 4096, wake: {}) { return true }
+                    return false
+                }, "once the new version is known, no byte of the old one is served")
+            source.close()
+        }
+        let checks = try rig.origin.settledRequests().filter { $0.ifModifiedSince != nil }
+        #expect(checks.map(\.range) == ["bytes=0-0"], "the check asks for one byte: \(checks)")
+        rig.origin.setFaults(OriginFaults(), for: rig.path)
+        let again = try rig.source(revalidator: revalidator)
+        defer { again.close() }
+        _ = try open(again).get()
+        #expect(firstDifference(try readFully(again, at: 0, length: newer.count).get(), newer) == nil)
+    }
+
     @Test func anUnchangedResourceOpensFromTheCacheAsSoonAsTheOriginSaysSo() throws {
         let rig = try CacheRig(size: 300_000)
         try rig.fill()
@@ -86,7 +128,7 @@ struct RevalidationTests {
         let log = try rig.origin.requests(atLeast: 1)
         #expect(log.map(\.status) == [304])
         #expect(rig.bytesSent == 0)
-        #expect(!source.isRevalidating && !source.foundNewVersion)
+        #expect(eventually(timeout: 10) { !source.isRevalidating } && !source.foundNewVersion)
     }
 
     @Test func aNewVersionThatAnswersAfterTheDeadlineWaitsForTheNextPlay() throws {

@@ -21,7 +21,7 @@ struct SourceErrorKindsTests {
             case .gone: "gone"
             case .unreachable: "unreachable"
             case .unavailable: "unavailable"
-            case .readFailed, .closed: "other"
+            case .readFailed, .closed, .versionChanged: "other"
             }
         #expect(kind == expected)
     }

@@ -35,6 +35,10 @@ struct FailurePolicyTests {
         Row(
             failures: [(1, .permanent, true), (2, .permanent, true), (3, .transient, true), (3, .transient, true)],
             expected: [.skip, .skip, .retry(after: .zero), .stop]),
+        // A new version found just after the play began: started again at once; a second time in
+        // a row is a failure that may pass.
+        Row(failures: [(1, .newVersion, true), (1, .newVersion, true)], expected: [.restart, .skip]),
+        Row(failures: [(1, .newVersion, true), (1, .transient, true)], expected: [.restart, .skip]),
         // A track failing twice in a pass counts once: the others still get their turn.
         Row(
             failures: [(1, .permanent, true), (1, .permanent, true), (2, .permanent, true)],
@@ -103,6 +107,17 @@ struct PlayerFailureTests {
         #expect(engine.loads[1].0 == id && engine.loads[1].1 == .seconds(42), "\(engine.loads)")
         #expect(memory.position(forKey: urls[0].absoluteString)?.position == .seconds(40), "a failure saves nothing")
         #expect(memory.session()?.position == .seconds(42), "the session keeps the place, not 0:00")
+    }
+
+    @Test func aNewVersionStartsTheTrackAgainAtOnceFromItsStartWithoutAnError() async {
+        let (engine, player, recorder, _) = await makePlayer()
+        await player.open(urls[0])
+        let id = engine.loads[0].0
+        engine.send(.failed(id, EngineError("a new version", kind: .newVersion, position: .milliseconds(200))))
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
+        #expect(engine.loads[1].0 == id && engine.loads[1].1 == .zero, "\(engine.loads)")
+        #expect(await player.state.lastError == nil, "nothing failed for the listener")
+        #expect(await player.state.status == .playing)
     }
 
     @Test func theSavedPlaceSurvivesAFailureWhileTheListenerHasPaused() async {
