@@ -33,10 +33,16 @@ public struct SavedSession: Sendable, Equatable, Codable {
         public var url: URL
         /// A title known before playing.
         public var title: String?
+        /// What the queue showed of its tags, and its length: read or heard once, never probed
+        /// again after a restart. Absent in sessions of older versions.
+        public var tags: TrackTags?
+        public var duration: Duration?
         /// Creates an entry.
-        public init(url: URL, title: String?) {
+        public init(url: URL, title: String?, tags: TrackTags? = nil, duration: Duration? = nil) {
             self.url = url
             self.title = title
+            self.tags = tags
+            self.duration = duration
         }
     }
 

@@ -161,6 +161,11 @@ public actor Player {
         queue = .restored(
             saved.entries.map { ($0.url, $0.title) }, current: saved.currentIndex, loop: saved.loop,
             shuffle: saved.shuffle)
+        // What the queue showed comes back with it: no entry is read for its tags again.
+        for (entry, savedEntry) in zip(queue.entries, saved.entries)
+        where savedEntry.tags != nil || savedEntry.duration != nil {
+            queue.setTags(savedEntry.tags?.sanitized(), duration: savedEntry.duration, of: entry.id)
+        }
         // The session file is the other way tags enter: one saved by an older Spool (or edited) holds them raw.
         var tags = saved.currentTags?.sanitized() ?? TrackTags()
         // Art evicted since.
@@ -781,7 +786,10 @@ public actor Player {
         let shown = snapshot.nowPlaying.flatMap { $0.entry.id == queue.currentID ? $0 : nil }
         memory.save(
             SavedSession(
-                entries: queue.entries.map { .init(url: $0.url, title: $0.title) }, currentIndex: queue.currentIndex,
+                entries: queue.entries.map {
+                    .init(url: $0.url, title: $0.title, tags: $0.tags, duration: $0.duration)
+                },
+                currentIndex: queue.currentIndex,
                 position: position, loop: queue.loop, shuffle: queue.shuffle, rate: snapshot.rate,
                 volume: snapshot.volume, currentTags: shown.map(\.tags).flatMap { $0.isEmpty ? nil : $0 },
                 currentDuration: shown?.duration))

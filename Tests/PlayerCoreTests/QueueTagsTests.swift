@@ -176,6 +176,33 @@ struct PlayerQueueTagsTests {
         #expect(reader.read.last == partial)
     }
 
+    @Test func readTagsComeBackWithTheSessionAndAreNotReadAgain() async {
+        let queued = URL(fileURLWithPath: "/music/queued.flac")
+        let memory = TransientMemory()
+        do {
+            let reader = FakeTagReader([
+                second: ReadTags(tags: tags("Second", ["B"]), duration: .seconds(4)),
+                queued: ReadTags(tags: tags("Queued")),
+            ])
+            let player = Player(engine: FakeEngine(), memory: memory, tagReader: reader)
+            let recorder = UpdateRecorder()
+            await player.observe { recorder.record($0) }
+            await player.add([second, queued])
+            #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.queue.last?.tags?.title == "Queued" })
+            await player.saveNow()
+        }
+        let reader = FakeTagReader([:])
+        let player = Player(engine: FakeEngine(), memory: memory, tagReader: reader)
+        await player.restoreSession()
+        let state = await player.state
+        #expect(state.queue.map { $0.tags?.title } == ["Second", "Queued"])
+        #expect(state.queue.first?.duration == .seconds(4) && state.queue.first?.tags?.artists == ["B"])
+        // A read the player started would have reached the reader by now (it does without the saved tags).
+        for _ in 0..<50 { await Task.yield() }
+        await player.setVolume(0.5)
+        #expect(reader.read.isEmpty, "nothing is probed again after a restart")
+    }
+
     @Test func noReadStartsBeforeTheLoadedTrackIsHeard() async {
         let queued = URL(fileURLWithPath: "/music/queued.flac")
         let reader = FakeTagReader([queued: ReadTags(tags: tags("Queued"))])
