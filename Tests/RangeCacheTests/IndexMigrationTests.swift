@@ -33,17 +33,24 @@ struct IndexMigrationTests {
         #expect(metadata.selectingHeaders == "user-agent: Spool/1")
     }
 
+    /// Stores four bytes of version "v1" of `url` in a cache in `directory`, calls `more` with the
+    /// entry, and closes the cache.
+    private func cacheFourBytes(
+        in directory: TemporaryDirectory, _ more: (CacheEntry) throws -> Void = { _ in }
+    ) throws {
+        let cache = try RangeCache(directory: directory.url)
+        let entry = try cache.entry(for: url)
+        _ = try entry.setMetadata(EntryMetadata(url: url, validator: ResourceVersion(etag: "\"v1\"", length: 4)))
+        try entry.write(Data([1, 2, 3, 4]), at: 0)
+        try more(entry)
+        try entry.flush()
+        entry.close()
+        cache.close()
+    }
+
     @Test func anIndexOfTheFirstSchemaIsMigratedWithItsEntries() throws {
         let directory = try TemporaryDirectory(prefix: "spool-migration")
-        do {
-            let cache = try RangeCache(directory: directory.url)
-            let entry = try cache.entry(for: url)
-            _ = try entry.setMetadata(EntryMetadata(url: url, validator: ResourceVersion(etag: "\"v1\"", length: 4)))
-            try entry.write(Data([1, 2, 3, 4]), at: 0)
-            try entry.flush()
-            entry.close()
-            cache.close()
-        }
+        try cacheFourBytes(in: directory)
         // Back to what the first schema held.
         let path = directory.url.appendingPathComponent("index.sqlite").path
         do {
@@ -76,15 +83,9 @@ struct IndexMigrationTests {
 
     @Test func aMissingSidecarSurvivesARestart() throws {
         let directory = try TemporaryDirectory(prefix: "spool-sidecar")
-        do {
-            let cache = try RangeCache(directory: directory.url)
-            let entry = try cache.entry(for: url)
-            _ = try entry.setMetadata(EntryMetadata(url: url, validator: ResourceVersion(etag: "\"v1\"", length: 4)))
-            try entry.write(Data([1, 2, 3, 4]), at: 0)
-            #expect(try entry.markSidecarMissing(ofVersion: ResourceVersion(etag: "\"v1\"", length: 4)))
-            try entry.flush()
-            entry.close()
-            cache.close()
+        try cacheFourBytes(in: directory) { entry throws in
+            let marked = try entry.markSidecarMissing(ofVersion: ResourceVersion(etag: "\"v1\"", length: 4))
+            #expect(marked)
         }
         let cache = try RangeCache(directory: directory.url)
         #expect(cache.info(for: cache.key(for: url))?.metadata.sidecarMissing == true)
