@@ -102,7 +102,7 @@ public enum FailureKind: Sendable, Equatable {
     /// No connection to the track's server could be made: the server or the network is down.
     case unreachable
     /// The track's server has a new version of it, found just after its play began from the
-    /// cached copy: start it again at once, from its start.
+    /// cached copy: start it again at once, where that play began.
     case newVersion
 }
 

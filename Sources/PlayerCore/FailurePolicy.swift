@@ -9,7 +9,7 @@ import EngineAPI
 /// - With the network down, skipping would run through the whole queue: the player keeps the
 ///   track and its place and tries again when the network returns.
 /// - A new version of the track, found just after its play began from the cached copy, starts
-///   it again at once from its start (once; a second time counts as a failure that may pass).
+///   it again at once where that play began (once; a second time counts as a failure that may pass).
 /// - Playback stops only when every track of the queue has failed in one pass; any track
 ///   that starts playing begins a new pass.
 public struct FailurePolicy: Sendable, Equatable {
@@ -17,7 +17,7 @@ public struct FailurePolicy: Sendable, Equatable {
     public enum Action: Sendable, Equatable {
         /// Load the same track again at the place it failed, after `delay`.
         case retry(after: Duration)
-        /// Load the same track again at once, from its start: nothing failed for the listener.
+        /// Load the same track again at once, where its play began: nothing failed for the listener.
         case restart
         /// Keep the track and its place; load it again once the network is back.
         case waitForNetwork

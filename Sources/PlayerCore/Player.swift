@@ -34,6 +34,9 @@ public actor Player {
     /// The loaded entry once its audio has started: until then the start path is the loaded
     /// track's alone (tag reads of other entries wait for it).
     var startedID: TrackID?
+    /// Where the loaded entry's play began (its resume position, or a chosen start): a restart
+    /// on a new version of the track begins there again.
+    private var loadStart: Duration = .zero
     /// The entry prepared in the engine for the gapless hand-over.
     private var preparedID: TrackID?
     /// The entry the engine committed to play after the current one (it said so at the end of
@@ -443,6 +446,7 @@ public actor Player {
         guard let entry = queue.current else { return }
         let saved = memory.position(forKey: keyForURL(entry.url))
         let start = explicit ?? saved.flatMap(policy.startPosition(for:)) ?? .zero
+        loadStart = start
         restoredStart = nil
         networkWait?.cancel()
         networkWait = nil
@@ -710,7 +714,7 @@ public actor Player {
             id, kind: error.kind, networkUp: networkUp(entry.url), queue: Set(queue.entries.map(\.id)))
         switch action {
         case .restart:
-            startCurrent(playing: snapshot.status == .playing, at: .zero)
+            startCurrent(playing: snapshot.status == .playing, at: loadStart)
         case .retry(let delay):
             update { $0.lastError = "\(name): \(error.message)" }
             Task { [weak self] in

@@ -109,8 +109,8 @@ struct PlayerFailureTests {
         #expect(memory.session()?.position == .seconds(42), "the session keeps the place, not 0:00")
     }
 
-    @Test func aNewVersionStartsTheTrackAgainAtOnceFromItsStartWithoutAnError() async {
-        let (engine, player, recorder, _) = await makePlayer()
+    @Test func aNewVersionStartsTheTrackAgainAtOnceWhereItsPlayBeganWithoutAnError() async {
+        let (engine, player, recorder, memory) = await makePlayer()
         await player.open(urls[0])
         let id = engine.loads[0].0
         engine.send(.failed(id, EngineError("a new version", kind: .newVersion, position: .milliseconds(200))))
@@ -118,6 +118,18 @@ struct PlayerFailureTests {
         #expect(engine.loads[1].0 == id && engine.loads[1].1 == .zero, "\(engine.loads)")
         #expect(await player.state.lastError == nil, "nothing failed for the listener")
         #expect(await player.state.status == .playing)
+        // A resumed episode starts again at its resume position, not at 0:00 nor where it failed.
+        memory.save(
+            SavedPosition(
+                key: urls[1].absoluteString, position: .seconds(600), duration: .seconds(3600), rate: 1, finished: false
+            )
+        )
+        await player.open(urls[1])
+        let resumed = engine.loads[2]
+        #expect(resumed.1 > .seconds(590) && resumed.1 <= .seconds(600), "\(engine.loads)")
+        engine.send(.failed(resumed.0, EngineError("a new version", kind: .newVersion, position: .seconds(601))))
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 4 })
+        #expect(engine.loads[3].0 == resumed.0 && engine.loads[3].1 == resumed.1, "\(engine.loads)")
     }
 
     @Test func theSavedPlaceSurvivesAFailureWhileTheListenerHasPaused() async {
