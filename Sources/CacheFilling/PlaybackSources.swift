@@ -2,20 +2,14 @@ import FoundationEssentials
 import MediaSource
 import Synchronization
 
-/// The http sources playback opened: the cached ones looked up by URL, so clients and the
-/// preloader can ask how their downloads go, and every one (memory-only ones too, for a full
-/// disk) told at once when metered rules start or stop, so a download running past the
+/// The http sources playback opened, looked up by URL, so clients and the preloader can ask
+/// how their downloads go, and every one told at once when metered rules start or stop, so a download running past the
 /// metered window stops and one held back goes on. Weak: a source lives as long as the engine
 /// holds it. Prefetches are not here: the user asked for them, and they are not limited.
 public final class PlaybackSources: Sendable {
     private final class Weak: @unchecked Sendable {
-        weak var source: (any MeteredDownloads)?
-        init(_ source: any MeteredDownloads) { self.source = source }
-    }
-
-    private final class WeakCached: @unchecked Sendable {
-        weak var source: CachedByteSource?
-        init(_ source: CachedByteSource) { self.source = source }
+        weak var source: HTTPByteSource?
+        init(_ source: HTTPByteSource) { self.source = source }
     }
 
     private struct State {
@@ -24,8 +18,8 @@ public final class PlaybackSources: Sendable {
         var metered = false
         /// Every live source, an older one of a URL still playing included.
         var all: [Weak] = []
-        /// The newest cached source of each URL.
-        var byURL: [String: WeakCached] = [:]
+        /// The newest source of each URL.
+        var byURL: [String: Weak] = [:]
     }
 
     private let state = Mutex(State())
@@ -35,26 +29,17 @@ public final class PlaybackSources: Sendable {
 
     /// Remembers `source` as the one playing `url` and applies the metered rules in force to
     /// it (call before it opens) and to every later switch.
-    public func register(_ source: CachedByteSource, for url: URL) {
+    public func register(_ source: HTTPByteSource, for url: URL) {
         state.withLock { state in
             state.all = state.all.filter { $0.source != nil } + [Weak(source)]
             state.byURL = state.byURL.filter { $0.value.source != nil }
-            state.byURL[url.absoluteString] = WeakCached(source)
-            if state.metered { source.setMetered(true) }
-        }
-    }
-
-    /// Remembers a memory-only `source` (no cache, or no entry) and applies the metered rules in
-    /// force to it (call before it opens) and to every later switch.
-    public func register(uncached source: HTTPByteSource) {
-        state.withLock { state in
-            state.all = state.all.filter { $0.source != nil } + [Weak(source)]
+            state.byURL[url.absoluteString] = Weak(source)
             if state.metered { source.setMetered(true) }
         }
     }
 
     /// The live source for `url`, if any.
-    public func source(for url: URL) -> CachedByteSource? {
+    public func source(for url: URL) -> HTTPByteSource? {
         state.withLock { $0.byURL[url.absoluteString]?.source }
     }
 

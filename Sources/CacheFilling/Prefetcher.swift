@@ -5,7 +5,7 @@ import MediaSource
 import RangeCache
 import Synchronization
 
-/// Fills whole cache entries a user asked for ahead of play: a ``CachedByteSource`` opened in
+/// Fills whole cache entries a user asked for ahead of play: a ``HTTPByteSource`` opened in
 /// the background, whose read-ahead fills every hole, closed once the entry is complete or
 /// failed. Not limited on metered networks (it was asked for).
 public final class Prefetcher: Sendable {
@@ -23,7 +23,7 @@ public final class Prefetcher: Sendable {
     }
 
     private struct Running {
-        var source: CachedByteSource?
+        var source: HTTPByteSource?
         var entry: CacheEntry?
         var error: String?
     }
@@ -50,7 +50,7 @@ public final class Prefetcher: Sendable {
     public func start(_ url: URL) throws(CacheError) {
         let entry = try cache.entry(for: url, namespace: namespace)
         let key = url.absoluteString
-        let source = CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+        let source = HTTPByteSource(url: url, entry: entry, fetcher: fetcher)
         let started = running.withLock { running -> Bool in
             guard running[key]?.source == nil else { return false }
             running[key] = Running(source: source, entry: entry)
@@ -100,7 +100,7 @@ public final class Prefetcher: Sendable {
     }
 
     /// Waits until the entry is complete, then closes the source (which makes the bytes durable).
-    private func watch(_ key: String, entry: CacheEntry, source: CachedByteSource, length: Int64?) async {
+    private func watch(_ key: String, entry: CacheEntry, source: HTTPByteSource, length: Int64?) async {
         while let length, !entry.cachedRanges.contains(0..<length) {
             try? await Task.sleep(for: Self.pollInterval)
             if running.withLock({ $0[key]?.source }) !== source { return }
@@ -108,7 +108,7 @@ public final class Prefetcher: Sendable {
         finish(key, source: source, error: length == nil ? "the server did not say how long the file is" : nil)
     }
 
-    private func finish(_ key: String, source: CachedByteSource, error: String?) {
+    private func finish(_ key: String, source: HTTPByteSource, error: String?) {
         source.close()
         running.withLock { $0[key] = Running(error: error) }
         if let error { log.warning("prefetch of \(URL(string: key).map(loggable) ?? "?") failed: \(error)") }

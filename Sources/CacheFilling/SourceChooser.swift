@@ -4,17 +4,17 @@ import MediaSource
 import RangeCache
 
 /// Decides which byte source plays a URL, and makes it: a local file is read in place; an
-/// http(s) resource goes through its range-cache entry when the cache is open, and streams
-/// from memory when it is not (or its entry cannot be had); any other scheme is refused.
+/// http(s) resource gets an ``HTTPByteSource`` over its range-cache entry when the cache is
+/// open (the source keeps the bytes in memory when it is not, or its entry cannot be had); any
+/// other scheme is refused.
 public final class SourceChooser: Sendable {
     /// Which kind of source a URL gets.
     public enum Route: Equatable, Sendable {
         /// `file:`: read from the file system.
         case file
-        /// http(s) with the cache open: a ``CachedByteSource`` over the URL's entry.
-        case cachedHTTP
-        /// http(s) without a cache: an ``HTTPByteSource``, bytes in memory only.
-        case uncachedHTTP
+        /// http(s): an ``HTTPByteSource``, over the URL's cache entry when the cache is open
+        /// (else its bytes are kept in memory only).
+        case http
         /// Any other scheme (the scheme as written, empty when there is none).
         case unsupported(scheme: String)
     }
@@ -23,7 +23,7 @@ public final class SourceChooser: Sendable {
     private let namespace: String
     private let fetcher: Fetcher
     private let revalidator: Revalidator
-    private let readAhead: CachedByteSource.ReadAheadPolicy?
+    private let readAhead: HTTPByteSource.ReadAheadPolicy?
     private let playback: PlaybackSources
 
     /// Makes sources with `fetcher`, over `cache` (entries in `namespace`) when there is one.
@@ -31,7 +31,7 @@ public final class SourceChooser: Sendable {
     /// and are registered with `playback` (which applies the metered rules to them).
     public init(
         cache: RangeCache?, namespace: String, fetcher: Fetcher, revalidator: Revalidator,
-        readAhead: CachedByteSource.ReadAheadPolicy?, playback: PlaybackSources
+        readAhead: HTTPByteSource.ReadAheadPolicy?, playback: PlaybackSources
     ) {
         self.cache = cache
         self.namespace = namespace
@@ -41,11 +41,11 @@ public final class SourceChooser: Sendable {
         self.playback = playback
     }
 
-    /// The route `url` takes with or without an open cache (`cacheOpen`).
-    public static func route(for url: URL, cacheOpen: Bool) -> Route {
+    /// The route `url` takes.
+    public static func route(for url: URL) -> Route {
         switch url.scheme?.lowercased() {
         case "file": .file
-        case "http", "https": cacheOpen ? .cachedHTTP : .uncachedHTTP
+        case "http", "https": .http
         default: .unsupported(scheme: url.scheme ?? "")
         }
     }
@@ -53,32 +53,24 @@ public final class SourceChooser: Sendable {
     /// A new, unopened source for `url`; throws ``MediaSourceError/gone(_:)`` for a scheme
     /// nothing can read.
     public func source(for url: URL) throws(MediaSourceError) -> any ByteSource {
-        switch Self.route(for: url, cacheOpen: cache != nil) {
+        switch Self.route(for: url) {
         case .file:
             return FileByteSource(path: url.path)
-        case .uncachedHTTP:
-            return uncached(url)
-        case .cachedHTTP:
-            guard let cache, let entry = try? cache.entry(for: url, namespace: namespace) else {
-                return uncached(url)  // no entry: stream from memory
+        case .http:
+            // No cache, or no entry: the source keeps the bytes in memory.
+            let entry = try? cache?.entry(for: url, namespace: namespace)
+            if let entry {
+                // A download that continues an incomplete entry (with If-Range) or fetches it fresh
+                // validates it: replaying it soon after needs no conditional request.
+                let length = entry.metadata.validator.length
+                if length.map({ entry.contiguousLength(from: 0) < $0 }) ?? true { revalidator.markChecked(entry) }
             }
-            // A download that continues an incomplete entry (with If-Range) or fetches it fresh
-            // validates it: replaying it soon after needs no conditional request.
-            let length = entry.metadata.validator.length
-            if length.map({ entry.contiguousLength(from: 0) < $0 }) ?? true { revalidator.markChecked(entry) }
-            let source = CachedByteSource(
+            let source = HTTPByteSource(
                 url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
             playback.register(source, for: url)
             return source
         case .unsupported(let scheme):
             throw .gone("unsupported URL scheme '\(scheme)'")
         }
-    }
-
-    /// A memory-only source for `url`, under the metered rules like a cached one.
-    private func uncached(_ url: URL) -> HTTPByteSource {
-        let source = HTTPByteSource(url: url, fetcher: fetcher, readAhead: readAhead)
-        playback.register(uncached: source)
-        return source
     }
 }

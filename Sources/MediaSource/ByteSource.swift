@@ -166,13 +166,3 @@ extension ByteSource {
     /// Sources that fail only when read never call the handler.
     public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {}
 }
-
-/// A source whose downloads follow metered rules: on a metered network they run only a
-/// metered window of audio ahead of the reader.
-public protocol MeteredDownloads: AnyObject, Sendable {
-    /// Turns metered rules on or off.
-    func setMetered(_ metered: Bool)
-}
-
-extension CachedByteSource: MeteredDownloads {}
-extension HTTPByteSource: MeteredDownloads {}

@@ -8,7 +8,7 @@ import RangeCache
 /// the transfers in flight and the read being asked for, it says whether the read is served,
 /// waits, ends or fails, and which transfers to start, park, resume or cancel.
 ///
-/// ``CachedByteSource`` owns one planner under its lock and executes the returned
+/// ``HTTPByteSource`` owns one planner under its lock and executes the returned
 /// ``Action``s outside it; the planner never touches the network, the disk or a clock
 /// (the time is passed in), so every rule is tested alone (`DownloadPlannerTests`).
 ///
@@ -332,7 +332,12 @@ public struct DownloadPlanner: Sendable {
             return actions
         }
         followedProbe = nil  // the reader went elsewhere: nothing follows that probe
-        guard rangesSupported else { return [] }  // only the one stream from 0 can bring it
+        if !rangesSupported {
+            // Only a stream from byte 0 can bring it: the running one, unless it has passed it
+            // (bytes held in memory only, dropped by the window), then a new one.
+            guard memoryBound != nil, !(main.map { $0.next <= offset } ?? false) else { return [] }
+            return start(at: offset, priority: .playback, cached: cached)
+        }
         if isAwaitingTail { return actions }  // the tail comes first; the rest follows it
         if let resumed = resumeParked(reaching: offset) { return resumed }
         if let last = unservedFarRead, now - last.at < Self.seekConnectionInterval {
@@ -411,7 +416,8 @@ public struct DownloadPlanner: Sendable {
             effects.actions.append(.cancel(key: key))
             remove(key)
         } else if transfers[index].role != .probe, windowEnd != nil, let window = readAhead?.window,
-            next < playHead - window, !(waiting.map { transfers[index].reaches($0.offset, within: window) } ?? false)
+            next < playHead - window,
+            !(waitingMissing(cached).map { transfers[index].reaches($0, within: window) } ?? false)
         {
             // A window behind the play head in a large resource (set aside by a seek, resumed
             // once the seek's download ended): nobody reads there soon, and it would run to the end.
@@ -452,8 +458,8 @@ public struct DownloadPlanner: Sendable {
         guard let transfer = transfers.first(where: { $0.key == key }) else { return Effects() }
         let followed = followedProbe == key
         remove(key)
-        if resource?.length == nil, transfer.role == .main {
-            // A stream of unknown length: its clean end is the end.
+        if resource?.length == nil, transfer.role == .main, transfer.end.map({ transfer.next < $0 }) ?? true {
+            // A stream of unknown length: its clean end before the end asked is the end.
             streamComplete = true
             resource?.length = cached.upperBound ?? 0
         }
@@ -496,6 +502,11 @@ public struct DownloadPlanner: Sendable {
         start(at: offset, priority: .playback, cached: cached)
     }
 
+    /// The first byte the waiting reader still misses.
+    private func waitingMissing(_ cached: RangeSet) -> Int64? {
+        waiting.map { $0.offset + cached.contiguousLength(from: $0.offset) }
+    }
+
     /// Whether the waiting reader's bytes (its minimum) are here, or its offset is at the end.
     private func readerCanGoOn(cached: RangeSet) -> Bool {
         guard let waiting else { return false }
@@ -524,12 +535,16 @@ public struct DownloadPlanner: Sendable {
 
     /// After the main transfer ends: fetch for the waiting reader, else the next hole (read-ahead).
     private mutating func continueDownload(cached: RangeSet) -> [Action] {
-        guard main == nil, !isAwaitingTail, let length = resource?.length else { return [] }
+        guard main == nil, !isAwaitingTail, resource != nil else { return [] }
+        guard let length = resource?.length else {
+            // A stream of unknown length held in memory: the window goes on where it ended.
+            return memoryBound != nil && !streamComplete ? refillWindow(cached: cached) : []
+        }
         if let waiting {
             let offset = waiting.offset + cached.contiguousLength(from: waiting.offset)
             if offset < length, !isHeld(offset, cached: cached) {
                 if let resumed = resumeParked(reaching: offset) { return resumed }
-                guard resource?.rangesSupported == true else { return [] }
+                guard canStartAnywhere else { return [] }
                 return start(at: offset, priority: .playback, cached: cached)
             }
         }
@@ -541,7 +556,7 @@ public struct DownloadPlanner: Sendable {
             transfers[index].role = .main
             return [.setPriority(key: transfers[index].key, background ? .preload : .readAhead)]
         }
-        guard resource?.rangesSupported == true, let missing = nextToFetch(length: length, cached: cached) else {
+        guard canStartAnywhere, let missing = nextToFetch(length: length, cached: cached) else {
             return []
         }
         return start(at: missing, priority: .readAhead, cached: cached)
@@ -558,8 +573,10 @@ public struct DownloadPlanner: Sendable {
         let priority = background ? FetchPriority.preload : wanted
         // Bounded by the next byte held or being fetched, so nothing is asked twice.
         var end = resource?.length.flatMap { _ in nextHeld(after: offset, cached: cached) }
-        if let limit = windowEnd, let window = readAhead?.window {
-            // A large resource: a window past the play head (or past this read), no further.
+        if resource?.length != nil, let limit = windowEnd, let window = readAhead?.window {
+            // A large resource: a window past the play head (or past this read), no further. A
+            // stream of unknown length (a live one, perhaps) is asked for whole and stopped when
+            // it runs a window ahead: a new request would not continue a live stream.
             let windowLimit = max(limit, offset + window / 4)
             end = min(end ?? windowLimit, windowLimit)
         }
@@ -650,15 +667,25 @@ public struct DownloadPlanner: Sendable {
         return nil
     }
 
-    /// The end of the read-ahead window in a large resource; nil when it downloads whole.
+    /// The end of the read-ahead window in a large resource, or in any resource held in memory
+    /// only (of unknown length too); nil when it downloads whole.
     private var windowEnd: Int64? {
-        guard let readAhead, let length = resource?.length, length > readAhead.threshold else { return nil }
-        return min(length, playHead + readAhead.window)
+        guard let readAhead else { return nil }
+        let length = resource?.length
+        guard memoryBound != nil || (length.map { $0 > readAhead.threshold } ?? false) else { return nil }
+        return min(length ?? .max, playHead + readAhead.window)
     }
 
+    /// Whether a request may start at any byte: the origin serves ranges, or the bytes are held
+    /// in memory only, where a byte the window dropped can come again only from a new request
+    /// (the fetcher reads an origin without ranges from byte 0, skipping to it).
+    private var canStartAnywhere: Bool { resource?.rangesSupported == true || memoryBound != nil }
+
+    /// Fetches the window's first missing byte on, once the reader has used half of what ran
+    /// ahead of it: requests of half a window or more, not one per read.
     private mutating func refillWindow(cached: RangeSet) -> [Action] {
-        guard let limit = windowEnd, playHead < limit,
-            let missing = cached.missing(in: playHead..<limit).first?.lowerBound
+        guard let limit = windowEnd, let window = readAhead?.window, playHead < limit,
+            let missing = cached.missing(in: playHead..<limit).first?.lowerBound, missing - playHead < window / 2
         else { return [] }
         return start(at: missing, priority: .readAhead, cached: cached)
     }

@@ -4,7 +4,7 @@ import FoundationEssentials
 import RangeCache
 
 // How a cache entry follows the origin's answers. Every writer of an entry (a playing
-// ``CachedByteSource``, a preload job) uses these, so an entry is bound to a version, asked
+// ``HTTPByteSource``, a preload job) uses these, so an entry is bound to a version, asked
 // for with If-Range and emptied on a change by one set of rules.
 
 extension CacheEntry {

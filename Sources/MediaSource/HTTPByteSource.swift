@@ -1,298 +1,341 @@
 import Basics
+import Dispatch
 import Fetcher
 import FoundationEssentials
+import RangeCache
 import Synchronization
 
-/// Bytes of an http(s) resource, fetched with range requests as the reader
-/// asks for them. A read at an offset that no transfer is about to reach
-/// cancels the current transfer and starts one at that offset.
+/// Bytes of an http(s) resource: every byte Spool reads over http comes through one of these.
+/// Its bytes go to one of two byte stores: the resource's range-cache entry (the disk store),
+/// or, when there is no cache, the origin forbids storing (`no-store`, `Vary: *`) or the disk
+/// refuses them, a ``MemoryStore`` bounded by a ``MemoryWindow``. The source chooses, from the
+/// cache's state and the response; its callers never do.
 ///
-/// This is the source used when the range cache cannot be (no cache directory, a full disk):
-/// bytes live in memory only, within a ``MemoryWindow`` (32 MiB by default). A download stops a
-/// window ahead of the reader and resumes as the reader moves on; bytes behind the reader are
-/// dropped first, and reading them again asks the origin again (with a range, or from the start
-/// for an origin without ranges, skipping to the byte needed). So neither a long stream nor a
-/// declared length of terabytes holds more than the window.
+/// - A complete entry opens from the cache with no network at all.
+/// - A partial entry opens at once from what the cache knows (it plays offline
+///   as far as it goes) and continues from its first missing byte with If-Range.
+/// - Which transfers run is decided by a ``DownloadPlanner`` (its rules: sequential
+///   playback on one request, probes on short parallel ones, seeks parking the running
+///   download, no byte asked twice); this class carries its actions out with the
+///   fetcher, outside its lock, and writes what arrives to the cache.
+/// - A resource that changed on the server is never spliced with the old copy:
+///   the entry is emptied, and a track already playing fails so it is reopened.
+/// - With bytes in memory only, a download runs at most half the window ahead of the reader
+///   and bytes the window dropped are fetched again if a seek goes back to them (from byte 0
+///   for an origin without ranges): no stream, and no length of terabytes in a header, holds
+///   more than the window.
+///
+/// Revalidation of a cached copy is in `HTTPByteSource+Revalidation.swift`, the transfers'
+/// events in `HTTPByteSource+Transfers.swift`.
 public final class HTTPByteSource: ByteSource {
-    /// How far ahead of a running transfer a read may be and still wait for it
-    /// rather than start a new request.
-    public static let waitAheadLimit: Int64 = 256 * 1024
-
-    private struct Waiter {
-        let offset: Int64
-        let wake: @Sendable () -> Void
-    }
-
-    private struct ActiveTransfer {
-        let id: TransferID
-        var next: Int64
-        var delivered = false
-    }
-
-    private struct State {
+    struct State {
         var info: ResourceInfo?
+        var validator: ResourceVersion?
         var openCompletion: (@Sendable (Result<ResourceInfo, MediaSourceError>) -> Void)?
-        var store = ByteRuns()
-        var transfer: ActiveTransfer?
-        var waiter: Waiter?
+        /// The download decisions; this class carries them out.
+        var planner: DownloadPlanner
+        /// How to wake the reader the planner has waiting.
+        var wake: (@Sendable () -> Void)?
+        /// When each transfer's request was started, and from where: its measured rate.
+        var meters: [Int: (start: ContinuousClock.Instant, offset: Int64)] = [:]
         var failure: MediaSourceError?
         var closed = false
-        /// Where the reader last read: the window is kept around it.
-        var reader: Int64 = 0
-        /// The download was stopped a full window ahead of the reader; reads start it again.
-        var stoppedByWindow = false
-        /// The window in force: the whole one, or on a metered network one whose downloads stop
-        /// the metered read-ahead ahead of the reader.
-        var window: MemoryWindow
-        /// Whether metered rules are in force.
+        /// The memory store: bytes the disk store could not take (disk full), or every byte when
+        /// the resource is kept off the disk; within the memory window around the play head.
+        var memory: MemoryStore
+        /// The disk has refused bytes, or the origin forbids storing them: the reason is logged
+        /// and the download kept to the window.
+        var streamingFromMemory = false
+        /// No byte of the resource goes to the disk: there is no cache entry, or the origin
+        /// forbids storing it (`no-store`, `Vary: *`). Every byte is kept in the memory store.
+        var keepsOffDisk: Bool
+        /// What the download is doing, for clients ("retrying in 2 s: HTTP status 503").
+        var transferStatus: String?
+        /// The background check of a complete entry, and whether it found a new version.
+        var revalidation: TransferID?
+        var replaceOnClose = false
+        /// The origin could not be reached (refused, no route, unknown host) while a reader
+        /// waited: reads of missing bytes fail with it until bytes arrive again, and each such
+        /// read tries the origin once more at once. Retries go on in the background.
+        var unreachable: MediaSourceError?
+        /// The answer for the next read of missing bytes: the origin was unreachable while it waited.
+        var readerError: MediaSourceError?
+        /// Where the check of a complete entry stands (see ``RevalidationGate``), and since when.
+        var revalidationGate: RevalidationGate?
+        var revalidationStarted: ContinuousClock.Instant?
+        /// An open held for the check's answer: the cached entry's facts and the caller.
+        var heldOpen: HeldOpen?
+        /// The check whose answer was a new version in time: its response streams the new body,
+        /// so it became the planner's download under this key.
+        var adopted: (id: TransferID, key: Int)?
+        /// Metered rules are in force: the read-ahead keeps its metered window.
         var metered = false
-        /// The stream's bytes per second, once the player knows it (sizes the metered read-ahead).
-        var byteRate: Double?
+        /// Who learns of a failure no read asked for (``whenFailed(_:)``).
+        var failureHandler: (@Sendable (MediaSourceError) -> Void)?
     }
 
-    private let url: URL
-    private let fetcher: Fetcher
-    private let window: MemoryWindow
-    private let readAhead: CachedByteSource.ReadAheadPolicy?
-    private let state: Mutex<State>
-    private let log = Logger(label: "http-source")
+    /// An open waiting for the answer of the check of its complete entry.
+    struct HeldOpen {
+        let info: ResourceInfo
+        let rangesSupported: Bool
+        let completion: @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
+        let since: ContinuousClock.Instant
+    }
 
-    /// Creates a source for `url` whose transfers run on `fetcher`, holding at most `window` in
-    /// memory; on a metered network its downloads run only `readAhead`'s metered window of audio
-    /// ahead of the reader.
+    let url: URL
+    /// The disk store; nil when there is no cache (or no entry could be had).
+    let entry: CacheEntry?
+    let fetcher: Fetcher
+    private let resource: String
+    let revalidator: Revalidator?
+    private let readAhead: ReadAheadPolicy?
+    let state: Mutex<State>
+    let transfers: FetcherTransfers
+    let log = Logger(label: "http-source")
+
+    /// Creates a source for `url` over its cache `entry`, or over memory only when there is
+    /// none; transfers run on `fetcher`.
+    /// With a `revalidator`, a complete entry is checked against the origin in the
+    /// background when due: a changed resource replaces the entry for the next play.
+    /// With `readAhead`, resources above its threshold are fetched only a window ahead (and on
+    /// a metered network only its metered window of audio).
+    /// Bytes kept in memory (no entry, `no-store`, a full disk) are at most `memoryWindow`.
     public init(
-        url: URL, fetcher: Fetcher, window: MemoryWindow = .standard,
-        readAhead: CachedByteSource.ReadAheadPolicy? = nil
+        url: URL, entry: CacheEntry? = nil, fetcher: Fetcher, revalidator: Revalidator? = nil,
+        readAhead: ReadAheadPolicy? = nil, memoryWindow: MemoryWindow = .standard
     ) {
         self.url = url
-        self.fetcher = fetcher
-        self.window = window
         self.readAhead = readAhead
-        state = Mutex(State(window: window))
+        self.entry = entry
+        self.fetcher = fetcher
+        self.revalidator = revalidator
+        resource = entry.map(Revalidator.key(of:)) ?? ""
+        var planner = DownloadPlanner(readAhead: readAhead.map { ($0.threshold, $0.window) })
+        if entry == nil { planner.limitToWindow(memoryWindow.capacity / 2) }
+        state = Mutex(State(planner: planner, memory: MemoryStore(window: memoryWindow), keepsOffDisk: entry == nil))
+        transfers = FetcherTransfers(fetcher: fetcher)
     }
 
-    /// Turns metered rules on or off: a download runs only the metered window of audio ahead of
-    /// the reader from now on (a running one stops at its next bytes past it), or a full window
-    /// again (a download the metered window stopped goes on at once).
-    public func setMetered(_ metered: Bool) {
-        state.withLock { state in
-            guard state.metered != metered, !state.closed else { return }
-            state.metered = metered
-            applyWindowLocked(&state)
+    // MARK: ByteSource
+
+    /// Opens from the cache when it knows the length, else from the first response.
+    public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        open(tail: nil, completion)
+    }
+
+    /// Opens as ``open(_:)`` does, fetching the last `tail` bytes first when they are missing
+    /// (the planner's "tail first").
+    public func open(tail: Int64?, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        if let entry { prepareToOpen(entry) }
+        let metadata = entry?.metadata ?? EntryMetadata()
+        let cachedLength = metadata.validator.length
+        var opened: ResourceInfo?
+        var actions: [DownloadPlanner.Action] = []
+        let failure: MediaSourceError? = state.withLock { state in
+            guard !state.closed else { return .closed }
+            state.validator = metadata.validator.named
+            let held = held(state)
+            if let length = cachedLength, held.contiguousLength(from: 0) > 0 || length == 0 {
+                let complete = held.contains(0..<length)
+                let rangesSupported = metadata.acceptsRanges ?? true
+                // A complete copy is read at any offset whatever the origin supports.
+                let info = ResourceInfo(
+                    length: length, contentType: metadata.contentType, randomAccess: rangesSupported || complete)
+                // Fresh (RFC 9111): used with no request at all. Otherwise checked when due, and
+                // before use where the origin asked for that (no-cache, must-revalidate).
+                let now = Date()
+                let beforeUse = metadata.freshness.needsAnswerBeforeUse(at: now)
+                if complete, let validator = state.validator, let revalidator, !metadata.freshness.isFresh(at: now),
+                    beforeUse || revalidator.claim(resource),
+                    revalidateLocked(
+                        &state, against: validator, opening: info, rangesSupported: rangesSupported,
+                        beforeUse: beforeUse, completion)
+                {
+                    return nil  // opens with the origin's answer, or from the cache at the deadline
+                }
+                state.info = info
+                state.planner.setResource(.init(length: length, rangesSupported: rangesSupported))
+                opened = info
+                if !complete {
+                    actions = state.planner.open(cached: held, tail: tail)  // continue the download
+                }
+            } else {
+                state.openCompletion = completion
+                actions = state.planner.open(cached: held, tail: tail)
+            }
+            return nil
         }
+        if let failure { return completion(.failure(failure)) }
+        execute(actions)
+        if let opened {
+            log.info(
+                "opened \(loggable(url)) from the cache (\(entry?.contiguousLength(from: 0) ?? 0) of \(opened.length ?? 0) bytes)"
+            )
+            completion(.success(opened))
+        }
+    }
+
+    /// Empties an entry the open must not use: one stored for requests with other headers
+    /// (`Vary`), or a partial one whose origin names no version.
+    private func prepareToOpen(_ entry: CacheEntry) {
+        if !entry.servesRequests(of: fetcher) {
+            log.info("\(loggable(url)): the cached copy was selected by other request headers; fetching it again")
+            try? entry.drop()
+        }
+        let length = entry.metadata.validator.length
+        if entry.metadata.validator.named == nil, !entry.cachedRanges.isEmpty,
+            length.map({ !entry.cachedRanges.contains(0..<$0) }) ?? true
+        {
+            // Neither ETag nor Last-Modified: nothing can tell whether the origin still has the
+            // file these bytes came from, and a changed file of the same length would be spliced
+            // with them. A partial entry of such an origin is fetched again from byte 0.
+            log.info(
+                "\(loggable(url)): the origin names no version (no ETag, no Last-Modified); not resuming, fetching it from the start"
+            )
+            try? entry.drop()
+        }
+    }
+
+    /// Returns cached bytes at `offset`, or arranges for them to be fetched and the reader woken.
+    public func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        read(at: offset, maxLength: maxLength, minLength: maxLength, wake: wake)
+    }
+
+    /// Returns at least `minLength` bytes at `offset` (fewer only at the end), up to `maxLength`
+    /// when more are here, or arranges for them to be fetched and the reader woken.
+    public func read(
+        at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void
+    ) -> ReadOutcome {
+        var actions: [DownloadPlanner.Action] = []
+        defer { execute(actions) }
+        return state.withLock { state -> ReadOutcome in
+            if state.closed { return .failed(.closed) }
+            guard state.info != nil else { return .failed(.readFailed("read before open")) }
+            let held = held(state)
+            let request = DownloadPlanner.Read(offset: offset, maxLength: maxLength, minLength: minLength)
+            let remaining = state.info?.length.map { $0 - offset } ?? .max
+            if remaining > 0, held.contiguousLength(from: offset) < min(Int64(request.minLength), remaining) {
+                // Missing bytes: a failure or an unreachable origin answers before any new request.
+                if let failure = state.failure { return .failed(failure) }
+                if let error = state.readerError {
+                    state.readerError = nil
+                    return .failed(error)
+                }
+            }
+            let (answer, planned) = state.planner.read(request, cached: held, now: .now)
+            actions = planned
+            switch answer {
+            case .endOfStream:
+                return .endOfStream
+            case .serve(let count):
+                state.wake = nil
+                if let bytes = entry?.read(at: offset, maxLength: count), !bytes.isEmpty { return .data(bytes) }
+                if let bytes = state.memory.read(at: offset, maxLength: count), !bytes.isEmpty { return .data(bytes) }
+                return .failed(.readFailed("cached bytes at \(offset) could not be read"))
+            case .wait:
+                state.wake = wake
+                if state.unreachable != nil, state.info?.randomAccess == true {
+                    // The last attempt found the origin unreachable and the transfer is backing
+                    // off: try once more now, so a reader learns at once whether the network is back.
+                    state.unreachable = nil
+                    actions += state.planner.retryNow(at: offset + held.contiguousLength(from: offset), cached: held)
+                }
+                return .pending
+            }
+        }
+    }
+
+    /// Prepared ahead of need (true) or playing (false): sets the priority of its downloads.
+    public func setBackground(_ background: Bool) {
+        execute(state.withLock { state in state.planner.setBackground(background, cached: held(state), now: .now) })
+    }
+
+    /// Whether the cache or the memory store holds every byte of `range`.
+    public func holds(_ range: Range<Int64>) -> Bool {
+        range.isEmpty || state.withLock { held($0).contains(range) }
+    }
+
+    /// Calls `handler` when the source fails with no read to answer (see ``ByteSource``).
+    public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {
+        state.withLock { $0.failureHandler = handler }
+    }
+
+    /// Forgets the pending reader.
+    public func cancelPendingReads() {
+        state.withLock { state in
+            state.wake = nil
+            state.planner.cancelWaiting()
+            state.readerError = nil
+        }
+    }
+
+    /// The stream's average bytes per second (the player knows it from the duration and the
+    /// length): a seek a few seconds of audio ahead of a running download may wait for it.
+    /// Zero or less forgets it.
+    public func setByteRate(_ bytesPerSecond: Double) {
+        execute(
+            state.withLock { state in
+                state.planner.setByteRate(bytesPerSecond)
+                return state.metered ? applyReadAhead(&state) : []
+            })
+    }
+
+    /// Turns metered rules on or off: the read-ahead keeps the policy's metered window of audio
+    /// from now on (a download past it stops at its next bytes) or goes back to the large-file
+    /// rule (an idle download goes on at once). Without a read-ahead policy nothing changes.
+    public func setMetered(_ metered: Bool) {
+        execute(
+            state.withLock { state in
+                guard state.metered != metered, !state.closed else { return [] }
+                state.metered = metered
+                return applyReadAhead(&state)
+            })
     }
 
     /// Whether metered rules are in force for this source.
     public var isMetered: Bool { state.withLock { $0.metered } }
 
-    /// Sizes the metered read-ahead from the stream's bytes per second.
-    public func setByteRate(_ bytesPerSecond: Double) {
-        state.withLock { state in
-            state.byteRate = bytesPerSecond
-            if state.metered, !state.closed { applyWindowLocked(&state) }
-        }
+    private func applyReadAhead(_ state: inout State) -> [DownloadPlanner.Action] {
+        guard let readAhead else { return [] }
+        let limits = readAhead.limits(metered: state.metered, byteRate: state.planner.byteRate)
+        return state.planner.setReadAhead(limits, cached: held(state))
     }
 
-    private func applyWindowLocked(_ state: inout State) {
-        let ahead = state.metered ? readAhead?.limits(metered: true, byteRate: state.byteRate).window : nil
-        state.window = window.runningAhead(ahead)
-        keepWindowLocked(&state)
-        resumeIfDueLocked(&state)
-    }
-
-    /// Bytes of the resource held in memory now (never more than the window's capacity).
-    public var heldBytes: Int64 { state.withLock { $0.store.count } }
-
-    /// Starts a transfer from byte 0; completes when its response head arrives.
-    public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
-        let failure: MediaSourceError? = state.withLock { state in
-            guard !state.closed else { return .closed }
-            state.openCompletion = completion
-            startTransferLocked(&state, at: 0)
-            return nil
-        }
-        if let failure { completion(.failure(failure)) }
-    }
-
-    /// Returns stored bytes at `offset`, or arranges for them to be fetched and the reader woken.
-    /// When the length is known, a read returns exactly `min(maxLength, length - offset)` bytes:
-    /// demuxers reading in pull mode take a short buffer for the end of the file.
-    public func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
-        state.withLock { state in
-            if state.closed { return .failed(.closed) }
-            state.reader = offset
-            let wanted: Int
-            if let length = state.info?.length {
-                if offset >= length { return .endOfStream }
-                wanted = Int(min(Int64(maxLength), length - offset))
-            } else {
-                wanted = maxLength
-            }
-            let held = state.store.read(at: offset, maxLength: wanted)
-            if let held, held.count == wanted || (state.info?.length == nil && !held.isEmpty) {
-                resumeIfDueLocked(&state)
-                return .data(held)
-            }
-            if let failure = state.failure { return .failed(failure) }
-            let missing = offset + Int64(held?.count ?? 0)
-            state.waiter = Waiter(offset: missing, wake: wake)
-            // An origin without ranges is read in one pass, but a byte the window dropped behind
-            // that pass can only come from a new one.
-            if let transfer = state.transfer, transfer.next <= missing,
-                missing - transfer.next <= Self.waitAheadLimit || state.info?.randomAccess == false
-            {
-                return .pending  // the running transfer will get there soon (or is the only way there)
-            }
-            startTransferLocked(&state, at: missing)
-            return .pending
-        }
-    }
-
-    /// Forgets the pending reader.
-    public func cancelPendingReads() {
-        state.withLock { $0.waiter = nil }
-    }
-
-    /// Cancels the transfer and drops the stored bytes.
+    /// Cancels the transfers, starts making written bytes durable and closes the entry.
     public func close() {
-        let transfer = state.withLock { state -> TransferID? in
+        let (actions, revalidation) = state.withLock { state -> ([DownloadPlanner.Action], TransferID?) in
+            guard !state.closed else { return ([], nil) }
             state.closed = true
-            state.waiter = nil
-            state.store = ByteRuns()
-            defer { state.transfer = nil }
-            return state.transfer?.id
+            state.wake = nil
+            state.planner.cancelWaiting()
+            return (state.planner.stopAll(), state.revalidation)
         }
-        if let transfer { fetcher.cancel(transfer) }
+        execute(actions)
+        if let revalidation { fetcher.cancel(revalidation) }
+        let replace = state.withLock { state in
+            state.memory.empty()
+            return state.replaceOnClose
+        }
+        guard let entry else { return }
+        if replace {
+            log.info("\(loggable(url)) changed on the server: the next play fetches the new version")
+            try? entry.drop()
+        }
+        // Not waited for: a track change must not wait for the disk (a slow or busy one takes a
+        // second per sync); the cache commits these bytes once they are synced.
+        entry.closeInBackground()
     }
 
     deinit { close() }
 
-    // MARK: Transfers
+    /// Bytes held in the memory store (never more than the memory window).
+    public var bytesInMemory: Int64 { state.withLock { $0.memory.count } }
 
-    private func startTransferLocked(_ state: inout State, at offset: Int64) {
-        if let old = state.transfer { fetcher.cancel(old.id) }
-        state.stoppedByWindow = false
-        let request = RangeRequest(url: url, start: offset)
-        let id = fetcher.start(request) { [weak self] id, event in
-            self?.handle(event, of: id)
-        }
-        state.transfer = ActiveTransfer(id: id, next: offset)
+    /// What is here: the cached ranges and the bytes of the memory store.
+    func held(_ state: State) -> RangeSet {
+        var ranges = entry?.cachedRanges ?? RangeSet()
+        for range in state.memory.ranges { ranges.insert(range) }
+        return ranges
     }
 
-    private func handle(_ event: TransferEvent, of id: TransferID) {
-        var callbacks: [@Sendable () -> Void] = []
-        state.withLock { state in
-            // Events of a replaced transfer may still arrive until the fetcher handles its cancel.
-            guard !state.closed, state.transfer?.id == id else { return }
-            switch event {
-            case .response(let head), .changed(let head):
-                if case .changed = event {
-                    // The resource changed under a reconnection: what is held is stale; the new body follows from 0.
-                    state.store = ByteRuns()
-                    state.info = nil
-                }
-                if state.info == nil {
-                    let info = ResourceInfo(response: head)
-                    state.info = info
-                    if let completion = state.openCompletion {
-                        callbacks.append { completion(.success(info)) }
-                    }
-                    state.openCompletion = nil
-                    log.info("opened \(loggable(url)): \(info.openedDescription)")
-                }
-                state.transfer?.next = head.bodyStart
-            case .data(let bytes, let offset):
-                state.store.write(bytes, at: offset)
-                state.transfer?.next = offset + Int64(bytes.count)
-                state.transfer?.delivered = true
-                keepWindowLocked(&state)
-                if let waiter = state.waiter, state.store.contains(waiter.offset) {
-                    state.waiter = nil
-                    callbacks.append(waiter.wake)
-                }
-            case .finished:
-                let delivered = state.transfer?.delivered ?? false
-                state.transfer = nil
-                if let waiter = state.waiter, state.info?.length.map({ waiter.offset < $0 }) ?? false {
-                    if delivered {
-                        startTransferLocked(&state, at: waiter.offset)  // ended short: continue where needed
-                    } else {
-                        state.failure = .readFailed("the server ended the body before byte \(waiter.offset)")
-                        state.waiter = nil
-                        callbacks.append(waiter.wake)
-                    }
-                } else if let waiter = state.waiter {
-                    state.waiter = nil
-                    callbacks.append(waiter.wake)  // at the end: the reader will see end of stream
-                }
-            case .status(.retrying(_, _, let reason)):
-                // Nothing is kept on disk to play meanwhile: with no server to reach, the reader
-                // (or the opener) hears it now instead of after the fetcher's retry budget.
-                guard let problem = reason.unreachableServer, state.waiter != nil || state.openCompletion != nil
-                else { break }
-                if let transfer = state.transfer { fetcher.cancel(transfer.id) }
-                state.transfer = nil
-                log.warning("\(loggable(url)): \(problem)")
-                if let completion = state.openCompletion {
-                    state.openCompletion = nil
-                    state.failure = .unreachable(problem)
-                    callbacks.append { completion(.failure(.unreachable(problem))) }
-                } else {
-                    state.failure = .unreachable(problem)
-                }
-                if let waiter = state.waiter {
-                    state.waiter = nil
-                    callbacks.append(waiter.wake)
-                }
-            case .status(.endedShort(let length)):
-                state.info?.length = length  // the origin overstated it: the end is here
-            case .notModified, .status:
-                break
-            case .failed(let error):
-                state.transfer = nil
-                log.warning("\(loggable(url)): \(error)")
-                if let completion = state.openCompletion {
-                    state.openCompletion = nil
-                    let failure = MediaSourceError(downloadFailure: error)
-                    state.failure = failure
-                    callbacks.append { completion(.failure(failure)) }
-                } else {
-                    state.failure = .readFailed(error.description)
-                }
-                if let waiter = state.waiter {
-                    state.waiter = nil
-                    callbacks.append(waiter.wake)
-                }
-            }
-        }
-        for callback in callbacks { callback() }
-    }
-}
-
-extension HTTPByteSource {
-    /// Drops what the window does not keep, and stops the download once it is a full window
-    /// ahead of the reader (nothing more could be kept; the reader resumes it).
-    private func keepWindowLocked(_ state: inout State) {
-        if state.store.count > state.window.capacity {
-            state.store.retain(state.window.retained(state.store.ranges, reader: state.reader))
-        }
-        guard let transfer = state.transfer, state.window.isFull(reader: state.reader, next: transfer.next),
-            state.waiter.map({ $0.offset >= transfer.next }) != true
-        else { return }
-        fetcher.cancel(transfer.id)
-        state.transfer = nil
-        state.stoppedByWindow = true
-        log.debug(
-            "\(loggable(url)): \(state.window.ahead) bytes held ahead of byte \(state.reader); download paused at \(transfer.next)"
-        )
-    }
-
-    /// Starts the download stopped by the window again once the reader used half of it.
-    private func resumeIfDueLocked(_ state: inout State) {
-        guard state.stoppedByWindow, state.transfer == nil, state.failure == nil else { return }
-        let heldEnd = state.store.contiguousEnd(from: state.reader)
-        if let length = state.info?.length, heldEnd >= length { return }
-        guard state.window.shouldResume(reader: state.reader, heldEnd: heldEnd) else { return }
-        startTransferLocked(&state, at: heldEnd)
-    }
 }

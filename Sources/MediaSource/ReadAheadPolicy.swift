@@ -1,4 +1,4 @@
-extension CachedByteSource {
+extension HTTPByteSource {
     /// How much to fetch ahead of the play head: large resources (long podcasts, audiobooks)
     /// keep a window instead of downloading to the end, and on a metered network every
     /// resource does, sized in audio so it costs the same minutes whatever the bitrate.

@@ -1,4 +1,4 @@
-/// What a ``CachedByteSource`` does with the conditional request that checks a complete cached
+/// What a ``HTTPByteSource`` does with the conditional request that checks a complete cached
 /// entry against its origin. Pure: the source feeds it what happened and carries out the actions.
 ///
 /// Usually the open does not wait for the answer: the play starts from the cached copy while the

@@ -32,7 +32,7 @@ public final class Revalidator: Sendable {
 }
 
 extension Revalidator {
-    /// The key a ``CachedByteSource`` claims for `entry` (namespace and cache key).
+    /// The key a ``HTTPByteSource`` claims for `entry` (namespace and cache key).
     public static func key(of entry: CacheEntry) -> String {
         "\(entry.namespace)\u{0}\(entry.key.value)"
     }

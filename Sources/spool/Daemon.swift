@@ -98,7 +98,7 @@ final class Daemon: Sendable {
         let namespace = settings.account
         let revalidator = Revalidator(interval: settings.revalidateInterval, wait: settings.revalidateWait)
         let playback = self.playback
-        let readAhead = CachedByteSource.ReadAheadPolicy(
+        let readAhead = HTTPByteSource.ReadAheadPolicy(
             threshold: settings.readAheadLargeFileThreshold.bytes, window: settings.readAheadWindow.bytes,
             meteredWindow: settings.readAheadMeteredWindow)
         let sources = SourceChooser(

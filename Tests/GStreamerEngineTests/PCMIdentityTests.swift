@@ -119,7 +119,7 @@ struct PCMIdentityTests {
         let fetcher = Self.fetcher
         let cached: GStreamerEngine.SourceFactory = { url throws(MediaSourceError) in
             guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
-            return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+            return HTTPByteSource(url: url, entry: entry, fetcher: fetcher)
         }
         try decodeWithFilesrc(fixture.url, into: dir.file("filesrc.raw"))
         let reference = try Data(contentsOf: dir.file("filesrc.raw"))

@@ -358,7 +358,7 @@ struct PlaybackBehaviourTests {
         let fetcher = Fetcher(userAgent: "Spool/test")
         let cached: GStreamerEngine.SourceFactory = { url throws(MediaSourceError) in
             guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
-            return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+            return HTTPByteSource(url: url, entry: entry, fetcher: fetcher)
         }
         let url = server.url(for: fixture.fileName)
         // A first play fills the cache.

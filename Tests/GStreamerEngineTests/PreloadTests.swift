@@ -27,7 +27,7 @@ struct PreloadTests {
         let sink = "audioconvert ! \(pcmCaps) ! filesink sync=true location=\(dir.file("joined.raw").path)"
         let engine = try GStreamerEngine(audioSink: sink) { url throws(MediaSourceError) in
             guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
-            return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+            return HTTPByteSource(url: url, entry: entry, fetcher: fetcher)
         }
         defer { engine.shutdown() }
         let recorder = EventRecorder()
@@ -75,7 +75,7 @@ struct PreloadTests {
         let fetcher = Fetcher(userAgent: "Spool/test")
         let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
             guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
-            return CachedByteSource(url: url, entry: entry, fetcher: fetcher)
+            return HTTPByteSource(url: url, entry: entry, fetcher: fetcher)
         }
         defer { engine.shutdown() }
         let recorder = EventRecorder()

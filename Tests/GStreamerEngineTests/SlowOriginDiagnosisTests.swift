@@ -100,7 +100,7 @@ struct SlowOriginDiagnosisTests {
         let t0 = ContinuousClock.now
         let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
             guard let entry = try? cache.entry(for: url) else { throw .unavailable("no cache entry") }
-            return LoggingSource(CachedByteSource(url: url, entry: entry, fetcher: fetcher), t0: t0)
+            return LoggingSource(HTTPByteSource(url: url, entry: entry, fetcher: fetcher), t0: t0)
         }
         defer { engine.shutdown() }
         engine.setEventHandler { event in diagSay(t0, "event \(event)") }

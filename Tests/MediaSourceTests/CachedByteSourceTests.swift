@@ -37,10 +37,10 @@ final class CacheRig {
     var url: URL { origin.url(for: path) }
 
     func source(
-        url: URL? = nil, revalidator: Revalidator? = nil, readAhead: CachedByteSource.ReadAheadPolicy? = nil
-    ) throws -> CachedByteSource {
+        url: URL? = nil, revalidator: Revalidator? = nil, readAhead: HTTPByteSource.ReadAheadPolicy? = nil
+    ) throws -> HTTPByteSource {
         let url = url ?? self.url
-        return CachedByteSource(
+        return HTTPByteSource(
             url: url, entry: try cache.entry(for: url), fetcher: fetcher, revalidator: revalidator,
             readAhead: readAhead)
     }

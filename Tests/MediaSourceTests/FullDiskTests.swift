@@ -44,7 +44,7 @@ struct FullDiskTests {
         // sockets' buffers: bytes sent then measure bytes asked for.
         let rig = try CacheRig(size: 3 << 20, faults: OriginFaults(bytesPerSecond: 6 << 20), storage: FullDiskStorage())
         let capacity: Int64 = 512 << 10
-        let source = CachedByteSource(
+        let source = HTTPByteSource(
             url: rig.url, entry: try rig.cache.entry(for: rig.url), fetcher: rig.fetcher,
             memoryWindow: MemoryWindow(capacity: capacity))
         defer { source.close() }

@@ -131,7 +131,7 @@ struct HTTPCachingTests {
         same.close()
         #expect(rig.origin.requests().isEmpty, "same User-Agent: the stored copy serves")
         let other = Fetcher(userAgent: "Spool/other")
-        let source = CachedByteSource(
+        let source = HTTPByteSource(
             url: rig.url, entry: try rig.cache.entry(for: rig.url), fetcher: other, revalidator: Self.eager())
         defer { source.close() }
         _ = try open(source).get()

@@ -22,43 +22,19 @@ struct MemoryWindowTests {
         #expect(window.retained(held, reader: reader) == kept)
     }
 
+    /// A waiting read far from the play head (a seek back, a probe at the end): its bytes stay,
+    /// and the others go in its place.
     @Test(
         arguments: [
-            // reader, next or held end, full, resume
-            (0, 99, false, false),
-            (0, 100, true, false),
-            (1_000, 1_100, true, false),
-            (1_000, 1_050, false, false),
-            (1_000, 1_049, false, true),
-            (1_000, 1_000, false, true),
-        ] as [(Int64, Int64, Bool, Bool)])
-    func stopsAFullWindowAheadAndResumesAtHalf(reader: Int64, end: Int64, full: Bool, resume: Bool) {
-        #expect(window.isFull(reader: reader, next: end) == full)
-        #expect(window.shouldResume(reader: reader, heldEnd: end) == resume)
-    }
-
-    /// A window running 40 bytes ahead (a metered read-ahead) stops there and resumes at 20;
-    /// what it keeps is still the whole capacity.
-    @Test(
-        arguments: [
-            // reader, next or held end, full, resume
-            (0, 39, false, false),
-            (0, 40, true, false),
-            (1_000, 1_020, false, false),
-            (1_000, 1_019, false, true),
-        ] as [(Int64, Int64, Bool, Bool)])
-    func runningAheadStopsThereAndResumesAtHalfOfIt(reader: Int64, end: Int64, full: Bool, resume: Bool) {
-        let metered = window.runningAhead(40)
-        #expect(metered.isFull(reader: reader, next: end) == full)
-        #expect(metered.shouldResume(reader: reader, heldEnd: end) == resume)
-        #expect(metered.retained([0..<150], reader: 100) == window.retained([0..<150], reader: 100))
-    }
-
-    @Test func runningAheadIsBoundedByTheCapacity() {
-        #expect(window.runningAhead(nil).ahead == 100)
-        #expect(window.runningAhead(500).ahead == 100)
-        #expect(window.runningAhead(0).ahead == 1)
-        #expect(window.runningAhead(nil) == window)
+            // held, reader, needed, kept
+            ([0..<10, 100..<200], 150, 0..<10, [0..<10, 116..<200]),  // behind the reader, yet kept
+            ([0..<150], 0, 140..<150, [0..<84, 140..<150]),  // furthest ahead, yet kept
+            ([0..<150], 100, 20..<30, [20..<30, 66..<150]),  // in the middle of what goes behind
+        ] as [([Range<Int64>], Int64, Range<Int64>, [Range<Int64>])])
+    func keepsTheBytesAWaitingReadNeeds(
+        held: [Range<Int64>], reader: Int64, needed: Range<Int64>, kept: [Range<Int64>]
+    ) {
+        #expect(window.retained(held, reader: reader, needed: needed) == kept)
     }
 
     @Test func chunksAreStoredOnceAndTrimmedExactly() {

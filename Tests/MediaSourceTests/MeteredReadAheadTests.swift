@@ -7,7 +7,7 @@ import Testing
 
 private let now = ContinuousClock.now
 private let mb: Int64 = 1_000_000
-private typealias Policy = CachedByteSource.ReadAheadPolicy
+private typealias Policy = HTTPByteSource.ReadAheadPolicy
 
 @Suite("Read-ahead on a metered network")
 struct MeteredReadAheadTests {
@@ -108,8 +108,9 @@ struct MeteredMemoryTests {
         let body = patternedBody(3 << 20)
         origin.serve(OriginResource(body), at: "/long.mp3")
         let source = HTTPByteSource(
-            url: origin.url(for: "/long.mp3"), fetcher: fetcher, window: MemoryWindow(capacity: 1 << 20),
-            readAhead: Policy(threshold: 256 * mb, window: 32 * mb, meteredWindow: .seconds(2)))
+            url: origin.url(for: "/long.mp3"), fetcher: fetcher,
+            readAhead: Policy(threshold: 256 * mb, window: 32 * mb, meteredWindow: .seconds(2)),
+            memoryWindow: MemoryWindow(capacity: 1 << 20))
         defer { source.close() }
         source.setByteRate(16_000)
         source.setMetered(true)

@@ -50,6 +50,30 @@ struct PlannerWindowTests {
         #expect(!planner.transfers.contains { $0.key == first })
     }
 
+    /// A read far behind the play head (a seek back) whose first bytes arrive short of its
+    /// minimum: the transfer bringing the rest is the reader's, not one left behind.
+    @Test func aDownloadBringingTheRestOfAWaitingReadIsKept() {
+        var (planner, main) = largeResource()
+        var held = RangeSet([0..<2 * mb])
+        _ = planner.read(.init(offset: 0, maxLength: 128 << 10), cached: held, now: now)
+        #expect(cancels(planner.received(main, upTo: 2 * mb, cached: held).actions) == [main])  // the window is full
+        // Read on to 40 MB (the window refilled on the way), then a small read back at 0.
+        held = RangeSet([40 * mb..<41 * mb])
+        _ = planner.read(.init(offset: 40 * mb, maxLength: 128 << 10), cached: held, now: now)
+        for transfer in planner.transfers { _ = planner.received(transfer.key, upTo: 41 * mb, cached: held) }
+        let (answer, actions) = planner.read(.init(offset: 0, maxLength: 4096), cached: held, now: now)
+        #expect(answer == .wait)
+        let back = actions.compactMap { if case .start(let key, 0, _, _) = $0 { key } else { nil } }.first
+        guard let back else {
+            Issue.record("no request at byte 0: \(actions)")
+            return
+        }
+        held.insert(0..<1000)
+        let effects = planner.received(back, upTo: 1000, cached: held)
+        #expect(cancels(effects.actions).isEmpty)
+        #expect(planner.transfers.contains { $0.key == back })
+    }
+
     @Test func aDownloadTheReaderWaitsForIsKeptWhereverThePlayHeadIs() {
         var (planner, main) = largeResource()
         let held = RangeSet([0..<mb])

@@ -16,7 +16,7 @@ struct TerabyteCacheTests {
         defer { cache.close() }
         let origin = try TerabyteOrigin()
         let residentBefore = residentBytes()
-        let source = CachedByteSource(
+        let source = HTTPByteSource(
             url: origin.url, entry: try cache.entry(for: origin.url), fetcher: Fetcher(userAgent: "Spool/test"),
             readAhead: .init(threshold: 64 << 20, window: 2 << 20))
         defer { source.close() }

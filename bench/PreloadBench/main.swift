@@ -1,6 +1,6 @@
 // Next with the next track preloaded: how long from the command to the first audio sample,
 // and whether any request reaches the origin. The daemon's path without D-Bus: Player →
-// GStreamerEngine → CachedByteSource over a RangeCache whose entry for the next track is
+// GStreamerEngine → HTTPByteSource over a RangeCache whose entry for the next track is
 // complete (the state preloading leaves it in), the origin a local FaultOrigin whose
 // request log must not grow. `swift run -c release PreloadBench [runs]`.
 import EngineAPI
@@ -72,7 +72,7 @@ let engine = TappedEngine(
         // As the daemon does: a download that continues an entry validates it.
         let length = entry.metadata.validator.length
         if length.map({ entry.contiguousLength(from: 0) < $0 }) ?? true { revalidator.markChecked(entry) }
-        return CachedByteSource(url: url, entry: entry, fetcher: fetcher, revalidator: revalidator)
+        return HTTPByteSource(url: url, entry: entry, fetcher: fetcher, revalidator: revalidator)
     })
 let player = Player(engine: engine, retryDelay: .seconds(60))
 let a = origin.url(for: "/a.flac")

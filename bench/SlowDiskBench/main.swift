@@ -1,6 +1,6 @@
 // Reads of bytes already here while the disk is slow: every data sync of the cache takes
 // 500 ms (a storage that sleeps before fdatasync). A reader reads a 24 MB resource as the
-// engine's feeder does (need-data → CachedByteSource.read), in 4 KiB reads at a 320 kbps
+// engine's feeder does (need-data → HTTPByteSource.read), in 4 KiB reads at a 320 kbps
 // audio rate while the download runs, and the time of each read whose bytes are held is
 // measured. Cases: the origin on loopback unthrottled (the download outruns the disk) and
 // capped at 3× the audio rate.
@@ -72,7 +72,7 @@ for (label, rate) in [("origin unthrottled", nil), ("origin at 3× the audio rat
     let path = "/slow-\(rate ?? 0).flac"
     origin.serve(OriginResource(body, etag: "\"s\""), at: path, faults: OriginFaults(bytesPerSecond: rate))
     let url = origin.url(for: path)
-    let source = CachedByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher)
+    let source = HTTPByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher)
     let opened = DispatchSemaphore(value: 0)
     source.open { _ in opened.signal() }
     opened.wait()

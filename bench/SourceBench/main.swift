@@ -1,5 +1,5 @@
 // Measures reading a complete cached resource through the media source
-// (CachedByteSource, as the engine reads it) against the cache's raw reads of
+// (HTTPByteSource, as the engine reads it) against the cache's raw reads of
 // the same entry, in one run.
 //
 //   swift run -c release SourceBench
@@ -43,7 +43,7 @@ for _ in 0..<5 {
     rawTimes.append(now() - start)
     raw.close()
 
-    let source = CachedByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher)
+    let source = HTTPByteSource(url: url, entry: try cache.entry(for: url), fetcher: fetcher)
     let opened = DispatchSemaphore(value: 0)
     source.open { _ in opened.signal() }
     opened.wait()

@@ -45,8 +45,8 @@ final class ResultBox: @unchecked Sendable {
     func get() -> Result<ResourceInfo, MediaSourceError>? { lock.withLock { value } }
 }
 
-@Suite("HTTP byte source", .serialized)
-struct HTTPByteSourceTests {
+@Suite("An http source without a cache", .serialized)
+struct MemoryOnlySourceTests {
     let fetcher = Fetcher(userAgent: "Spool/test")
 
     @Test func opensWithTheLengthAndReadsExactBytes() throws {
@@ -78,7 +78,7 @@ struct HTTPByteSourceTests {
         source.close()  // ends the transfers, so the origin logs both
         let ranges = try origin.requests(atLeast: 2).compactMap(\.range)
         #expect(ranges.contains("bytes=0-"))
-        #expect(ranges.contains("bytes=\(far)-"), "\(ranges)")
+        #expect(ranges.contains { $0.hasPrefix("bytes=\(far)-") }, "\(ranges)")
     }
 
     @Test func readingAtTheEndIsEndOfStream() throws {

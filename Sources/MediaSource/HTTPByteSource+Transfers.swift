@@ -1,0 +1,275 @@
+import Basics
+import Dispatch
+import Fetcher
+import FoundationEssentials
+import RangeCache
+import Synchronization
+
+// The planner's actions carried out with the fetcher, and the transfers' events: one handler
+// for every transfer of the source, whichever store its bytes go to.
+
+extension HTTPByteSource {
+    /// Runs the planner's actions with the fetcher; never called under the state lock.
+    func execute(_ actions: [DownloadPlanner.Action]) {
+        for action in actions {
+            switch action {
+            case .start(let key, let from, let to, let priority):
+                start(key, from: from, to: to, priority: priority)
+            case .startHead(let key, let to, let priority):
+                start(key, from: 0, to: to, priority: priority, wholeBodyUnlessRanged: true)
+            case .cancel(let key):
+                state.withLock { _ = $0.meters.removeValue(forKey: key) }
+                transfers.cancel(key)
+            case .setPriority(let key, let priority):
+                transfers.setPriority(key, priority)
+            case .scheduleSeek(let delay):
+                let nanoseconds =
+                    Int(delay.components.seconds) * 1_000_000_000
+                    + Int(delay.components.attoseconds / 1_000_000_000)
+                DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                    self?.seekIntervalEnded()
+                }
+            }
+        }
+    }
+
+    /// Starts the request of the planner's transfer `key` (with If-Range when bytes are cached).
+    private func start(
+        _ key: Int, from: Int64, to: Int64?, priority: FetchPriority, wholeBodyUnlessRanged: Bool = false
+    ) {
+        guard
+            var request = state.withLock({ state -> RangeRequest? in
+                guard !state.closed else { return nil }
+                state.meters[key] = (.now, from)
+                return request(from, end: to, priority: priority, state)
+            })
+        else { return }
+        request.wholeBodyUnlessRanged = wholeBodyUnlessRanged
+        // Bytes the cache does not hold go to the network: a miss, which the cache cannot
+        // see itself, as this source reads it only where the bytes are.
+        entry?.countMiss()
+        transfers.start(key, request) { [weak self] event in self?.handle(event, of: key) }
+    }
+
+    /// The end of a seek storm: one connection, at the offset the reader waits for now.
+    private func seekIntervalEnded() {
+        let actions = state.withLock { state -> [DownloadPlanner.Action] in
+            guard !state.closed else { return [] }
+            return state.planner.seekIntervalEnded(cached: held(state), now: .now)
+        }
+        execute(actions)
+    }
+
+    /// A request for `[start, end)`, conditional once bytes are cached
+    /// (``CacheEntry/continuationCondition(held:)``).
+    private func request(_ start: Int64, end: Int64?, priority: FetchPriority, _ state: State) -> RangeRequest {
+        RangeRequest(
+            url: url, start: start, end: end, knownLength: state.info?.length,
+            condition: entry?.continuationCondition(held: state.validator), priority: priority, resource: nil)
+    }
+
+    func handle(_ event: TransferEvent, of key: Int) {
+        var callbacks: [@Sendable () -> Void] = []
+        var actions: [DownloadPlanner.Action] = []
+        // Bytes go to the disk before the lock is taken: a write may wait for the kernel (its
+        // dirty-page limit on a slow disk), and GStreamer's reads take this lock. Every
+        // event of a transfer, and every change of version, comes on the fetcher's thread, so
+        // no other version can be bound to the entry in between.
+        var diskRefused: CacheError?
+        if let entry, case .data(let bytes, let offset) = event,
+            state.withLock({ !$0.closed && !$0.keepsOffDisk && $0.planner.transfers.contains { $0.key == key } })
+        {
+            do throws(CacheError) {
+                try entry.write(bytes, at: offset)
+                transfers.wrote(key, to: entry)
+            } catch {
+                diskRefused = error
+            }
+        }
+        state.withLock { state in
+            guard !state.closed, state.planner.transfers.contains(where: { $0.key == key }) else { return }
+            var effects = DownloadPlanner.Effects()
+            switch event {
+            case .response(let head):
+                state.unreachable = nil
+                accept(head, &state, &callbacks)
+                if state.planner.resource == nil, let info = state.info {
+                    effects.actions = state.planner.learn(
+                        .init(length: info.length, rangesSupported: info.randomAccess), cached: held(state))
+                }
+            case .changed(let head):
+                // The file changed on the server: never splice it with what was cached.
+                let wasOpen = state.info != nil && state.openCompletion == nil
+                entry?.forgetVersion()
+                state.memory.empty()
+                if wasOpen {
+                    log.warning("\(loggable(url)) changed on the server while playing: reopening it")
+                    state.failure = .readFailed("the resource changed on the server")
+                    actions += state.planner.stopAll()
+                    effects.wakeReader = true
+                } else {
+                    accept(head, &state, &callbacks)
+                }
+            case .notModified:
+                break
+            case .data(let bytes, let offset):
+                state.transferStatus = nil
+                state.unreachable = nil
+                if state.keepsOffDisk {
+                    keepInMemory(bytes, at: offset, because: "the origin forbids storing it", &state)
+                } else if let diskRefused {
+                    keepInMemory(bytes, at: offset, because: "\(diskRefused)", &state)
+                }
+                let next = offset + Int64(bytes.count)
+                effects = state.planner.received(key, upTo: next, cached: held(state))
+                if let rate = measure(key, deliveredUpTo: next, state) {
+                    effects.actions += state.planner.setRate(rate, of: key, cached: held(state), now: .now)
+                }
+            case .status(.endedShort(let length)):
+                // The origin overstated the length: the stream ends here, for this play and the next.
+                log.info(
+                    "\(loggable(url)) ends at byte \(length), before the \(state.info?.length.map(String.init) ?? "?") declared"
+                )
+                effects = state.planner.resourceEnds(at: length, reportedBy: key, cached: held(state))
+                state.info?.length = length
+                try? entry?.flush()
+                try? entry?.correctLength(length)
+            case .status(.paused) where transfers.isHeldForTheDisk(key):
+                state.transferStatus = "waiting for the disk to store what arrived"
+            case .status(let status):
+                state.transferStatus = Self.describe(status)
+                let isParked = state.planner.transfers.first { $0.key == key }?.role == .parked
+                if case .retrying(_, _, let reason) = status, !isParked,
+                    let error = Self.unreachable(reason, retrying: true)
+                {
+                    // No connection at all: a reader waiting for bytes learns it now, while the
+                    // transfer keeps retrying in the background (its next read tries at once).
+                    state.unreachable = error
+                    if let completion = state.openCompletion {
+                        // Nothing cached to play and no server to ask: say so now, not after the
+                        // retry budget; the player's own retry and skip take it from here.
+                        state.openCompletion = nil
+                        actions += state.planner.stopAll()
+                        let failure = Self.unreachable(reason, retrying: false) ?? error
+                        state.failure = failure
+                        callbacks.append { completion(.failure(failure)) }
+                    }
+                    if state.planner.waiting != nil {
+                        state.readerError = error
+                        effects.wakeReader = true
+                    }
+                }
+            case .finished:
+                state.meters[key] = nil
+                transfers.forget(key)
+                // Not waited for: this is the fetcher's thread, under the lock the reader takes.
+                entry?.flushInBackground()
+                effects = state.planner.finished(key, cached: held(state))
+                if let length = state.planner.resource?.length, state.info?.length == nil {
+                    // A stream of unknown length ended: remember its length for the next play.
+                    state.info?.length = length
+                    recordLength(length)
+                }
+            case .failed(let error):
+                state.meters[key] = nil
+                transfers.forget(key)
+                let role = state.planner.transfers.first { $0.key == key }?.role
+                state.planner.forget(key)
+                if role == .parked, !error.meansResourceChanged { return }  // set aside by a seek; nobody waits for it
+                log.warning("\(loggable(url)): \(error)")
+                if let completion = state.openCompletion {
+                    state.openCompletion = nil
+                    let failure = MediaSourceError(downloadFailure: error)
+                    state.failure = failure
+                    callbacks.append { completion(.failure(failure)) }
+                } else if error.meansResourceChanged {
+                    entry?.forgetVersion()
+                    state.failure = .readFailed("the resource changed on the server")
+                    actions += state.planner.stopAll()
+                } else if state.planner.waiting != nil {
+                    state.failure = .readFailed(error.description)
+                }
+                effects.wakeReader = state.planner.waiting != nil
+            }
+            actions += effects.actions
+            if effects.wakeReader, let wake = state.wake {
+                state.wake = nil
+                callbacks.append(wake)
+            }
+        }
+        execute(actions)
+        for callback in callbacks { callback() }
+    }
+
+    /// The transfer's bytes per second since its request was started: a lower bound of its
+    /// throughput (the time includes the request's latency), so it never makes a reader wait
+    /// for a transfer slower than it is, and it is known from the first bytes on.
+    private func measure(_ key: Int, deliveredUpTo next: Int64, _ state: State) -> Double? {
+        guard let meter = state.meters[key] else { return nil }
+        let elapsed = ContinuousClock.now - meter.start
+        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        return seconds > 0 ? Double(next - meter.offset) / seconds : nil
+    }
+
+    /// Stores the length of a stream that came without one, so a replay knows it.
+    private func recordLength(_ length: Int64) {
+        guard let entry else { return }
+        var metadata = entry.metadata
+        guard metadata.validator.length == nil else { return }
+        metadata.validator.length = length
+        _ = try? entry.setMetadata(metadata)
+    }
+
+    /// The clear error for a reader when `reason` means the origin cannot be reached at all
+    /// (unknown host, refused, no route), nil for other failures, which are retried silently.
+    /// "still retrying" only when the transfer goes on (`retrying`): an open that fails here
+    /// stops its transfers, and a message saying otherwise sends the user waiting for nothing.
+    static func unreachable(_ reason: FetchError, retrying: Bool) -> MediaSourceError? {
+        reason.unreachableServer.map { .unreachable(retrying ? "\($0); still retrying" : $0) }
+    }
+
+    /// The first response: bind the entry to this version and finish opening.
+    private func accept(_ head: ResponseHead, _ state: inout State, _ callbacks: inout [@Sendable () -> Void]) {
+        if !head.storesOnDisk, !state.keepsOffDisk {
+            // Never on disk: what the entry held of an earlier version goes, and every byte of
+            // this one stays in memory.
+            state.keepsOffDisk = true
+            state.memory.empty()
+            entry?.forgetVersion()
+        }
+        if state.keepsOffDisk {
+            // Bound to nothing: the entry stays empty and is removed at close.
+        } else if entry?.bind(to: head, from: url, fetcher: fetcher) == true {
+            state.memory.empty()
+        }
+        state.validator = head.validator
+        guard state.info == nil else { return }
+        let info = ResourceInfo(response: head)
+        state.info = info
+        if let completion = state.openCompletion {
+            state.openCompletion = nil
+            callbacks.append { completion(.success(info)) }
+        }
+        log.info("opened \(loggable(url)): \(info.openedDescription)")
+    }
+
+    /// The bytes go to the memory store: there is no cache, the origin forbids storing them, or
+    /// the disk is full or gone. From the first on the download stays half a window ahead of
+    /// the play head, and bytes the window drops (furthest behind it first) are fetched again if
+    /// a seek goes back to them.
+    private func keepInMemory(_ bytes: Data, at offset: Int64, because reason: String, _ state: inout State) {
+        if !state.streamingFromMemory {
+            if entry == nil {
+                log.debug("\(loggable(url)): no cache; streaming from memory")
+            } else if state.keepsOffDisk {
+                log.info("not caching \(loggable(url)) (\(reason)); streaming from memory")
+            } else {
+                log.warning("cannot cache \(loggable(url)) (\(reason)); streaming from memory")
+            }
+            state.streamingFromMemory = true
+            state.planner.limitToWindow(state.memory.window.capacity / 2)
+        }
+        let needed = state.planner.waiting.map { $0.offset..<($0.offset + Int64($0.minLength)) }
+        state.memory.keep(bytes, at: offset, reader: state.planner.playHead, needed: needed)
+    }
+}
