@@ -70,6 +70,12 @@ public struct RangeRequest: Sendable, Equatable {
     /// is read to its end: the caller stopped at `end` only to ask for other bytes first, by
     /// ranges it now knows it cannot have, and cutting the body would fetch it twice.
     public var wholeBodyUnlessRanged: Bool
+    /// When set, the request asks for the last `suffix` bytes (`Range: bytes=-N`) of a resource
+    /// whose length the caller does not know yet, and `start` and `end` are not sent: the
+    /// response's Content-Range says where the body starts (``ResponseHead/bodyStart``). An
+    /// origin that answers with the whole body (200) delivers nothing: its head is reported
+    /// and the transfer finishes, as the body's start is another request's to read.
+    public var suffix: Int64?
 
     /// Creates a request for `[start, end)` of `url`.
     public init(
@@ -85,6 +91,15 @@ public struct RangeRequest: Sendable, Equatable {
         self.condition = condition
         self.priority = priority
         self.resource = resource
+    }
+
+    /// A request for the last `length` bytes of `url` (see ``suffix``).
+    public static func lastBytes(
+        _ length: Int64, of url: URL, condition: RequestCondition? = nil, priority: FetchPriority = .playback
+    ) -> RangeRequest {
+        var request = RangeRequest(url: url, condition: condition, priority: priority)
+        request.suffix = max(1, length)
+        return request
     }
 }
 

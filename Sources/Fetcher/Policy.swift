@@ -61,6 +61,8 @@ struct AttemptPlan: Equatable {
     var knownLength: Int64?
     /// The condition sent.
     var condition: RequestCondition?
+    /// The last bytes asked for, with no start known (`bytes=-N`): `start` and `end` are unused.
+    var suffix: Int64? = nil
 }
 
 /// The response head as the policy reads it.
@@ -125,7 +127,8 @@ enum ResponsePolicy {
                 return .changed(total: total, declaredEnd: total)
             default:
                 // No condition, or the same version from a server that ignores Range:
-                // the body starts at 0 and is skipped up to the byte asked.
+                // the body starts at 0 and is skipped up to the byte asked (for the last bytes
+                // of a resource, the caller is told the head and reads nothing).
                 if let known = plan.knownLength, let total, known != total {
                     return .fail(.resourceChanged("200 with length \(total), expected \(known)"))
                 }
@@ -134,6 +137,10 @@ enum ResponsePolicy {
         case 304:
             if case .ifNoneMatch = plan.condition { return .notModified }
             return .fail(.httpStatus(304))
+        case 416 where plan.suffix != nil:
+            // The last bytes of an empty resource.
+            let served = head.header("Content-Range").flatMap(parseUnsatisfiedRange)
+            return served == 0 ? .endOfResource(total: 0) : .fail(.httpStatus(416))
         case 416:
             let served = head.header("Content-Range").flatMap(parseUnsatisfiedRange)
             guard let total = plan.knownLength ?? served else { return .fail(.httpStatus(416)) }
@@ -185,6 +192,13 @@ enum ResponsePolicy {
                 // a changed file of the same length from being spliced with the held bytes.
                 return .fail(.resourceChanged("206 of version \(served?.description ?? "-"), held \(held)"))
             }
+        }
+        if let suffix = plan.suffix {
+            // The last bytes: the body must run to the end, and be no longer than asked.
+            guard let total = range.total, range.last + 1 == total, total - range.first <= suffix else {
+                return .fail(.badContentRange(contentRange))
+            }
+            return .accept(bodyStart: range.first, total: total, declaredEnd: total)
         }
         guard range.first == plan.start, plan.end.map({ range.last < $0 }) ?? true else {
             return .fail(.badContentRange(contentRange))

@@ -67,6 +67,8 @@ final class Transfer {
     var held = false
     /// The first byte not yet delivered.
     private var next: Int64
+    /// The last bytes asked for, until a response says where they start (``RangeRequest/suffix``).
+    private var suffix: Int64?
     /// One past the last byte to deliver, when known (the request's end within the total).
     private var end: Int64?
     private var total: Int64?
@@ -97,6 +99,7 @@ final class Transfer {
         url = request.url
         next = request.start
         end = request.end
+        suffix = request.suffix
         total = request.knownLength
         if let total { end = min(end ?? total, total) }
         condition = request.condition
@@ -212,7 +215,7 @@ final class Transfer {
     // MARK: attempts
 
     private func startAttempt(now: Double) {
-        let plan = AttemptPlan(start: next, end: end, knownLength: total, condition: condition)
+        let plan = AttemptPlan(start: next, end: end, knownLength: total, condition: condition, suffix: suffix)
         var headers: [String] = []
         switch condition {
         case .ifRange(let validator):
@@ -224,7 +227,7 @@ final class Transfer {
             break
         }
         // At or past a known end the open range draws the 416 that confirms the end.
-        let range = end.flatMap { $0 > next ? "\(next)-\($0 - 1)" : nil } ?? "\(next)-"
+        let range = suffix.map { "-\($0)" } ?? end.flatMap { $0 > next ? "\(next)-\($0 - 1)" : nil } ?? "\(next)-"
         let easy = EasyHandle(
             url: url, range: range, headers: headers, configuration: env.configuration, share: env.share,
             context: Unmanaged.passUnretained(self).toOpaque(), onBody: Transfer.onBody)
@@ -312,6 +315,13 @@ final class Transfer {
         case .accept(let bodyStart, let total, let declaredEnd):
             attempt.offset = bodyStart
             attempt.declaredEnd = declaredEnd
+            if suffix != nil {
+                // The last bytes start where the origin says; a whole body (200) is not read.
+                suffix = nil
+                next = fields.status == 206 ? bodyStart : 0
+                end = fields.status == 206 ? nil : 0
+                head.bodyStart = next
+            }
             learn(total: total, version: head.validator)
             keepEndOnlyIfRanged(status: fields.status, total: total)
             head.totalLength = self.total

@@ -68,6 +68,9 @@ public struct DownloadPlanner: Sendable {
     /// The head an opening asks for when the tail comes first: what type finding and the
     /// container's first headers need; the first audio may lie further, fetched after the tail.
     public static let headBeforeTail: Int64 = 4096
+    /// Where a transfer whose first byte is not known yet (the last bytes of a resource of
+    /// unknown length) delivers, until ``learn(_:cached:)``: past every offset.
+    static let unknownOffset = Int64.max
 
     /// The resource facts; nil until the first response (or the cache) tells them.
     public private(set) var resource: Resource?
@@ -185,31 +188,54 @@ public struct DownloadPlanner: Sendable {
     /// Opening: an uncached resource starts at byte 0 for playback; a partial one continues
     /// from its first missing byte in the background; a complete one needs nothing. With a
     /// `tail` (the bytes at the end the decoder reads before its first audio), the tail comes
-    /// first: an uncached resource asks only for its head until ``learn(_:cached:)`` gives the
-    /// length, and the rest of the download waits until the tail is here.
+    /// first: an uncached resource asks for its head and, beside it, for its last `tail` bytes
+    /// (``Action/startLast(key:length:priority:)``), whose offsets ``learn(_:cached:)`` tells;
+    /// the rest of the download waits until the tail is here.
     public mutating func open(cached: RangeSet, tail: Int64? = nil) -> [Action] {
         tailFirst = tail.flatMap { $0 > 0 ? ($0, nil) : nil }
         guard let length = resource?.length else {
-            guard tailFirst != nil else { return start(at: 0, priority: .playback, cached: cached) }
+            guard let tail = tailFirst?.length else { return start(at: 0, priority: .playback, cached: cached) }
+            let priority: FetchPriority = background ? .preload : .playback
             let key = takeKey()
             transfers.append(Transfer(key: key, next: 0, end: Self.headBeforeTail, role: .main))
-            return [.startHead(key: key, to: Self.headBeforeTail, priority: background ? .preload : .playback)]
+            let tailKey = takeKey()
+            transfers.append(Transfer(key: tailKey, next: Self.unknownOffset, end: nil, role: .probe))
+            tailFirst = (tail, tailKey)
+            return [
+                .startHead(key: key, to: Self.headBeforeTail, priority: priority),
+                .startLast(key: tailKey, length: tail, priority: priority),
+            ]
         }
         if let actions = startTail(length: length, cached: cached) { return actions }
         guard let missing = cached.missing(in: 0..<length).first?.lowerBound else { return [] }
         return start(at: missing, priority: .readAhead, cached: cached)
     }
 
-    /// The first response told the resource's facts: the tail's request starts now, or, when the
-    /// origin serves no ranges or no length, the opening's head request runs to the end instead
-    /// (the fetcher reads such a body whole, as ``Action/startHead(key:to:priority:)`` asked).
+    /// The first response (the head's or the tail's) told the resource's facts: where the
+    /// tail's request delivers, or, when the origin serves no ranges or no length, the
+    /// opening's head request runs to the end instead (the fetcher reads such a body whole, as
+    /// ``Action/startHead(key:to:priority:)`` asked) and the tail's request stops. A file so
+    /// short that its last bytes reach into the head gets a tail from the head's end instead.
     public mutating func learn(_ resource: Resource, cached: RangeSet) -> [Action] {
         self.resource = resource
-        guard tailFirst != nil, tailFirst?.key == nil else { return [] }
-        if resource.rangesSupported, let length = resource.length,
-            let actions = startTail(length: length, cached: cached)
+        var actions: [Action] = []
+        if let tail = tailFirst, let key = tail.key, let index = index(of: key),
+            transfers[index].next == Self.unknownOffset
         {
-            return actions
+            if resource.rangesSupported, let length = resource.length, length - tail.length >= Self.headBeforeTail {
+                transfers[index].next = length - tail.length
+                transfers[index].end = length
+                return []
+            }
+            actions.append(.cancel(key: key))
+            remove(key)
+            tailFirst = (tail.length, nil)
+        }
+        guard tailFirst != nil, tailFirst?.key == nil else { return actions }
+        if resource.rangesSupported, let length = resource.length,
+            let started = startTail(length: length, cached: cached)
+        {
+            return actions + started
         }
         tailFirst = nil
         if let index = transfers.firstIndex(where: { $0.role == .main && $0.next < Self.headBeforeTail }),
@@ -217,7 +243,7 @@ public struct DownloadPlanner: Sendable {
         {
             transfers[index].end = nil
         }
-        return []
+        return actions
     }
 
     /// Starts the request for the opening's tail, beyond what the main transfer asks; nil when
@@ -243,17 +269,17 @@ public struct DownloadPlanner: Sendable {
     }
 
     /// Takes a request already under way, delivering from `offset` to the end, as the main
-    /// download (a revalidation answered with a new version: its response is that version's
-    /// body). Returns its key, and the cancel of a main download it replaces.
-    public mutating func adopt(at offset: Int64) -> (key: Int, actions: [Action]) {
+    /// download under `key`, one the planner never gives (below 1): a revalidation answered with
+    /// a new version, whose response is that version's body. Returns the cancel of a main
+    /// download it replaces.
+    public mutating func adopt(at offset: Int64, as key: Int) -> [Action] {
         var actions: [Action] = []
         if let old = main {
             actions.append(.cancel(key: old.key))
             remove(old.key)
         }
-        let key = takeKey()
         transfers.append(Transfer(key: key, next: offset, end: nil, role: .main))
-        return (key, actions)
+        return actions
     }
 
     // MARK: Reads
@@ -645,7 +671,7 @@ public struct DownloadPlanner: Sendable {
     /// where a new request should stop.
     func nextHeld(after offset: Int64, cached: RangeSet, excluding key: Int? = nil) -> Int64? {
         let cachedStart = cached.ranges.first { $0.lowerBound > offset }?.lowerBound
-        let others = transfers.filter { $0.key != key && $0.role != .main }.map(\.next)
+        let others = transfers.filter { $0.key != key && $0.role != .main && $0.next != Self.unknownOffset }.map(\.next)
         return ([cachedStart] + others).compactMap { $0 }.filter { $0 > offset }.min()
     }
 

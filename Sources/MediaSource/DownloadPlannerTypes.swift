@@ -77,6 +77,10 @@ extension DownloadPlanner {
         /// Start the opening request under `key`: `[0, to)` when the origin serves ranges of a
         /// known length, else its whole body (``Fetcher/RangeRequest/wholeBodyUnlessRanged``).
         case startHead(key: Int, to: Int64, priority: FetchPriority)
+        /// Start a request for the last `length` bytes of a resource whose length is not known
+        /// yet (`Range: bytes=-N`), under `key`: the planner learns where they start from the
+        /// first response (``DownloadPlanner/learn(_:cached:)``).
+        case startLast(key: Int, length: Int64, priority: FetchPriority)
         /// Cancel the transfer.
         case cancel(key: Int)
         /// Change the transfer's priority (the fetcher pauses lower ones while higher receive).

@@ -53,10 +53,13 @@ extension HTTPByteSource {
     /// - `beforeUse`: the open waits for the answer however long it takes (only an unreachable
     ///   origin or a failure opens from the cache).
     /// - Without a wait the request runs off the critical path; a new version waits for the next play.
+    ///
+    /// The request is returned, for the caller to start with ``startCheck(_:)`` once the lock is
+    /// released.
     func revalidateLocked(
         _ state: inout State, against validator: ResourceVersion, opening info: ResourceInfo, rangesSupported: Bool,
         beforeUse: Bool, _ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void
-    ) -> Bool {
+    ) -> (holds: Bool, check: RangeRequest) {
         let wait = revalidator?.wait ?? .zero
         let holds = beforeUse || (wait > .zero && state.planner.background)
         let provisional = !holds && wait > .zero
@@ -69,26 +72,32 @@ extension HTTPByteSource {
         state.revalidationGate =
             provisional ? .provisional : RevalidationGate(holdsOpen: holds, untilAnswered: beforeUse)
         state.revalidationStarted = .now
-        let id = fetcher.start(request) { [weak self] id, event in
-            self?.revalidationEvent(event, of: id)
-        }
-        state.revalidation = id
+        state.revalidation = Self.checkKey
         if holds {
             state.heldOpen = HeldOpen(
                 info: info, rangesSupported: rangesSupported, completion: completion, since: .now)
         }
-        guard !beforeUse, holds || provisional else { return holds }
+        guard !beforeUse, holds || provisional else { return (holds, request) }
         let nanoseconds =
             Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
-            self?.advanceRevalidation(.deadline, of: id)
+            self?.advanceRevalidation(.deadline)
         }
-        return holds
+        return (holds, request)
     }
 
-    private func revalidationEvent(_ event: TransferEvent, of id: TransferID) {
-        if let key = state.withLock({ $0.adopted?.id == id ? $0.adopted?.key : nil }) {
-            return handle(event, of: key)  // the new version's download
+    /// The key of the check among the source's transfers: one the planner never gives, so that
+    /// the check's response can become the planner's download under it (``DownloadPlanner/adopt(at:as:)``).
+    static let checkKey = 0
+
+    /// Starts the check ``revalidateLocked`` asked for; never under the state lock.
+    func startCheck(_ request: RangeRequest) {
+        transfers.start(Self.checkKey, request) { [weak self] event in self?.revalidationEvent(event) }
+    }
+
+    private func revalidationEvent(_ event: TransferEvent) {
+        if state.withLock({ $0.adoptedCheck }) {
+            return handle(event, of: Self.checkKey)  // the new version's download
         }
         let step: RevalidationGate.Event
         var answer: ResponseHead?
@@ -105,18 +114,21 @@ extension HTTPByteSource {
         case .finished: step = .finished
         case .data, .status: return
         }
-        advanceRevalidation(step, of: id, answer: answer)
+        advanceRevalidation(step, answer: answer)
     }
 
-    /// Feeds `step` of the check `id` to the gate and carries out its decision; `answer` is the
-    /// head of the response that brought a body, if the step is one.
-    private func advanceRevalidation(_ step: RevalidationGate.Event, of id: TransferID, answer: ResponseHead? = nil) {
+    /// Feeds `step` of the check to the gate and carries out its decision; `answer` is the
+    /// head of the response that brought a body, if the step is one. The entry is emptied, and
+    /// the fetcher told, once the lock is released.
+    private func advanceRevalidation(_ step: RevalidationGate.Event, answer: ResponseHead? = nil) {
         var actions: [DownloadPlanner.Action] = []
         var callback: (@Sendable () -> Void)?  // the open's completion, or the woken reader
         var cancel = false
-        var adoptedKey: Int?
+        var lowerPriority = false
+        var dropEntry = false
+        var adopted = false
         state.withLock { state in
-            guard !state.closed, state.revalidation == id, var gate = state.revalidationGate else { return }
+            guard !state.closed, state.revalidation != nil, var gate = state.revalidationGate else { return }
             let action = gate.handle(step)
             state.revalidationGate = gate
             let held = state.heldOpen
@@ -132,7 +144,7 @@ extension HTTPByteSource {
                 callback = { held.completion(.success(held.info)) }
                 log.info("opened \(loggable(url)) from the cache after \(waited) ms (the check: \(step))")
                 cancel = stopRequest
-                if gate.phase == .background { fetcher.setPriority(id, .fillHoles) }
+                lowerPriority = gate.phase == .background
             case .playNewVersion:
                 // Answered in time: the new version plays from its first byte. The answer is its
                 // body from byte 0, so that response becomes the download, as for an uncached
@@ -140,16 +152,15 @@ extension HTTPByteSource {
                 guard let held, let answer else { break }
                 log.info("\(loggable(url)) changed on the server (answered in \(waited) ms): playing the new version")
                 state.heldOpen = nil
-                try? entry?.drop()
+                dropEntry = true
+                state.generation &+= 1
                 state.memory.empty()
                 state.validator = nil
                 state.openCompletion = held.completion
-                let (key, stopped) = state.planner.adopt(at: answer.bodyStart)
-                actions = stopped
-                state.meters[key] = (held.since, answer.bodyStart)
-                state.adopted = (id, key)
-                transfers.adopt(key, id)
-                adoptedKey = key
+                actions = state.planner.adopt(at: answer.bodyStart, as: Self.checkKey)
+                state.meters[Self.checkKey] = (held.since, answer.bodyStart)
+                state.adoptedCheck = true
+                adopted = true
             case .replaceOnClose:
                 state.replaceOnClose = true
                 cancel = true
@@ -158,7 +169,8 @@ extension HTTPByteSource {
                 // reads fail from here on, and the player starts the track again on the new version.
                 let answered = state.revalidationStarted.map { Self.milliseconds(ContinuousClock.now - $0) } ?? 0
                 log.info("\(loggable(url)) changed on the server (answered in \(answered) ms): starting it again")
-                try? entry?.drop()
+                dropEntry = true
+                state.generation &+= 1
                 state.memory.empty()
                 let failure = MediaSourceError.versionChanged(loggable(url))
                 state.failure = failure
@@ -177,11 +189,13 @@ extension HTTPByteSource {
             case .stopRequest:
                 cancel = true
             }
-            if gate.phase == .settled || cancel { state.revalidation = nil }
+            if gate.phase == .settled || cancel || adopted { state.revalidation = nil }
         }
-        if cancel { fetcher.cancel(id) }
+        if dropEntry { try? entry?.drop() }
+        if cancel { transfers.cancel(Self.checkKey) }
+        if lowerPriority { transfers.setPriority(Self.checkKey, .fillHoles) }
         execute(actions)
-        if let adoptedKey, let answer { handle(.response(answer), of: adoptedKey) }
+        if adopted, let answer { handle(.response(answer), of: Self.checkKey) }
         callback?()
     }
 

@@ -17,6 +17,8 @@ extension HTTPByteSource {
                 start(key, from: from, to: to, priority: priority)
             case .startHead(let key, let to, let priority):
                 start(key, from: 0, to: to, priority: priority, wholeBodyUnlessRanged: true)
+            case .startLast(let key, let length, let priority):
+                start(key, from: 0, to: nil, priority: priority, lastBytes: length)
             case .cancel(let key):
                 state.withLock { _ = $0.meters.removeValue(forKey: key) }
                 transfers.cancel(key)
@@ -34,8 +36,11 @@ extension HTTPByteSource {
     }
 
     /// Starts the request of the planner's transfer `key` (with If-Range when bytes are cached).
+    /// With `lastBytes`, the request asks for the resource's last bytes instead (its rate is
+    /// measured from where the response says they start).
     private func start(
-        _ key: Int, from: Int64, to: Int64?, priority: FetchPriority, wholeBodyUnlessRanged: Bool = false
+        _ key: Int, from: Int64, to: Int64?, priority: FetchPriority, wholeBodyUnlessRanged: Bool = false,
+        lastBytes: Int64? = nil
     ) {
         guard
             var request = state.withLock({ state -> RangeRequest? in
@@ -45,6 +50,7 @@ extension HTTPByteSource {
             })
         else { return }
         request.wholeBodyUnlessRanged = wholeBodyUnlessRanged
+        request.suffix = lastBytes
         // Bytes the cache does not hold go to the network: a miss, which the cache cannot
         // see itself, as this source reads it only where the bytes are.
         entry?.countMiss()
@@ -71,6 +77,9 @@ extension HTTPByteSource {
     func handle(_ event: TransferEvent, of key: Int) {
         var callbacks: [@Sendable () -> Void] = []
         var actions: [DownloadPlanner.Action] = []
+        // Changes of the entry's version and index, made after the lock is released (in order):
+        // nothing under the lock waits for the index or the disk.
+        var entryWork: [EntryWork] = []
         // Bytes go to the disk before the lock is taken: a write may wait for the kernel (its
         // dirty-page limit on a slow disk), and GStreamer's reads take this lock. Every
         // event of a transfer, and every change of version, comes on the fetcher's thread, so
@@ -92,7 +101,8 @@ extension HTTPByteSource {
             switch event {
             case .response(let head):
                 state.unreachable = nil
-                accept(head, &state, &callbacks)
+                if let meter = state.meters[key] { state.meters[key] = (meter.start, head.bodyStart) }
+                entryWork += accept(head, &state, &callbacks)
                 if state.planner.resource == nil, let info = state.info {
                     effects.actions = state.planner.learn(
                         .init(length: info.length, rangesSupported: info.randomAccess), cached: held(state))
@@ -100,7 +110,8 @@ extension HTTPByteSource {
             case .changed(let head):
                 // The file changed on the server: never splice it with what was cached.
                 let wasOpen = state.info != nil && state.openCompletion == nil
-                entry?.forgetVersion()
+                entryWork.append(.forgetVersion)
+                state.generation &+= 1
                 state.memory.empty()
                 if wasOpen {
                     log.warning("\(loggable(url)) changed on the server while playing: reopening it")
@@ -108,7 +119,7 @@ extension HTTPByteSource {
                     actions += state.planner.stopAll()
                     effects.wakeReader = true
                 } else {
-                    accept(head, &state, &callbacks)
+                    entryWork += accept(head, &state, &callbacks)
                 }
             case .notModified:
                 break
@@ -132,8 +143,7 @@ extension HTTPByteSource {
                 )
                 effects = state.planner.resourceEnds(at: length, reportedBy: key, cached: held(state))
                 state.info?.length = length
-                try? entry?.flush()
-                try? entry?.correctLength(length)
+                entryWork.append(.correctLength(length))
             case .status(.paused) where transfers.isHeldForTheDisk(key):
                 state.transferStatus = "waiting for the disk to store what arrived"
             case .status(let status):
@@ -162,13 +172,13 @@ extension HTTPByteSource {
             case .finished:
                 state.meters[key] = nil
                 transfers.forget(key)
-                // Not waited for: this is the fetcher's thread, under the lock the reader takes.
-                entry?.flushInBackground()
+                // Not waited for: this is the fetcher's thread.
+                entryWork.append(.flushInBackground)
                 effects = state.planner.finished(key, cached: held(state))
                 if let length = state.planner.resource?.length, state.info?.length == nil {
                     // A stream of unknown length ended: remember its length for the next play.
                     state.info?.length = length
-                    recordLength(length)
+                    entryWork.append(.recordLength(length))
                 }
             case .failed(let error):
                 state.meters[key] = nil
@@ -183,7 +193,8 @@ extension HTTPByteSource {
                     state.failure = failure
                     callbacks.append { completion(.failure(failure)) }
                 } else if error.meansResourceChanged {
-                    entry?.forgetVersion()
+                    entryWork.append(.forgetVersion)
+                    state.generation &+= 1
                     state.failure = .readFailed("the resource changed on the server")
                     actions += state.planner.stopAll()
                 } else if state.planner.waiting != nil {
@@ -197,6 +208,7 @@ extension HTTPByteSource {
                 callbacks.append(wake)
             }
         }
+        if let entry { for work in entryWork { perform(work, on: entry) } }
         execute(actions)
         for callback in callbacks { callback() }
     }
@@ -211,13 +223,39 @@ extension HTTPByteSource {
         return seconds > 0 ? Double(next - meter.offset) / seconds : nil
     }
 
-    /// Stores the length of a stream that came without one, so a replay knows it.
-    private func recordLength(_ length: Int64) {
-        guard let entry else { return }
-        var metadata = entry.metadata
-        guard metadata.validator.length == nil else { return }
-        metadata.validator.length = length
-        _ = try? entry.setMetadata(metadata)
+    /// A change of the entry that the handling of an event asks for.
+    enum EntryWork {
+        /// The resource changed on the server: the entry forgets its version and bytes.
+        case forgetVersion
+        /// Bind the entry to the version of a response (see ``CacheEntry/bind(to:from:fetcher:)``).
+        case bind(ResponseHead)
+        /// The origin overstated the length: the resource ends at this byte.
+        case correctLength(Int64)
+        /// A stream of unknown length ended here: its length is kept for the next play.
+        case recordLength(Int64)
+        /// Start syncing and committing what was written.
+        case flushInBackground
+    }
+
+    /// Carries out `work`; on the fetcher's thread, never under the state lock.
+    private func perform(_ work: EntryWork, on entry: CacheEntry) {
+        switch work {
+        case .forgetVersion:
+            entry.forgetVersion()
+        case .bind(let head):
+            entry.bind(to: head, from: url, fetcher: fetcher)
+        case .correctLength(let length):
+            // Rare (an origin that overstated its length): the one wait for the disk here.
+            try? entry.flush()
+            try? entry.correctLength(length)
+        case .recordLength(let length):
+            var metadata = entry.metadata
+            guard metadata.validator.length == nil else { return }
+            metadata.validator.length = length
+            _ = try? entry.setMetadata(metadata)
+        case .flushInBackground:
+            entry.flushInBackground()
+        }
     }
 
     /// The clear error for a reader when `reason` means the origin cannot be reached at all
@@ -228,22 +266,28 @@ extension HTTPByteSource {
         reason.unreachableServer.map { .unreachable(retrying ? "\($0); still retrying" : $0) }
     }
 
-    /// The first response: bind the entry to this version and finish opening.
-    private func accept(_ head: ResponseHead, _ state: inout State, _ callbacks: inout [@Sendable () -> Void]) {
+    /// The first response: bind the entry to this version (returned, for after the lock) and
+    /// finish opening.
+    private func accept(
+        _ head: ResponseHead, _ state: inout State, _ callbacks: inout [@Sendable () -> Void]
+    ) -> [EntryWork] {
+        var work: [EntryWork] = []
         if !head.storesOnDisk, !state.keepsOffDisk {
             // Never on disk: what the entry held of an earlier version goes, and every byte of
             // this one stays in memory.
             state.keepsOffDisk = true
             state.memory.empty()
-            entry?.forgetVersion()
+            work.append(.forgetVersion)
         }
-        if state.keepsOffDisk {
-            // Bound to nothing: the entry stays empty and is removed at close.
-        } else if entry?.bind(to: head, from: url, fetcher: fetcher) == true {
-            state.memory.empty()
+        if !state.keepsOffDisk, entry != nil {
+            // Bytes kept in memory when the disk was full are of the version held before.
+            if state.validator.map({ !$0.isSameVersion(as: head.version) }) ?? true { state.memory.empty() }
+            work.append(.bind(head))
         }
+        // Bound to nothing when kept off the disk: the entry stays empty and is removed at close.
+        if !work.isEmpty { state.generation &+= 1 }
         state.validator = head.validator
-        guard state.info == nil else { return }
+        guard state.info == nil else { return work }
         let info = ResourceInfo(response: head)
         state.info = info
         if let completion = state.openCompletion {
@@ -251,6 +295,7 @@ extension HTTPByteSource {
             callbacks.append { completion(.success(info)) }
         }
         log.info("opened \(loggable(url)): \(info.openedDescription)")
+        return work
     }
 
     /// The bytes go to the memory store: there is no cache, the origin forbids storing them, or

@@ -51,8 +51,9 @@ public final class HTTPByteSource: ByteSource {
         var keepsOffDisk: Bool
         /// What the download is doing, for clients ("retrying in 2 s: HTTP status 503").
         var transferStatus: String?
-        /// The background check of a complete entry, and whether it found a new version.
-        var revalidation: TransferID?
+        /// The background check of a complete entry (its key among the transfers, while it runs),
+        /// and whether it found a new version.
+        var revalidation: Int?
         var replaceOnClose = false
         /// The origin could not be reached (refused, no route, unknown host) while a reader
         /// waited: reads of missing bytes fail with it until bytes arrive again, and each such
@@ -65,9 +66,13 @@ public final class HTTPByteSource: ByteSource {
         var revalidationStarted: ContinuousClock.Instant?
         /// An open held for the check's answer: the cached entry's facts and the caller.
         var heldOpen: HeldOpen?
-        /// The check whose answer was a new version in time: its response streams the new body,
-        /// so it became the planner's download under this key.
-        var adopted: (id: TransferID, key: Int)?
+        /// The check's answer was a new version in time: its response streams the new body, so
+        /// it became the planner's download (under ``checkKey``).
+        var adoptedCheck = false
+        /// Counts the changes of the entry's version (emptied, dropped, bound anew), bumped under
+        /// the lock before the change is made outside it: a read of the disk, made outside the
+        /// lock, is used only if no change came in between.
+        var generation = 0
         /// Metered rules are in force: the read-ahead keeps its metered window.
         var metered = false
         /// Who learns of a failure no read asked for (``whenFailed(_:)``).
@@ -131,6 +136,7 @@ public final class HTTPByteSource: ByteSource {
         let cachedLength = metadata.validator.length
         var opened: ResourceInfo?
         var actions: [DownloadPlanner.Action] = []
+        var check: RangeRequest?
         let failure: MediaSourceError? = state.withLock { state in
             guard !state.closed else { return .closed }
             state.validator = metadata.validator.named
@@ -146,12 +152,14 @@ public final class HTTPByteSource: ByteSource {
                 let now = Date()
                 let beforeUse = metadata.freshness.needsAnswerBeforeUse(at: now)
                 if complete, let validator = state.validator, let revalidator, !metadata.freshness.isFresh(at: now),
-                    beforeUse || revalidator.claim(resource),
-                    revalidateLocked(
+                    beforeUse || revalidator.claim(resource)
+                {
+                    let (holds, request) = revalidateLocked(
                         &state, against: validator, opening: info, rangesSupported: rangesSupported,
                         beforeUse: beforeUse, completion)
-                {
-                    return nil  // opens with the origin's answer, or from the cache at the deadline
+                    check = request
+                    // Held: opens with the origin's answer, or from the cache at the deadline.
+                    if holds { return nil }
                 }
                 state.info = info
                 state.planner.setResource(.init(length: length, rangesSupported: rangesSupported))
@@ -166,6 +174,7 @@ public final class HTTPByteSource: ByteSource {
             return nil
         }
         if let failure { return completion(.failure(failure)) }
+        if let check { startCheck(check) }
         execute(actions)
         if let opened {
             log.info(
@@ -206,42 +215,73 @@ public final class HTTPByteSource: ByteSource {
     public func read(
         at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void
     ) -> ReadOutcome {
-        var actions: [DownloadPlanner.Action] = []
-        defer { execute(actions) }
-        return state.withLock { state -> ReadOutcome in
-            if state.closed { return .failed(.closed) }
-            guard state.info != nil else { return .failed(.readFailed("read before open")) }
-            let held = held(state)
-            let request = DownloadPlanner.Read(offset: offset, maxLength: maxLength, minLength: minLength)
-            let remaining = state.info?.length.map { $0 - offset } ?? .max
-            if remaining > 0, held.contiguousLength(from: offset) < min(Int64(request.minLength), remaining) {
-                // Missing bytes: a failure or an unreachable origin answers before any new request.
-                if let failure = state.failure { return .failed(failure) }
-                if let error = state.readerError {
-                    state.readerError = nil
-                    return .failed(error)
-                }
+        while true {
+            var actions: [DownloadPlanner.Action] = []
+            let decision = state.withLock { state in
+                decide(at: offset, maxLength: maxLength, minLength: minLength, wake: wake, &state, &actions)
             }
-            let (answer, planned) = state.planner.read(request, cached: held, now: .now)
-            actions = planned
-            switch answer {
-            case .endOfStream:
-                return .endOfStream
-            case .serve(let count):
-                state.wake = nil
-                if let bytes = entry?.read(at: offset, maxLength: count), !bytes.isEmpty { return .data(bytes) }
-                if let bytes = state.memory.read(at: offset, maxLength: count), !bytes.isEmpty { return .data(bytes) }
+            execute(actions)
+            switch decision {
+            case .answer(let outcome):
+                return outcome
+            case .fromDisk(let count, let generation):
+                // The disk is read outside the lock: the fetcher's thread, writing what arrives,
+                // never waits for a read. Bytes read while the entry changed version are not used.
+                let bytes = entry?.read(at: offset, maxLength: count)
+                guard state.withLock({ $0.generation == generation }) else { continue }
+                if let bytes, !bytes.isEmpty { return .data(bytes) }
                 return .failed(.readFailed("cached bytes at \(offset) could not be read"))
-            case .wait:
-                state.wake = wake
-                if state.unreachable != nil, state.info?.randomAccess == true {
-                    // The last attempt found the origin unreachable and the transfer is backing
-                    // off: try once more now, so a reader learns at once whether the network is back.
-                    state.unreachable = nil
-                    actions += state.planner.retryNow(at: offset + held.contiguousLength(from: offset), cached: held)
-                }
-                return .pending
             }
+        }
+    }
+
+    /// What a read gets, decided under the lock.
+    private enum ReadDecision {
+        case answer(ReadOutcome)
+        /// `count` bytes from the disk, if the entry's version is still `generation`.
+        case fromDisk(count: Int, generation: Int)
+    }
+
+    private func decide(
+        at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void, _ state: inout State,
+        _ actions: inout [DownloadPlanner.Action]
+    ) -> ReadDecision {
+        if state.closed { return .answer(.failed(.closed)) }
+        guard state.info != nil else { return .answer(.failed(.readFailed("read before open"))) }
+        let held = held(state)
+        let request = DownloadPlanner.Read(offset: offset, maxLength: maxLength, minLength: minLength)
+        let remaining = state.info?.length.map { $0 - offset } ?? .max
+        if remaining > 0, held.contiguousLength(from: offset) < min(Int64(request.minLength), remaining) {
+            // Missing bytes: a failure or an unreachable origin answers before any new request.
+            if let failure = state.failure { return .answer(.failed(failure)) }
+            if let error = state.readerError {
+                state.readerError = nil
+                return .answer(.failed(error))
+            }
+        }
+        let (answer, planned) = state.planner.read(request, cached: held, now: .now)
+        actions = planned
+        switch answer {
+        case .endOfStream:
+            return .answer(.endOfStream)
+        case .serve(let count):
+            state.wake = nil
+            if entry?.cachedRanges.contains(offset) == true {
+                return .fromDisk(count: count, generation: state.generation)
+            }
+            if let bytes = state.memory.read(at: offset, maxLength: count), !bytes.isEmpty {
+                return .answer(.data(bytes))
+            }
+            return .answer(.failed(.readFailed("held bytes at \(offset) could not be read")))
+        case .wait:
+            state.wake = wake
+            if state.unreachable != nil, state.info?.randomAccess == true {
+                // The last attempt found the origin unreachable and the transfer is backing
+                // off: try once more now, so a reader learns at once whether the network is back.
+                state.unreachable = nil
+                actions += state.planner.retryNow(at: offset + held.contiguousLength(from: offset), cached: held)
+            }
+            return .answer(.pending)
         }
     }
 
@@ -303,7 +343,7 @@ public final class HTTPByteSource: ByteSource {
 
     /// Cancels the transfers, starts making written bytes durable and closes the entry.
     public func close() {
-        let (actions, revalidation) = state.withLock { state -> ([DownloadPlanner.Action], TransferID?) in
+        let (actions, revalidation) = state.withLock { state -> ([DownloadPlanner.Action], Int?) in
             guard !state.closed else { return ([], nil) }
             state.closed = true
             state.wake = nil
@@ -311,7 +351,7 @@ public final class HTTPByteSource: ByteSource {
             return (state.planner.stopAll(), state.revalidation)
         }
         execute(actions)
-        if let revalidation { fetcher.cancel(revalidation) }
+        if let revalidation { transfers.cancel(revalidation) }
         let replace = state.withLock { state in
             state.memory.empty()
             return state.replaceOnClose

@@ -20,6 +20,36 @@ struct FetcherTests {
         #expect(try origin.requests(atLeast: 1).map(\.range) == ["bytes=1000-4999"])
     }
 
+    /// The last bytes of a resource whose length is not known: the response says where they start.
+    @Test func theLastBytesArriveAtTheOffsetTheResponseNames() throws {
+        let origin = try FaultOrigin()
+        let body = patternedBody(300_000)
+        origin.serve(OriginResource(body, etag: "\"v1\""), at: "/a.ogg")
+        let recorder = fetcher.record(.lastBytes(8500, of: origin.url(for: "/a.ogg")))
+        let start: Int64 = 300_000 - 8500
+        expectDelivered(recorder, body.suffix(8500), from: start)
+        #expect(recorder.head?.status == 206)
+        #expect(recorder.head?.bodyStart == start)
+        #expect(recorder.head?.totalLength == 300_000)
+        #expect(try origin.requests(atLeast: 1).map(\.range) == ["bytes=-8500"])
+    }
+
+    /// An origin without ranges answers the last bytes with the whole body: the head is told
+    /// (it says there are no ranges), and not a byte is read, as the opening's own request reads it.
+    @Test func theLastBytesOfAnOriginWithoutRangesReadNothing() throws {
+        let origin = try FaultOrigin()
+        origin.serve(
+            OriginResource(patternedBody(3_000_000), etag: "\"v1\""), at: "/a.ogg",
+            faults: OriginFaults(ignoresRange: true))
+        let recorder = fetcher.record(.lastBytes(8500, of: origin.url(for: "/a.ogg")))
+        #expect(recorder.waitForEnd())
+        #expect(recorder.contractViolation == nil, "\(recorder.contractViolation ?? "")")
+        #expect(recorder.finished, "ended with \(String(describing: recorder.end))")
+        #expect(recorder.head?.status == 200)
+        #expect(recorder.head?.honoursRange == false)
+        #expect(!recorder.all.contains { if case .data = $0 { true } else { false } })
+    }
+
     @Test func aMissingResourceFailsWithoutRetrying() throws {
         let origin = try FaultOrigin()
         let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/missing.mp3")))

@@ -27,6 +27,27 @@ struct PolicyTests {
                 == .accept(bodyStart: 100, total: nil, declaredEnd: 150))
     }
 
+    @Test func theLastBytesAreAcceptedWhereverTheyStartIfTheyRunToTheEnd() {
+        func last(_ status: Int, _ headers: [String: String]) -> HeadVerdict {
+            let fields = HeadFields(status: status) { name in headers[name] }
+            return ResponsePolicy.judge(fields, plan: AttemptPlan(start: 0, end: nil, knownLength: nil, suffix: 8500))
+        }
+        #expect(
+            last(206, ["Content-Range": "bytes 91500-99999/100000"])
+                == .accept(bodyStart: 91500, total: 100_000, declaredEnd: 100_000))
+        #expect(
+            last(206, ["Content-Range": "bytes 0-4999/5000"]) == .accept(bodyStart: 0, total: 5000, declaredEnd: 5000))
+        // Not the end, longer than asked, or no total: not the last bytes.
+        #expect(
+            last(206, ["Content-Range": "bytes 91500-99998/100000"])
+                == .fail(.badContentRange("bytes 91500-99998/100000")))
+        #expect(last(206, ["Content-Range": "bytes 0-99999/100000"]) == .fail(.badContentRange("bytes 0-99999/100000")))
+        #expect(last(206, ["Content-Range": "bytes 91500-99999/*"]) == .fail(.badContentRange("bytes 91500-99999/*")))
+        // An empty resource; an origin without ranges.
+        #expect(last(416, ["Content-Range": "bytes */0"]) == .endOfResource(total: 0))
+        #expect(last(200, ["Content-Length": "100000"]) == .accept(bodyStart: 0, total: 100_000, declaredEnd: 100_000))
+    }
+
     @Test func aPartialResponseAtAnotherStartOrPastTheEndIsRejected() {
         #expect(
             judge(206, ["Content-Range": "bytes 0-199/1000"], start: 100) == .fail(.badContentRange("bytes 0-199/1000"))

@@ -465,6 +465,17 @@ private struct SimulatedWorld {
             case .startHead(let key, let to, _):
                 // An origin without ranges sends the whole body.
                 running[key] = (0, ranges ? min(to, length) : length)
+            case .startLast(let key, let count, _):
+                // An origin without ranges sends the whole body, of which the fetcher reads nothing.
+                guard ranges else { break }
+                let from = max(0, length - count)
+                if !cached.intersection(with: from..<length).isEmpty {
+                    violations.append("the last bytes \(from)..<\(length) cover cached bytes")
+                }
+                for (other, transfer) in running where other != key && transfer.next < length && from < transfer.end {
+                    violations.append("the last bytes \(from)..<\(length) overlap transfer \(other)")
+                }
+                running[key] = (from, length)
             case .cancel(let key):
                 running[key] = nil
             case .setPriority:

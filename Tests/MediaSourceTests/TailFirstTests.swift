@@ -10,12 +10,14 @@ private let length: Int64 = 470_032
 private let tail: Int64 = 8500
 private let head = Planner.headBeforeTail
 
-/// The keys and ranges of the requests `actions` start, head requests included.
+/// The keys and ranges of the requests `actions` start, head requests included (the last
+/// bytes' request as it will deliver them, in a resource of `length`).
 private func requests(_ actions: [Planner.Action]) -> [(key: Int, from: Int64, to: Int64?, head: Bool)] {
     actions.compactMap {
         switch $0 {
         case .start(let key, let from, let to, _): (key, from, to, false)
         case .startHead(let key, let to, _): (key, 0, to, true)
+        case .startLast(let key, let count, _): (key, length - count, length, false)
         default: nil
         }
     }
@@ -25,19 +27,37 @@ private func requests(_ actions: [Planner.Action]) -> [(key: Int, from: Int64, t
 /// and the tail's keys.
 private func openedWithTail(_ planner: inout Planner) -> (head: Int, tail: Int) {
     let opened = requests(planner.open(cached: RangeSet(), tail: tail))
-    let learned = requests(planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet()))
-    return (opened.first?.key ?? -1, learned.first?.key ?? -1)
+    #expect(planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet()).isEmpty)
+    return (opened.first?.key ?? -1, opened.dropFirst().first?.key ?? -1)
 }
 
 @Suite("Download planner: the tail first")
 struct TailFirstTests {
-    @Test func anUncachedOpenAsksForTheHeadAloneAndTheTailOnceTheLengthIsKnown() {
+    /// One round trip: the head and the last bytes are asked for together, before the length
+    /// is known; the first response (either) tells where the last bytes start.
+    @Test func anUncachedOpenAsksForTheHeadAndTheLastBytesTogether() {
         var planner = Planner()
         let opened = planner.open(cached: RangeSet(), tail: tail)
-        #expect(opened == [.startHead(key: 1, to: head, priority: .playback)])
-        let learned = planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet())
-        #expect(learned == [.start(key: 2, from: length - tail, to: length, priority: .playback)])
+        #expect(
+            opened == [
+                .startHead(key: 1, to: head, priority: .playback),
+                .startLast(key: 2, length: tail, priority: .playback),
+            ])
         #expect(planner.isAwaitingTail)
+        let learned = planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet())
+        #expect(learned.isEmpty)
+        let last = planner.transfers.first { $0.key == 2 }
+        #expect(last?.next == length - tail && last?.end == length && last?.role == .probe)
+        #expect(planner.isAwaitingTail)
+    }
+
+    /// Before any response, a read of the end waits for the last bytes' request: no other.
+    @Test func aReadOfTheEndBeforeAnyResponseAsksNothingMore() {
+        var planner = Planner()
+        _ = planner.open(cached: RangeSet(), tail: tail)
+        let (answer, actions) = planner.read(.init(offset: length - 100, maxLength: 100), cached: RangeSet(), now: now)
+        #expect(answer == .wait)
+        #expect(requests(actions).isEmpty)
     }
 
     @Test func withoutATailTheOpenAsksForEverything() {
@@ -93,7 +113,7 @@ struct TailFirstTests {
         var planner = Planner()
         _ = planner.open(cached: RangeSet(), tail: tail)
         let learned = planner.learn(.init(length: length, rangesSupported: ranges), cached: RangeSet())
-        #expect(learned.isEmpty)
+        #expect(learned == [.cancel(key: 2)], "the last bytes' request stops")
         #expect(!planner.isAwaitingTail)
         #expect(planner.main?.end == nil, "the head stays bounded: \(String(describing: planner.main))")
     }
@@ -102,13 +122,13 @@ struct TailFirstTests {
         var planner = Planner()
         _ = planner.open(cached: RangeSet(), tail: tail)
         let learned = planner.learn(.init(length: 6000, rangesSupported: true), cached: RangeSet())
-        #expect(learned == [.start(key: 2, from: head, to: 6000, priority: .playback)])
+        #expect(learned == [.cancel(key: 2), .start(key: 3, from: head, to: 6000, priority: .playback)])
     }
 
     @Test func aFileNoLongerThanTheHeadNeedsNoTail() {
         var planner = Planner()
         _ = planner.open(cached: RangeSet(), tail: tail)
-        #expect(planner.learn(.init(length: 3000, rangesSupported: true), cached: RangeSet()).isEmpty)
+        #expect(planner.learn(.init(length: 3000, rangesSupported: true), cached: RangeSet()) == [.cancel(key: 2)])
         #expect(!planner.isAwaitingTail)
     }
 
@@ -150,9 +170,10 @@ struct TailFirstTests {
     @Test func inTheBackgroundTheOpeningRequestsArePreloads() {
         var planner = Planner()
         _ = planner.setBackground(true, cached: RangeSet(), now: now)
-        #expect(planner.open(cached: RangeSet(), tail: tail) == [.startHead(key: 1, to: head, priority: .preload)])
         #expect(
-            planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet())
-                == [.start(key: 2, from: length - tail, to: length, priority: .preload)])
+            planner.open(cached: RangeSet(), tail: tail) == [
+                .startHead(key: 1, to: head, priority: .preload), .startLast(key: 2, length: tail, priority: .preload),
+            ])
+        #expect(planner.learn(.init(length: length, rangesSupported: true), cached: RangeSet()).isEmpty)
     }
 }
