@@ -103,13 +103,22 @@ public struct DownloadPlanner: Sendable {
     private var seekScheduled = false
     /// The opening's tail (see "tail first"): the bytes the decoder reads at the end before its
     /// first audio, and the key of their request once it runs. The rest of the download waits
-    /// while it does.
+    /// while it does, until it is about to end.
     private var tailFirst: (length: Int64, key: Int?)?
     /// The probe the reader reads on from: a transfer follows on from its end once it is about
     /// to end (see ``followProbeIfDue(cached:)``).
     private var followedProbe: Int?
-    /// Whether the rest of the download waits for the opening's tail.
-    public var isAwaitingTail: Bool { tailFirst?.key != nil }
+    /// Whether the rest of the download waits for the opening's tail: until the tail's request
+    /// is within ``waitAheadTime`` of its end at its measured rate, about what a new request
+    /// takes to bring its first byte. Then the rest's request leaves, and its first bytes come
+    /// as the tail's last do, instead of one round trip after them.
+    public var isAwaitingTail: Bool {
+        guard let key = tailFirst?.key else { return false }
+        guard let tail = transfers.first(where: { $0.key == key }), let end = tail.end, let rate = tail.rate,
+            tail.next != Self.unknownOffset
+        else { return true }
+        return Double(end - tail.next) > rate * Self.waitAheadTime
+    }
 
     /// Creates a planner; with `readAhead`, resources above its threshold are fetched only a
     /// window ahead of the play head.
@@ -162,6 +171,7 @@ public struct DownloadPlanner: Sendable {
         guard let index = index(of: key) else { return [] }
         transfers[index].rate = rate
         if followedProbe == key { return followProbeIfDue(cached: cached) }
+        if tailFirst?.key == key { return isAwaitingTail ? [] : continueDownload(cached: cached) }
         guard main?.key == key else { return [] }
         return replanWaiting(cached: cached, now: now)
     }

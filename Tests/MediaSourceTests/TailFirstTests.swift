@@ -80,6 +80,27 @@ struct TailFirstTests {
         #expect(!planner.isAwaitingTail)
     }
 
+    /// The rest's request leaves once the tail is about to end at its measured rate (within
+    /// the time a request takes to bring its first byte), not one round trip after it.
+    @Test func theRestLeavesAsTheTailIsAboutToEnd() {
+        var planner = Planner()
+        let keys = openedWithTail(&planner)
+        var cached = RangeSet()
+        cached.insert(0..<head)
+        _ = planner.finished(keys.head, cached: cached)
+        _ = planner.read(.init(offset: head, maxLength: 8500, minLength: 1), cached: cached, now: now)
+        // 10 kB/s: 3 s to go is not yet; 0.2 s to go is.
+        cached.insert((length - tail)..<(length - 3000))
+        _ = planner.received(keys.tail, upTo: length - 3000, cached: cached)
+        #expect(requests(planner.setRate(1000, of: keys.tail, cached: cached, now: now)).isEmpty)
+        #expect(planner.isAwaitingTail)
+        cached.insert((length - 3000)..<(length - 2000))
+        _ = planner.received(keys.tail, upTo: length - 2000, cached: cached)
+        let due = planner.setRate(10_000, of: keys.tail, cached: cached, now: now)
+        #expect(requests(due).map(\.from) == [head])
+        #expect(!planner.isAwaitingTail)
+    }
+
     @Test func aReadPastTheHeadWaitsForTheTailAndIsFetchedAfterIt() {
         var planner = Planner()
         let keys = openedWithTail(&planner)
