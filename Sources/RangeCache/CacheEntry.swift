@@ -246,6 +246,11 @@ extension RangeCache {
         return try state.withLock { (state) throws(CacheError) -> Bool in
             try state.requireWritable(configuration)
             guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
+            if state.sidecarMissesAhead.remove(CacheState.slot(record.namespace, record.key)) != nil,
+                record.metadata.validator.named == nil, metadata.validator.named != nil
+            {
+                metadata.sidecarMissing = true  // marked before its first version was bound
+            }
             let holdsBytes = !record.available.isEmpty || !record.committed.isEmpty
             // Without a tag, a date or a length on either side, isSameVersion cannot tell two
             // versions apart; empty metadata is how a caller says the held bytes are stale.

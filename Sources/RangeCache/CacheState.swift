@@ -55,6 +55,9 @@ struct CacheState {
     var ids: [Slot: Int64] = [:]
     /// Pin counts by slot; a slot may be pinned before its entry exists.
     var pins: [Slot: Int] = [:]
+    /// Resources whose sidecar was found missing before any version of theirs was bound: the
+    /// first version bound (if named) takes the mark. In memory only.
+    var sidecarMissesAhead: Set<Slot> = []
     var totalAllocated: Int64 = 0
     var stats = CacheStats()
     var lastTick: Int64 = 0

@@ -383,6 +383,31 @@ public final class RangeCache: Sendable {
         }
     }
 
+    /// Records that the sidecar of the resource `key` names is missing: on its entry, for the
+    /// version the entry holds (``CacheEntry/markSidecarMissing(ofVersion:)``), or, when no
+    /// entry names a version yet (the resource's own response has not come), for the first
+    /// version its entry is bound to, if that one has a name. Returns false when neither can
+    /// be: an entry of an origin that names no version.
+    public func markSidecarMissing(of key: CacheKey, namespace: String = RangeCache.defaultNamespace)
+        throws(CacheError) -> Bool
+    {
+        let slot = CacheState.slot(namespace, key.value)
+        let held = state.withLock { state -> (id: Int64, version: ResourceVersion?)? in
+            guard let id = state.ids[slot], let record = state.records[id] else {
+                state.sidecarMissesAhead.insert(slot)
+                return nil
+            }
+            if record.metadata.validator.named == nil, record.available.isEmpty, record.committed.isEmpty {
+                state.sidecarMissesAhead.insert(slot)
+                return nil
+            }
+            return (id, record.metadata.validator.named)
+        }
+        guard let held else { return true }
+        guard let version = held.version else { return false }
+        return try markSidecarMissing(held.id, ofVersion: version)
+    }
+
     /// Snapshots of every entry, or of one namespace's.
     public func entries(in namespace: String? = nil) -> [EntryInfo] {
         state.withLock { state in

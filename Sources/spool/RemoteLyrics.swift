@@ -161,25 +161,21 @@ final class RemoteLyrics: Sendable {
         }
     }
 
-    /// Records on the cache entry of `track` that `sibling` is missing for the version it holds;
-    /// when the entry names no version yet (its own response has not come), the next ask
-    /// records it.
+    /// Records on the cache entry of `track` that `sibling` is missing for the version it holds,
+    /// or, when its own response has not come yet, for the version it is bound to next; when
+    /// neither can be (no entry, an origin naming no version), the next ask tries again.
     private func storeMissing(_ sibling: URL, of track: URL) async {
         guard let cache else { return }
         await disk.perform {
-            let entry = try? cache.entry(for: cache.key(for: track), namespace: self.namespace, create: false)
-            defer { entry?.closeInBackground() }
-            guard let entry, let version = entry.metadata.validator.named else {
-                self.state.withLock { _ = $0.unrecorded.insert(sibling.absoluteString) }
-                return
-            }
             do {
-                if try entry.markSidecarMissing(ofVersion: version) {
-                    self.log.debug("the cache remembers that \(loggable(sibling)) is missing for version \(version)")
+                if try cache.markSidecarMissing(of: cache.key(for: track), namespace: self.namespace) {
+                    self.log.debug("the cache remembers that \(loggable(sibling)) is missing")
+                    return
                 }
             } catch {
                 self.log.info("the missing lyrics of \(loggable(sibling)) were not remembered in the cache: \(error)")
             }
+            self.state.withLock { _ = $0.unrecorded.insert(sibling.absoluteString) }
         }
     }
 

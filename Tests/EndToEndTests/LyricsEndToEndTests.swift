@@ -204,16 +204,16 @@ struct LyricsEndToEndTests {
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
             #expect(eventually(timeout: 10) { lrcRequests("plain") == 1 }, "the missing sibling is asked for")
             #expect(server.accessLog().first { $0.path == "/plain.lrc" }?.status == 404)
+            // Recorded at once, for the version known or the one the track's response brings.
+            #expect(
+                eventually(timeout: 10) {
+                    daemon.process.standardError.contains("the cache remembers that \(server.url(for: "plain.lrc"))")
+                }, "\(daemon.process.standardError)")
             #expect(try await daemon.waitForText(nil), "no lyrics for a track without a sibling")
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "song.flac").absoluteString)])
             #expect(try await daemon.waitForText("Over http\nsecond"))
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
             #expect(try await daemon.waitForText(nil))
-            // Recorded with the 404 once the track's version was known, else at this second ask.
-            #expect(
-                eventually(timeout: 10) {
-                    daemon.process.standardError.contains("the cache remembers that \(server.url(for: "plain.lrc"))")
-                }, "\(daemon.process.standardError)")
             daemon.process.send(SIGTERM)
             #expect(daemon.process.waitForExit(timeout: 10) == 0)
         }

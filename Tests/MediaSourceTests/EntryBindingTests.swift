@@ -71,6 +71,27 @@ struct EntryBindingTests {
         #expect(!entry.metadata.sidecarMissing, "a new version is asked for its sidecar again")
     }
 
+    /// The sidecar's 404 may come before the track's own response, even before its entry
+    /// exists: the first version bound to the entry takes the mark, if that version has a name.
+    @Test func aMissingSidecarMarkedBeforeTheFirstResponseIsTheFirstVersions() throws {
+        #expect(try cache.markSidecarMissing(of: cache.key(for: url)), "no entry yet")
+        let entry = try cache.entry(for: url)
+        defer { entry.close() }
+        entry.bind(to: head(), from: url, fetcher: fetcher)
+        #expect(entry.metadata.sidecarMissing, "the first version bound takes it")
+        entry.bind(to: head(etag: "\"v2\""), from: url, fetcher: fetcher)
+        #expect(!entry.metadata.sidecarMissing, "and only that one")
+
+        let other = URL(string: "http://example.org/other.mp3")!
+        let unnamed = try cache.entry(for: other)
+        defer { unnamed.close() }
+        #expect(try cache.markSidecarMissing(of: cache.key(for: other)), "an entry without a version yet")
+        unnamed.bind(to: head(etag: nil), from: other, fetcher: fetcher)
+        #expect(!unnamed.metadata.sidecarMissing, "a version without a name cannot hold it")
+        try unnamed.write(Data(repeating: 1, count: 100), at: 0)
+        #expect(try cache.markSidecarMissing(of: cache.key(for: other)) == false, "nor can its bytes")
+    }
+
     @Test func aChangedResourceIsForgotten() throws {
         let entry = try cache.entry(for: url)
         defer { entry.close() }
