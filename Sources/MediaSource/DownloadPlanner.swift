@@ -717,11 +717,11 @@ public struct DownloadPlanner: Sendable {
     /// (the fetcher reads an origin without ranges from byte 0, skipping to it).
     private var canStartAnywhere: Bool { resource?.rangesSupported == true || memoryBound != nil }
 
-    /// Fetches the window's first missing byte on, once the reader has used half of what ran
-    /// ahead of it: requests of half a window or more, not one per read.
+    /// Fetches the window's first missing byte on, once no more than half the window is held
+    /// ahead of the reader: requests of half a window or more, not one per read.
     private mutating func refillWindow(cached: RangeSet) -> [Action] {
         guard let limit = windowEnd, let window = readAhead?.window, playHead < limit,
-            let missing = cached.missing(in: playHead..<limit).first?.lowerBound, missing - playHead < window / 2
+            let missing = cached.missing(in: playHead..<limit).first?.lowerBound, missing - playHead <= window / 2
         else { return [] }
         return start(at: missing, priority: .readAhead, cached: cached)
     }

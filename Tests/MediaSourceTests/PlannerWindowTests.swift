@@ -50,6 +50,20 @@ struct PlannerWindowTests {
         #expect(!planner.transfers.contains { $0.key == first })
     }
 
+    /// The window is refilled once no more than half of it is held ahead of the reader, and
+    /// not before: requests of half a window, not one per read.
+    @Test func theWindowIsRefilledOnceHalfOfItIsUsed() {
+        var (planner, main) = largeResource()
+        var held = RangeSet([0..<mb])
+        _ = planner.read(.init(offset: 0, maxLength: 128 << 10), cached: held, now: now)
+        held.insert(0..<1_500_000)
+        _ = planner.finished(main, cached: held)
+        let (_, early) = planner.read(.init(offset: 128 << 10, maxLength: 128 << 10), cached: held, now: now)
+        #expect(early.isEmpty, "refilled with 1.37 MB of 2 MB ahead: \(early)")
+        let (_, due) = planner.read(.init(offset: 500_000, maxLength: 128 << 10), cached: held, now: now)
+        #expect(due.contains { if case .start(_, 1_500_000, _, _) = $0 { true } else { false } }, "\(due)")
+    }
+
     /// A read far behind the play head (a seek back) whose first bytes arrive short of its
     /// minimum: the transfer bringing the rest is the reader's, not one left behind.
     @Test func aDownloadBringingTheRestOfAWaitingReadIsKept() {
