@@ -380,7 +380,7 @@ public final class AudioMonitor: Sendable {
             "parec",
             [
                 "--server=\(pulse.server)", "--device=\(PulseServer.sinkName).monitor", "--raw", "--format=s16le",
-                "--rate=\(PulseServer.sampleRate)", "--channels=2", "--latency-msec=20",
+                "--rate=\(PulseServer.sampleRate)", "--channels=2", "--latency-msec=5",
             ],
             logDirectory: directory.url, selfStopAfter: lifetime)
         let connected = try eventually(timeout: 10, interval: 0.01) {
