@@ -35,9 +35,12 @@ import RangeCache
 ///   one connection per ``seekConnectionInterval``.
 /// - **Tail first**: a resource whose decoder reads its last bytes before its first audio (an
 ///   Ogg demuxer finds the duration on the last page) opens with a short request for the head
-///   and, once the length is known, one for the tail; the rest waits until the tail is here, so
-///   the two share the link with nothing else (a running download cannot be made to stand
-///   aside: pausing it leaves the origin sending into the socket's buffers).
+///   and, beside it, one for its last bytes, whose offsets the first response tells; the rest
+///   waits until the tail is about to end, so the two share the link with nothing else (a
+///   running download cannot be made to stand aside: pausing it leaves the origin sending into
+///   the socket's buffers).
+/// - Under a **memory bound** (the bytes are kept in memory only), every resource keeps to the
+///   window, of unknown length too, and a byte the window dropped is asked for again.
 /// - No request ever covers a byte that is cached or that another transfer will deliver.
 public struct DownloadPlanner: Sendable {
     /// How far ahead of a running transfer a read waits for it, at least.

@@ -31,6 +31,15 @@ private func openedWithTail(_ planner: inout Planner) -> (head: Int, tail: Int) 
     return (opened.first?.key ?? -1, opened.dropFirst().first?.key ?? -1)
 }
 
+/// Opened tail first, and the head's request finished: the keys, and the head's bytes held.
+private func openedWithHeadDone(_ planner: inout Planner) -> (keys: (head: Int, tail: Int), cached: RangeSet) {
+    let keys = openedWithTail(&planner)
+    var cached = RangeSet()
+    cached.insert(0..<head)
+    _ = planner.finished(keys.head, cached: cached)
+    return (keys, cached)
+}
+
 @Suite("Download planner: the tail first")
 struct TailFirstTests {
     /// One round trip: the head and the last bytes are asked for together, before the length
@@ -84,12 +93,9 @@ struct TailFirstTests {
     /// the time a request takes to bring its first byte), not one round trip after it.
     @Test func theRestLeavesAsTheTailIsAboutToEnd() {
         var planner = Planner()
-        let keys = openedWithTail(&planner)
-        var cached = RangeSet()
-        cached.insert(0..<head)
-        _ = planner.finished(keys.head, cached: cached)
+        var (keys, cached) = openedWithHeadDone(&planner)
         _ = planner.read(.init(offset: head, maxLength: 8500, minLength: 1), cached: cached, now: now)
-        // 10 kB/s: 3 s to go is not yet; 0.2 s to go is.
+        // At 1 kB/s, 3 s to go is not yet; at 10 kB/s, 0.2 s to go is.
         cached.insert((length - tail)..<(length - 3000))
         _ = planner.received(keys.tail, upTo: length - 3000, cached: cached)
         #expect(requests(planner.setRate(1000, of: keys.tail, cached: cached, now: now)).isEmpty)
@@ -103,10 +109,7 @@ struct TailFirstTests {
 
     @Test func aReadPastTheHeadWaitsForTheTailAndIsFetchedAfterIt() {
         var planner = Planner()
-        let keys = openedWithTail(&planner)
-        var cached = RangeSet()
-        cached.insert(0..<head)
-        _ = planner.finished(keys.head, cached: cached)
+        var (keys, cached) = openedWithHeadDone(&planner)
         let (answer, actions) = planner.read(.init(offset: 0, maxLength: 8500, minLength: 1), cached: cached, now: now)
         #expect(answer == .serve(Int(head)))
         #expect(actions.isEmpty)

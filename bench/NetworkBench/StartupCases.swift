@@ -12,6 +12,13 @@ enum StartupCases {
         let thirtySize = try Data(contentsOf: thirty).count
 
         rig.origin.setLinkRate(nil)
+        // No player: what the sound server's own path costs a first sound, from a new process's
+        // new stream to the recording of its monitor. Both columns measure the same thing.
+        await runner.runEach(
+            [("reference, no player: a new pacat stream of a raw tone → first sound", "s", "—")], runs: runs
+        ) { _, path in
+            [await attempt { try await firstSoundOfPacat(rig: rig, path: path) }]
+        }
         await runner.run([("cold OpenUri, 30-s MP3, unthrottled: open → first audio", "s", "≤ 0.015")], runs: runs) {
             probe, path in
             let url = try rig.serve(thirty, as: "\(path).mp3")
@@ -126,4 +133,29 @@ enum StartupCases {
             .count
         return .value(Double(count))
     }
+}
+
+/// Seconds from launching `pacat` with a raw 0.5-s tone on the rig's sound server to the first
+/// sound in the recording of its monitor.
+private func firstSoundOfPacat(rig: NetworkRig, path: String) async throws -> Double {
+    guard let pulse = rig.pulse, let monitor = rig.monitor else { throw RigError("the rig records no audio") }
+    let rate = PulseServer.sampleRate
+    var samples = [Int16]()
+    for frame in 0..<(rate / 2) {
+        let value = Int16(8000 * sin(2 * Double.pi * 440 * Double(frame) / Double(rate)))
+        samples += [value, value]
+    }
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("spool-bench-\(path).raw")
+    try samples.withUnsafeBytes { Data($0) }.write(to: file)
+    defer { try? FileManager.default.removeItem(at: file) }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: try executablePath("pacat"))
+    process.arguments = [
+        "--server=\(pulse.server)", "--raw", "--format=s16le", "--rate=\(rate)", "--channels=2", file.path,
+    ]
+    let offset = monitor.offset
+    let since = ContinuousClock.now
+    try process.run()
+    defer { process.waitUntilExit() }
+    return try await monitor.firstSound(after: offset, since: since, timeout: 10)
 }
