@@ -40,6 +40,19 @@ struct FaultTests {
         #expect(recorder.statuses == [30_000, 60_000, 90_000].map { .reconnecting(from: $0) })
     }
 
+    /// The last bytes asked for with a suffix range: an error before any response asks the same
+    /// again; a cut after the response continues from the first missing byte, with If-Range.
+    @Test func theLastBytesSurviveAnErrorAndCuts() throws {
+        var faults = OriginFaults(closeAfterBodyBytes: 20_000)
+        faults.errorResponses = .init(count: 1, status: 503)
+        let (origin, url) = try serve(faults)
+        let recorder = fetcher.record(.lastBytes(50_000, of: url))
+        expectDelivered(recorder, body[50_000...], from: 50_000)
+        let log = try origin.requests(atLeast: 4)
+        #expect(log.map(\.range) == ["bytes=-50000", "bytes=-50000", "bytes=70000-99999", "bytes=90000-99999"])
+        #expect(log.map(\.ifRange) == [nil, nil, "\"v1\"", "\"v1\""])
+    }
+
     @Test func serverErrorsAreRetriedWithBackoff() throws {
         let (origin, url) = try serve(OriginFaults(errorResponses: .init(count: 2, status: 503)))
         let recorder = fetcher.record(RangeRequest(url: url))
