@@ -10,9 +10,6 @@ struct ByteRuns {
     /// Bytes held in all.
     private(set) var count: Int64 = 0
 
-    /// Whether the byte at `offset` is held.
-    func contains(_ offset: Int64) -> Bool { index(containing: offset) != nil }
-
     /// The held ranges, in order, adjacent chunks merged.
     var ranges: [Range<Int64>] {
         var merged: [Range<Int64>] = []
@@ -25,17 +22,6 @@ struct ByteRuns {
             }
         }
         return merged
-    }
-
-    /// Where the bytes held contiguously from `offset` end (`offset` itself when it is not held).
-    func contiguousEnd(from offset: Int64) -> Int64 {
-        guard var index = index(containing: offset) else { return offset }
-        var end = offset
-        while index < chunks.count, chunks[index].start <= end {
-            end = chunks[index].start + Int64(chunks[index].bytes.count)
-            index += 1
-        }
-        return end
     }
 
     /// Up to `maxLength` contiguous bytes from `offset`, or nil if that byte is not held.

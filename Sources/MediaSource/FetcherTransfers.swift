@@ -84,12 +84,6 @@ final class FetcherTransfers: Sendable {
         if let id { fetcher.cancel(id) }
     }
 
-    /// Takes the fetcher's running transfer `id` as transfer `key` (a request started for another
-    /// purpose whose response turned out to be what the planner wants).
-    func adopt(_ key: Int, _ id: TransferID) {
-        slots.withLock { $0[key] = .running(id) }
-    }
-
     /// Forgets transfer `key`: it ended.
     func forget(_ key: Int) {
         slots.withLock { _ = $0.removeValue(forKey: key) }

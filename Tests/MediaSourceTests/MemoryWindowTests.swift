@@ -45,8 +45,6 @@ struct MemoryWindowTests {
         #expect(runs.count == 30)
         #expect(runs.ranges == [0..<25, 40..<45])
         #expect(runs.read(at: 3, maxLength: 10) == Data([3, 4, 5, 6, 7, 8, 9, 105, 106, 107]))
-        #expect(runs.contiguousEnd(from: 2) == 25)
-        #expect(runs.contiguousEnd(from: 30) == 30)
         runs.retain([4..<12, 42..<100])
         #expect(runs.count == 11)
         #expect(runs.ranges == [4..<12, 42..<45])
