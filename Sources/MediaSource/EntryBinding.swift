@@ -24,15 +24,12 @@ extension CacheEntry {
     public func bind(to head: ResponseHead, from url: URL, fetcher: Fetcher) -> Bool? {
         var freshness = Freshness.unknown
         if case .store(let given) = head.cachingDecision { freshness = given }
-        let held = self.metadata
         let metadata = EntryMetadata(
             url: url, validator: head.version, contentType: head.contentType, acceptsRanges: head.honoursRange,
             freshness: freshness,
             selectingHeaders: head.caching.vary.flatMap {
                 VaryHeader.selectingHeaders($0, requestHeader: fetcher.requestHeader)
-            },
-            // What is known of this version stays known; a new version starts without it.
-            sidecarMissing: held.sidecarMissing && held.validator.named?.isSameVersion(as: head.version) == true)
+            })
         return try? setMetadata(metadata)
     }
 

@@ -37,7 +37,8 @@ public final class CacheEntry: Sendable {
     /// emptied first, so versions never mix. Empty metadata (`EntryMetadata()`,
     /// which names no URL and no version) says the bytes held are of no known
     /// version: it always empties the entry, also one whose origin named no
-    /// version either. Returns whether it was emptied.
+    /// version either. A sidecar marked missing stays marked while the version is the same.
+    /// Returns whether it was emptied.
     @discardableResult
     public func setMetadata(_ metadata: EntryMetadata) throws(CacheError) -> Bool {
         try cache.setMetadata(id, metadata)
@@ -250,6 +251,13 @@ extension RangeCache {
                 record.metadata.validator.named == nil, metadata.validator.named != nil
             {
                 metadata.sidecarMissing = true  // marked before its first version was bound
+            }
+            // What is known of a version stays known through its later responses, even when the
+            // caller read the metadata before the mark was written; a new version starts without.
+            if record.metadata.sidecarMissing, let held = record.metadata.validator.named,
+                held.isSameVersion(as: metadata.validator)
+            {
+                metadata.sidecarMissing = true
             }
             let holdsBytes = !record.available.isEmpty || !record.committed.isEmpty
             // Without a tag, a date or a length on either side, isSameVersion cannot tell two

@@ -71,6 +71,22 @@ struct EntryBindingTests {
         #expect(!entry.metadata.sidecarMissing, "a new version is asked for its sidecar again")
     }
 
+    /// A writer that read the metadata before the mark (the next response's binding, a
+    /// 304's renewal) writes it back without losing the mark.
+    @Test func aMissingSidecarMarkedBetweenAReadAndAWriteOfTheMetadataStays() throws {
+        let entry = try cache.entry(for: url)
+        defer { entry.close() }
+        entry.bind(to: head(), from: url, fetcher: fetcher)
+        let readBefore = entry.metadata
+        #expect(try entry.markSidecarMissing(ofVersion: ResourceVersion(etag: "\"v1\"")))
+        #expect(try entry.setMetadata(readBefore) == false)
+        #expect(entry.metadata.sidecarMissing, "the same version's metadata written back keeps it")
+        var changed = readBefore
+        changed.validator = ResourceVersion(etag: "\"v2\"", length: 1000)
+        _ = try entry.setMetadata(changed)
+        #expect(!entry.metadata.sidecarMissing, "a new version starts without it")
+    }
+
     /// The sidecar's 404 may come before the track's own response, even before its entry
     /// exists: the first version bound to the entry takes the mark, if that version has a name.
     @Test func aMissingSidecarMarkedBeforeTheFirstResponseIsTheFirstVersions() throws {
