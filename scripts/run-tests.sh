@@ -1,16 +1,30 @@
 #!/usr/bin/env bash
-# Runs every test. When some fail, their failure lines are repeated at the end (CI keeps only
-# the tail of a run's output, and Swift Testing prints a failure where the test ran), and the
-# failed tests run once more on their own: a test that passes then failed only under the
-# load of the whole run (timing of real audio and real sockets on two cores). It is named
-# as such, loudly, at the end; a test that fails twice fails the run.
+# Runs every test, in two lanes: first every suite not listed in scripts/serial-tests, in
+# parallel, as many at once as there are cores; then the listed ones, one at a time, on a
+# machine the other tests no longer share. Tests block threads (child processes, sockets,
+# polls), so the parallel lane lets the Swift runtime's executor grow threads rather than
+# keep one per core (its children, the daemon first, run with the runtime's own settings).
+# When some fail, their failure lines are repeated at the end (CI keeps only the tail of a
+# run's output, and Swift Testing prints a failure where the test ran), and the failed tests
+# run once more on their own: a test that passes then failed only under the load of the whole
+# run. It is named as such, loudly, at the end; a test that fails twice fails the run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
 log=.build/test-output.log
 mkdir -p .build
-"$swift" test --skip-build --no-parallel "$@" 2>&1 | tee "$log"
+serial=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' scripts/serial-tests | paste -sd'|')
+width=${TEST_WIDTH:-$(nproc)}
+
+started=$(date +%s)
+SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$width SWIFT_DEBUG_CONCURRENCY_ENABLE_COOPERATIVE_QUEUES=false \
+	"$swift" test --skip-build "$@" --skip "($serial)" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
+parallel_seconds=$(($(date +%s) - started))
+"$swift" test --skip-build --no-parallel "$@" --filter "($serial)" 2>&1 | tee -a "$log"
+serial_status=${PIPESTATUS[0]}
+echo "=== parallel lane ($width at once): ${parallel_seconds} s; serial lane: $(($(date +%s) - started - parallel_seconds)) s ==="
+[ "$serial_status" -ne 0 ] && status=$serial_status
 [ "$status" -eq 0 ] && exit 0
 
 echo

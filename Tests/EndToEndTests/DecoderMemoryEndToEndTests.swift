@@ -13,6 +13,8 @@ struct DecoderMemoryEndToEndTests {
         try await daemon.waitUntilReady()
         let remote = DBusMPRISRemote(connection: daemon.client, busName: busName)
         let pid = try #require(daemon.process.programPID)
+        // The fixtures last a few seconds: looped, none ends (and stops) before the poll sees it play.
+        _ = try daemon.playerctl("loop", "Track")
         for format in FixtureFormat.allCases {
             try await remote.openURI(fixtures.fixture(format).url.absoluteString)
             _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) {

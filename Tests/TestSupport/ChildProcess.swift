@@ -86,7 +86,11 @@ public final class ChildProcess: @unchecked Sendable {
             process.executableURL = URL(fileURLWithPath: resolved)
             process.arguments = arguments
         }
-        if let environment { process.environment = environment }
+        // scripts/run-tests.sh lets the test process's executor grow threads when tests block;
+        // a child (the daemon above all) runs with the runtime's own settings, as shipped.
+        process.environment = (environment ?? ProcessInfo.processInfo.environment).filter {
+            $0.key != "SWIFT_DEBUG_CONCURRENCY_ENABLE_COOPERATIVE_QUEUES"
+        }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
         process.standardError = try FileHandle(forWritingTo: stderrURL)
