@@ -61,22 +61,22 @@ public enum GStreamer {
         }
     }
 
-    /// Loads, on a background queue, the plugins every track's pipeline is built from and sets
-    /// up their element classes (an instance made and dropped), so that the first track after
-    /// the daemon starts does not pay for them between its first bytes and its first sample:
-    /// ~30 ms measured here for uridecodebin, decodebin, typefind, appsrc, the converters and
-    /// the parsers MP3, FLAC and AAC share. Format decoders are left to ``preloadDecoder(for:)``:
-    /// loading them all would cost memory for formats never played.
+    /// Loads the plugins every track's pipeline is built from, and MP3's decoder, and sets up
+    /// their element classes (an instance made and dropped): ~30 ms measured here for
+    /// uridecodebin, decodebin, typefind, appsrc, the converters and the parsers MP3, FLAC and
+    /// AAC share. Loading a plugin changes the registry, which makes playbin and decodebin
+    /// rebuild their lists of elements at their next stream, so these load before the
+    /// pipeline's warm-up (see `GStreamerEngine.warmPipeline()`), which calls this. Other
+    /// formats' decoders are left to ``preloadDecoder(for:)``: loading them all would cost
+    /// memory for formats never played.
     static func warmUp() {
-        DispatchQueue.global(qos: .utility).async {
-            initialize()
-            for name in [
-                "uridecodebin", "decodebin", "typefind", "appsrc", "audioconvert", "audioresample", "id3demux",
-                "mpegaudioparse",
-            ] {
-                guard let element = gst_element_factory_make(name, nil) else { continue }
-                gst_object_unref(UnsafeMutableRawPointer(gst_object_ref_sink(UnsafeMutableRawPointer(element))))
-            }
+        initialize()
+        for name in [
+            "uridecodebin", "decodebin", "typefind", "appsrc", "audioconvert", "audioresample", "id3demux",
+            "mpegaudioparse", "mpg123audiodec", "capsfilter",
+        ] {
+            guard let element = gst_element_factory_make(name, nil) else { continue }
+            gst_object_unref(UnsafeMutableRawPointer(gst_object_ref_sink(UnsafeMutableRawPointer(element))))
         }
     }
 

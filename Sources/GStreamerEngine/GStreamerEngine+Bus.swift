@@ -31,10 +31,12 @@ extension GStreamerEngine {
             return
         }
         if message.pointee.type == GST_MESSAGE_APPLICATION {
-            if let structure = gst_message_get_structure(message),
-                String(cString: gst_structure_get_name(structure)) == Self.restartMarkerName
-            {
-                shared.withLock { $0.markersSeen &+= 1 }
+            if let structure = gst_message_get_structure(message) {
+                switch String(cString: gst_structure_get_name(structure)) {
+                case Self.restartMarkerName: shared.withLock { $0.markersSeen &+= 1 }
+                case Self.warmUpMarkerName: warmUpPassed.signal()
+                default: break
+                }
             }
             return
         }

@@ -19,6 +19,7 @@ extension GStreamerEngine {
 
     func setUp(_ source: UnsafeMutablePointer<GstElement>) {
         let uri = takeGString(gst_uri_handler_get_uri(OpaquePointer(source)))
+        if uri == Self.warmUpURI { return feedWarmUp(source) }
         let (feeder, activated) = shared.withLock { state -> (AppSrcFeeder?, DispatchSemaphore?) in
             guard let uri else { return (nil, nil) }
             var activated: DispatchSemaphore?

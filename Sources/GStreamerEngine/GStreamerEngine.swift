@@ -111,6 +111,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     let eventQueue = DispatchQueue(label: "spool.engine.events")
     let shared: Mutex<Shared>
     let busStopped = DispatchSemaphore(value: 0)
+    /// Signalled when the bus thread has passed the pipeline warm-up's messages.
+    let warmUpPassed = DispatchSemaphore(value: 0)
     let log = Logger(label: "engine")
     /// Whether scaletempo is installed (without it a rate change also changes the pitch).
     let hasScaletempo: Bool
@@ -156,7 +158,6 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             throw error
         }
         hasScaletempo = GStreamer.hasElement("scaletempo")
-        GStreamer.warmUp()
         if !hasScaletempo {
             log.warning("scaletempo is missing: rates other than 1.0 will change the pitch")
         }
@@ -172,6 +173,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             asGObject(playbin), "deep-element-added",
             unsafeBitCast(GStreamerEngine.onElementAdded, to: GCallback.self), context, nil, GConnectFlags(rawValue: 0))
         startThread(name: "spool.engine.bus") { [self] in self.runBus() }
+        control.async { [self] in
+            GStreamer.warmUp()
+            warmPipeline()
+        }
     }
 
     // MARK: PlaybackEngine

@@ -138,9 +138,10 @@ final class BenchRunner {
 
     /// Keeps `probe`'s log tail for the report when an outcome failed (or when asked to).
     func keepLog(of probe: PlayerProbe, case name: String, outcomes: [Outcome]) {
-        let show = environment["NETBENCH_SHOW_LOG"] != nil
-        guard show || outcomes.contains(where: { if case .failed = $0 { true } else { false } }) else { return }
-        notes.append("\(name) [\(probe.player.kind)] log tail:\n" + probe.player.logTail(show ? 60 : 12))
+        // NETBENCH_SHOW_LOG=N shows N lines (60 when it is not a number), for a timeline.
+        let show = environment["NETBENCH_SHOW_LOG"].map { Int($0) ?? 60 }
+        guard show != nil || outcomes.contains(where: { if case .failed = $0 { true } else { false } }) else { return }
+        notes.append("\(name) [\(probe.player.kind)] log tail:\n" + probe.player.logTail(show ?? 12))
     }
 
     /// The median of the runs' values; the first failure or note when any run had no value.

@@ -27,6 +27,23 @@ enum StartupCases {
             return [await attempt { try await probe.awaitFirstAudio(since: opened, offset: offset, timeout: 20) }]
         }
 
+        // The common case: the daemon has been running (a track played and was stopped), and
+        // the listener opens another, uncached.
+        await runner.run(
+            [("OpenUri in a running daemon, 30-s MP3, unthrottled: open → first audio", "s", "≤ 0.015")], runs: runs
+        ) { probe, path in
+            let before = try rig.serve(thirty, as: "\(path)-before.mp3")
+            _ = try await probe.awaitAdvancing(since: try await probe.open(before), timeout: 20)
+            try await probe.remote.stop()
+            _ = try await probe.awaitStatus("Stopped")
+            // The stopped stream's last samples reach the recording a few ms after the call.
+            try await Task.sleep(for: .milliseconds(300))
+            let url = try rig.serve(thirty, as: "\(path).mp3")
+            let offset = rig.monitor!.offset
+            let opened = try await probe.open(url)
+            return [await attempt { try await probe.awaitFirstAudio(since: opened, offset: offset, timeout: 20) }]
+        }
+
         // The stale replay once more with 250 ms to each response's first byte: what the check of
         // a stale copy costs the start on a far origin.
         for (label, headers, latency, target) in [
