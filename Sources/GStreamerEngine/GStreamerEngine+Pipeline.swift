@@ -185,12 +185,7 @@ extension GStreamerEngine {
         log.debug("rebuilding the pipeline at \(position.forPeople) (rate \(shared.withLock { $0.rate }))")
         gst_element_set_state(playbin, GST_STATE_READY)
         // Everything on the bus before this marker belongs to the pipeline before the rebuild.
-        if let structure = gst_structure_new_empty(Self.restartMarkerName) {
-            gst_bus_post(
-                bus,
-                gst_message_new_application(
-                    UnsafeMutableRawPointer(playbin).assumingMemoryBound(to: GstObject.self), structure))
-        }
+        postMarker(Self.restartMarkerName)
         installRateFilter(stopped: false)
         setProperty(playbin, "uri", uri)
         if gst_element_set_state(playbin, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {

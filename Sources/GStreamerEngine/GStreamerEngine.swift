@@ -423,6 +423,16 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// The name of the application message that marks a pipeline rebuild on the bus.
     static let restartMarkerName = "spool-restart"
 
+    /// Posts an application message named `name` on the pipeline's bus: the bus thread meets it
+    /// after every message posted before it. Not in NULL, where the bus drops what is posted.
+    func postMarker(_ name: String) {
+        guard let structure = gst_structure_new_empty(name) else { return }
+        gst_bus_post(
+            bus,
+            gst_message_new_application(
+                UnsafeMutableRawPointer(playbin).assumingMemoryBound(to: GstObject.self), structure))
+    }
+
     /// The position of the loaded track, from the pipeline.
     public func position() -> Duration? { heardPosition()?.position }
 

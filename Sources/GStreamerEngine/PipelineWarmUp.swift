@@ -29,12 +29,7 @@ extension GStreamerEngine {
         }
         // Marked in READY: in NULL the pipeline's bus drops what is posted.
         gst_element_set_state(playbin, GST_STATE_READY)
-        if let structure = gst_structure_new_empty(Self.warmUpMarkerName) {
-            gst_bus_post(
-                bus,
-                gst_message_new_application(
-                    UnsafeMutableRawPointer(playbin).assumingMemoryBound(to: GstObject.self), structure))
-        }
+        postMarker(Self.warmUpMarkerName)
         if warmUpPassed.wait(timeout: .now() + .seconds(1)) == .timedOut {
             log.warning("the bus did not pass the pipeline warm-up's messages within 1 s")
         }
