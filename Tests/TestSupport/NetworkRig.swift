@@ -399,6 +399,37 @@ public final class AudioMonitor: Sendable {
     public func firstSound(after offset: Int, since: ContinuousClock.Instant, threshold: Int16 = 64, timeout: Double)
         async throws -> Double
     {
+        let hit = try await scan(after: offset, timeout: timeout, what: "no sound") { sample, _ in
+            sample > threshold || sample < -threshold
+        }
+        return seconds(from: since, to: hit.observed) - Double(hit.recordedAfter) / Double(Self.byteRate)
+    }
+
+    /// The byte offset after `offset` at which the recording has been silent (every sample
+    /// within `threshold`) for `duration` seconds: where the audio that was playing has ended.
+    public func silence(after offset: Int, lasting duration: Double, threshold: Int16 = 64, timeout: Double)
+        async throws -> Int
+    {
+        let needed = Int(duration * Double(Self.byteRate))
+        var silentSince: Int?
+        return try await scan(after: offset, timeout: timeout, what: "no silence of \(duration) s") { sample, at in
+            guard sample <= threshold && sample >= -threshold else {
+                silentSince = nil
+                return false
+            }
+            let start = silentSince ?? at
+            silentSince = start
+            return at + 2 - start >= needed
+        }.offset + 2
+    }
+
+    /// Reads the recording from byte `offset` as it grows, sample by sample (S16LE), until
+    /// `stop(sample, its byte offset)` holds; throws "`what` within `timeout` s" otherwise.
+    /// Returns that sample's offset, how many bytes were recorded after it when it was read, and
+    /// when it was read.
+    private func scan(
+        after offset: Int, timeout: Double, what: String, _ stop: (Int16, Int) -> Bool
+    ) async throws -> (offset: Int, recordedAfter: Int, observed: ContinuousClock.Instant) {
         let handle = try FileHandle(forReadingFrom: recorder.stdoutURL)
         defer { try? handle.close() }
         var position = offset - offset % 4
@@ -413,21 +444,17 @@ public final class AudioMonitor: Sendable {
             let hit: Int? = pending.withUnsafeBytes { raw in
                 var index = 0
                 while index + 1 < usable {
-                    let sample = raw.loadUnaligned(fromByteOffset: index, as: Int16.self)
-                    if sample > threshold || sample < -threshold { return index }
+                    if stop(raw.loadUnaligned(fromByteOffset: index, as: Int16.self), position + index) { return index }
                     index += 2
                 }
                 return nil
             }
-            if let hit {
-                let recordedAfter = Double(pending.count - hit) / Double(Self.byteRate)
-                return seconds(from: since, to: observed) - recordedAfter
-            }
+            if let hit { return (position + hit, pending.count - hit, observed) }
             position += usable
             pending = Data(pending.suffix(from: pending.startIndex + usable))
             try await Task.sleep(for: .milliseconds(5))
         }
-        throw RigError("no sound in the recording within \(timeout) s")
+        throw RigError("\(what) in the recording within \(timeout) s")
     }
 }
 

@@ -34,12 +34,13 @@ enum StartupCases {
         ) { probe, path in
             let before = try rig.serve(thirty, as: "\(path)-before.mp3")
             _ = try await probe.awaitAdvancing(since: try await probe.open(before), timeout: 20)
+            let stopped = rig.monitor!.offset
             try await probe.remote.stop()
             _ = try await probe.awaitStatus("Stopped")
-            // The stopped stream's last samples reach the recording a few ms after the call.
-            try await Task.sleep(for: .milliseconds(300))
+            // The stopped stream's last samples reach the recording after the call: first audio
+            // is counted from where 50 ms of silence followed them.
+            let offset = try await rig.monitor!.silence(after: stopped, lasting: 0.05, timeout: 10)
             let url = try rig.serve(thirty, as: "\(path).mp3")
-            let offset = rig.monitor!.offset
             let opened = try await probe.open(url)
             return [await attempt { try await probe.awaitFirstAudio(since: opened, offset: offset, timeout: 20) }]
         }
