@@ -35,7 +35,6 @@ extension GStreamerEngine {
         }
         gst_element_set_state(playbin, GST_STATE_NULL)
         setProperty(playbin, "audio-sink", object: output)
-        malloc_trim(0)  // what the streaming thread's arena freed, as after an idle release
         log.debug("pipeline warmed up in \((ContinuousClock.now - started).forPeople)")
     }
 
