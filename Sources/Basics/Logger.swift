@@ -116,9 +116,10 @@ public struct Logger: Sendable {
         guard isEnabled(level) else { return }
         var line = Logger.format.line(level, label: label, message: message())
         if Logger.timestamps {
-            let millis = Int((ContinuousClock.now - Logger.started) / .milliseconds(1))
-            let fraction = String(millis % 1000)
-            line = "\(millis / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction) " + line
+            // Microseconds: a start-path timeline is read beside GStreamer's own (nanosecond) stamps.
+            let micros = Int((ContinuousClock.now - Logger.started) / .microseconds(1))
+            let fraction = String(micros % 1_000_000)
+            line = "\(micros / 1_000_000).\(String(repeating: "0", count: 6 - fraction.count))\(fraction) " + line
         }
         Logger.output.withLock { _ in writeAll(line, to: STDERR_FILENO) }
     }
