@@ -15,7 +15,8 @@ import Synchronization
 public final class CachePreloader: Preloader {
     private struct State {
         var plan = PreloadPlan()
-        var jobs: [String: HeadJob] = [:]
+        /// The running preloads of heads, by URL: sources that nobody reads.
+        var jobs: [String: HTTPByteSource] = [:]
         /// Why a job failed, by URL, while the URL stays in the window (it is not retried).
         var failures: [String: String] = [:]
         /// Open cache handles, so what a download holds is read live (the index lags).
@@ -82,7 +83,8 @@ public final class CachePreloader: Preloader {
     /// Makes the running jobs match `plan`: starts the heads it names (at most `concurrency` at
     /// once, in order) and cancels at once every job no longer in it; bytes stay cached.
     public func apply(_ plan: PreloadPlan) {
-        let (cancelled, started, released) = state.withLock { state -> ([HeadJob], [HeadJob], [CacheEntry]) in
+        let (cancelled, started, released) = state.withLock {
+            state -> ([HTTPByteSource], [(HTTPByteSource, PreloadPlan.Item)], [CacheEntry]) in
             state.plan = plan
             let window = Set(plan.items.map(\.url.absoluteString))
             state.failures = state.failures.filter { window.contains($0.key) }
@@ -90,25 +92,23 @@ public final class CachePreloader: Preloader {
             let wantedKeys = Set(wanted.map(\.url.absoluteString))
             let cancelled = state.jobs.filter { !wantedKeys.contains($0.key) }
             for key in cancelled.keys { state.jobs[key] = nil }
-            var started: [HeadJob] = []
+            var started: [(HTTPByteSource, PreloadPlan.Item)] = []
             for item in wanted where state.jobs.count < concurrency {
                 let key = item.url.absoluteString
                 guard state.jobs[key] == nil,
                     let entry = try? cache.entry(for: item.url, namespace: namespace)
                 else { continue }
-                let job = HeadJob(
-                    url: item.url, entry: entry, fetcher: fetcher, revalidator: revalidator, prefix: item.prefix,
-                    tail: item.tail
-                ) {
-                    [weak self] job, error in self?.ended(job, key: key, error: error)
-                }
-                guard job.hasWork else {
+                guard Self.lacksHead(entry, prefix: item.prefix, tail: item.tail) else {
                     // The head is in (the plan predates it): nothing to start.
                     entry.close()
                     continue
                 }
+                // Its download validates the entry (If-Range, or a fresh fetch): a play soon after
+                // needs no conditional request.
+                revalidator.markChecked(entry)
+                let job = HTTPByteSource(url: item.url, entry: entry, fetcher: fetcher, revalidator: revalidator)
                 state.jobs[key] = job
-                started.append(job)
+                started.append((job, item))
             }
             // Handles of tracks neither in the window nor asked about lately go back to the cache.
             let now = ContinuousClock.now
@@ -121,11 +121,14 @@ public final class CachePreloader: Preloader {
         }
         for job in cancelled {
             log.debug("preload of \(loggable(job.url)) cancelled: it left the window or preloading paused")
-            job.cancel()
+            job.close()
         }
-        for job in started {
+        for (job, item) in started {
             log.debug("preloading the head of \(loggable(job.url))")
-            job.start()
+            let key = item.url.absoluteString
+            job.preload(prefix: item.prefix, tail: item.tail) { [weak self, weak job] error in
+                if let self, let job { self.ended(job, key: key, error: error) }
+            }
         }
         for entry in released { entry.close() }
     }
@@ -154,11 +157,11 @@ public final class CachePreloader: Preloader {
             }
             return (Array(state.jobs.values), state.handles.values.map(\.entry))
         }
-        jobs.forEach { $0.cancel() }
+        jobs.forEach { $0.close() }
         handles.forEach { $0.close() }
     }
 
-    private func ended(_ job: HeadJob, key: String, error: String?) {
+    private func ended(_ job: HTTPByteSource, key: String, error: String?) {
         let (plan, onChange) = state.withLock { state -> (PreloadPlan?, (@Sendable () -> Void)?) in
             guard state.jobs[key] === job else { return (nil, nil) }
             state.jobs[key] = nil
@@ -166,9 +169,18 @@ public final class CachePreloader: Preloader {
             return (state.plan, state.onChange)
         }
         guard let plan else { return }
+        job.close()  // often on the fetcher's thread: the entry closes in the background
         if let error { log.warning("preload of \(loggable(job.url)) failed: \(error)") }
         apply(plan)  // the next waiting job starts
         onChange?()  // the player plans again: the hand-over may be due now
+    }
+
+    /// Whether `entry` lacks part of the head a preload fetches: the first `prefix` bytes and
+    /// the last `tail` (only the prefix while the length is unknown).
+    static func lacksHead(_ entry: CacheEntry, prefix: Int64, tail: Int64) -> Bool {
+        guard let length = entry.metadata.validator.length else { return !entry.missing(in: 0..<prefix).isEmpty }
+        return !entry.missing(in: 0..<min(prefix, length)).isEmpty
+            || !entry.missing(in: max(0, length - tail)..<length).isEmpty
     }
 
     private static func isRemote(_ url: URL) -> Bool {

@@ -25,7 +25,7 @@ extension DownloadPlanner {
             ]
         }
         if let actions = startTail(length: length, cached: cached) { return actions }
-        guard let missing = cached.missing(in: 0..<length).first?.lowerBound else { return [] }
+        guard let missing = nextToFetch(length: length, cached: cached) else { return [] }
         return start(at: missing, priority: .readAhead, cached: cached)
     }
 

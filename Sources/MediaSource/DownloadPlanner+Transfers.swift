@@ -19,6 +19,9 @@ extension DownloadPlanner {
             let windowLimit = max(limit, offset + window / 4)
             end = min(end ?? windowLimit, windowLimit)
         }
+        if scope != nil, let part = fetchedParts(length: resource?.length).first(where: { $0.contains(offset) }) {
+            end = min(end ?? part.upperBound, part.upperBound)
+        }
         let key = takeKey()
         transfers.append(Transfer(key: key, next: offset, end: end, role: .main))
         actions.append(.start(key: key, from: offset, to: end, priority: priority))
@@ -96,7 +99,7 @@ extension DownloadPlanner {
 
     /// The first missing byte that no running probe is about to deliver.
     func nextToFetch(length: Int64, cached: RangeSet) -> Int64? {
-        for range in cached.missing(in: 0..<length) {
+        for range in fetchedParts(length: length).flatMap({ cached.missing(in: $0) }) {
             var start = range.lowerBound
             for probe in transfers where probe.role == .probe {
                 if let end = probe.end, probe.next <= start, start < end { start = end }

@@ -98,6 +98,9 @@ public struct DownloadPlanner: Sendable {
     var memoryBound: Int64?
     /// Where playback reads: the last read that continued it, or a large one (not a probe).
     public internal(set) var playHead: Int64 = 0
+    /// What a download fetches with no reader asking: the resource's first and last bytes (a
+    /// preload of its head), after which it stops; nil, the whole resource.
+    public internal(set) var scope: (prefix: Int64, tail: Int64)?
 
     var nextKey = 1
     var lastReadEnd: Int64?
@@ -147,6 +150,27 @@ public struct DownloadPlanner: Sendable {
         readAhead = memoryBound.map { (threshold: 0, window: min($0, wanted?.window ?? $0)) } ?? wanted
         guard main == nil, resource != nil else { return [] }
         return continueDownload(cached: cached)
+    }
+
+    /// Fetches only the first `prefix` and the last `tail` bytes (a preload of the head, with
+    /// nobody reading): no download goes past them, and once they are held none starts.
+    public mutating func limitToHead(prefix: Int64, tail: Int64) {
+        scope = (max(0, prefix), max(0, tail))
+    }
+
+    /// The parts of a resource of `length` (nil: unknown) that downloads fetch: all of it, or
+    /// the scope's head and tail (only the head while the length is unknown).
+    func fetchedParts(length: Int64?) -> [Range<Int64>] {
+        guard let scope else { return length.map { [0..<$0] } ?? [0..<Int64.max] }
+        guard let length else { return scope.prefix > 0 ? [0..<scope.prefix] : [] }
+        let head = 0..<min(scope.prefix, length)
+        let tail = max(head.upperBound, length - scope.tail)..<length
+        return [head, tail].filter { !$0.isEmpty }
+    }
+
+    /// Whether every byte the scope names is held (always false without a scope).
+    public func holdsScope(cached: RangeSet) -> Bool {
+        scope != nil && fetchedParts(length: resource?.length).allSatisfy { cached.contains($0) }
     }
 
     /// The resource is known (from the cache or the first response).

@@ -85,6 +85,7 @@ extension HTTPByteSource {
         // event of a transfer, and every change of version, comes on the fetcher's thread, so
         // no other version can be bound to the entry in between.
         var diskRefused: CacheError?
+        var failure: FetchError?
         if let entry, case .data(let bytes, let offset) = event,
             state.withLock({ !$0.closed && !$0.keepsOffDisk && $0.planner.transfers.contains { $0.key == key } })
         {
@@ -108,8 +109,9 @@ extension HTTPByteSource {
                         .init(length: info.length, rangesSupported: info.randomAccess), cached: held(state))
                 }
             case .changed(let head):
-                // The file changed on the server: never splice it with what was cached.
-                let wasOpen = state.info != nil && state.openCompletion == nil
+                // The file changed on the server: never splice it with what was cached. A preload
+                // takes the new version's bytes, which follow from byte 0.
+                let wasOpen = state.info != nil && state.openCompletion == nil && state.preloadEnd == nil
                 entryWork.append(.forgetVersion)
                 state.generation &+= 1
                 state.memory.empty()
@@ -119,7 +121,11 @@ extension HTTPByteSource {
                     actions += state.planner.stopAll()
                     effects.wakeReader = true
                 } else {
+                    if state.preloadEnd != nil { state.info = nil }
                     entryWork += accept(head, &state, &callbacks)
+                    if let info = state.info {
+                        state.planner.setResource(.init(length: info.length, rangesSupported: info.randomAccess))
+                    }
                 }
             case .notModified:
                 break
@@ -181,6 +187,7 @@ extension HTTPByteSource {
                     entryWork.append(.recordLength(length))
                 }
             case .failed(let error):
+                failure = error
                 state.meters[key] = nil
                 transfers.forget(key)
                 let role = state.planner.transfers.first { $0.key == key }?.role
@@ -206,6 +213,11 @@ extension HTTPByteSource {
             if effects.wakeReader, let wake = state.wake {
                 state.wake = nil
                 callbacks.append(wake)
+            }
+            if let outcome = preloadOutcome(failure: failure, state), let end = state.preloadEnd {
+                state.preloadEnd = nil
+                actions += state.planner.stopAll()
+                callbacks.append { end(outcome) }
             }
         }
         if let entry { for work in entryWork { perform(work, on: entry) } }
@@ -294,7 +306,7 @@ extension HTTPByteSource {
             state.openCompletion = nil
             callbacks.append { completion(.success(info)) }
         }
-        log.info("opened \(loggable(url)): \(info.openedDescription)")
+        log.log(state.preloadEnd == nil ? .info : .debug, "opened \(loggable(url)): \(info.openedDescription)")
         return work
     }
 

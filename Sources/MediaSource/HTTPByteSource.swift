@@ -26,7 +26,7 @@ import Synchronization
 ///   more than the window.
 ///
 /// Revalidation of a cached copy is in `HTTPByteSource+Revalidation.swift`, the transfers'
-/// events in `HTTPByteSource+Transfers.swift`.
+/// events in `HTTPByteSource+Transfers.swift`, the preload of a head in `HTTPByteSource+Preload.swift`.
 public final class HTTPByteSource: ByteSource {
     struct State {
         var info: ResourceInfo?
@@ -77,6 +77,8 @@ public final class HTTPByteSource: ByteSource {
         var metered = false
         /// Who learns of a failure no read asked for (``whenFailed(_:)``).
         var failureHandler: (@Sendable (MediaSourceError) -> Void)?
+        /// A preload of the head (``preload(prefix:tail:onEnd:)``): told once of its end.
+        var preloadEnd: (@Sendable (String?) -> Void)?
     }
 
     /// An open waiting for the answer of the check of its complete entry.
@@ -87,7 +89,8 @@ public final class HTTPByteSource: ByteSource {
         let since: ContinuousClock.Instant
     }
 
-    let url: URL
+    /// The resource this source reads.
+    public let url: URL
     /// The disk store; nil when there is no cache (or no entry could be had).
     let entry: CacheEntry?
     let fetcher: Fetcher

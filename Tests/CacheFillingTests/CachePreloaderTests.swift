@@ -75,4 +75,39 @@ struct CachePreloaderTests {
         #expect(cached.count == 131_072)
         #expect(firstDifference(cached, newBody.prefix(131_072)) == nil, "no byte of the old version is kept")
     }
+
+    @Test func aNoStoreResponseIsNotPreloadedAndNoByteReachesTheDisk() throws {
+        origin.serve(OriginResource(body, etag: "\"v1\"", headers: ["Cache-Control": "no-store"]), at: "/a.mp3")
+        let preloader = preloader()
+        defer { preloader.stop() }
+        #expect(run(plan(prefix: 65_536, tail: 16_384), on: preloader))
+        let state = try #require(preloader.preparedTracks().first)
+        #expect(state.error == "not preloaded: the origin forbids storing it")
+        #expect(!state.headReady)
+        #expect(state.download.cachedBytes == 0)
+    }
+
+    @Test func anOriginWithoutRangesGivesTheFirstAnswerOnlyAndThePreloadSaysWhy() throws {
+        origin.serve(OriginResource(body, etag: "\"v1\""), at: "/a.mp3", faults: OriginFaults(ignoresRange: true))
+        let preloader = preloader()
+        defer { preloader.stop() }
+        #expect(run(plan(prefix: 65_536, tail: 16_384), on: preloader))
+        let state = try #require(preloader.preparedTracks().first)
+        #expect(state.error == "the origin ignores Range requests: the rest comes when it plays")
+        #expect(try origin.requests(atLeast: 1).count == 1, "no request for a tail the origin cannot send alone")
+        let entry = try cache.entry(for: url)
+        defer { entry.close() }
+        let cached = try #require(entry.read(at: 0, maxLength: 65_536))
+        #expect(firstDifference(cached, body.prefix(65_536)) == nil)
+    }
+
+    @Test func aHeadAlreadyCachedStartsNoPreload() throws {
+        let preloader = preloader()
+        defer { preloader.stop() }
+        #expect(run(plan(prefix: 65_536, tail: 16_384), on: preloader))
+        let before = try origin.requests(atLeast: 2).count
+        preloader.apply(plan(prefix: 65_536, tail: 16_384))
+        #expect(preloader.preparedTracks().first?.headReady == true)
+        #expect(origin.requestsBegun == before)
+    }
 }
