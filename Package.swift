@@ -4,10 +4,11 @@
 // Modules are layers and imports run one way (README.md, "Architecture"):
 //   spool (executable) → MPRIS → DBusKit
 //                      → PlayerCore → EngineAPI
-//                      → GStreamerEngine → EngineAPI, MediaSource → Fetcher
+//                      → GStreamerEngine → EngineAPI, ByteSourceAPI (the bytes of a track, no networking)
 //                      → CacheFilling → MediaSource, PlayerCore (preloads, prefetches, source choice)
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)
-//   MediaSource → RangeCache (sparse data files + SQLite index; no networking), Fetcher
+//   MediaSource → ByteSourceAPI (implements it), RangeCache (sparse data files + SQLite index;
+//                 no networking), Fetcher
 // RangeCache and StateStore reach SQLite through SQLiteKit.
 // Every module may use Basics (logging, XDG folders, thread and queue helpers).
 // C libraries are reached through the C* targets.
@@ -43,11 +44,13 @@ let package = Package(
         .target(name: "SQLiteKit", dependencies: ["CSQLite"]),
         .target(name: "RangeCache", dependencies: ["SQLiteKit", "Basics"]),
         .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "Basics"]),
-        .target(name: "MediaSource", dependencies: ["Fetcher", "RangeCache", "Basics"]),
+        // The protocol the engine reads a track's bytes through; the download engine implements it.
+        .target(name: "ByteSourceAPI"),
+        .target(name: "MediaSource", dependencies: ["ByteSourceAPI", "Fetcher", "RangeCache", "Basics"]),
         .target(name: "EngineAPI"),
         .target(
             name: "GStreamerEngine",
-            dependencies: ["CGStreamer", "EngineAPI", "MediaSource", "Basics"]),
+            dependencies: ["CGStreamer", "EngineAPI", "ByteSourceAPI", "Basics"]),
         .target(name: "PlayerCore", dependencies: ["EngineAPI", "Basics"]),
         .target(name: "StateStore", dependencies: ["SQLiteKit", "PlayerCore", "Basics"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "Basics"]),
@@ -56,7 +59,7 @@ let package = Package(
         // policy plans, prefetches a user asks for.
         .target(
             name: "CacheFilling",
-            dependencies: ["Fetcher", "MediaSource", "RangeCache", "PlayerCore", "Basics"]),
+            dependencies: ["ByteSourceAPI", "Fetcher", "MediaSource", "RangeCache", "PlayerCore", "Basics"]),
         // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
         .executableTarget(name: "RangeCacheKillChild", dependencies: ["RangeCache"]),
         // Range cache benchmarks: `swift run -c release CacheBench`.
@@ -64,13 +67,13 @@ let package = Package(
         .executableTarget(
             name: "spool",
             dependencies: [
-                "Basics", "SpoolConfig", "Fetcher", "MediaSource", "CacheFilling", "EngineAPI", "GStreamerEngine",
-                "PlayerCore", "StateStore", "DBusKit", "MPRIS",
+                "Basics", "SpoolConfig", "Fetcher", "ByteSourceAPI", "MediaSource", "CacheFilling", "EngineAPI",
+                "GStreamerEngine", "PlayerCore", "StateStore", "DBusKit", "MPRIS",
             ]),
 
         // MARK: Benchmarks (swift run -c release NAME)
         .executableTarget(
-            name: "EngineBench", dependencies: ["EngineAPI", "GStreamerEngine", "MediaSource"],
+            name: "EngineBench", dependencies: ["EngineAPI", "ByteSourceAPI", "GStreamerEngine", "MediaSource"],
             path: "bench/EngineBench"),
         .executableTarget(
             name: "SourceBench", dependencies: ["MediaSource", "RangeCache", "Fetcher"], path: "bench/SourceBench"),
@@ -78,7 +81,8 @@ let package = Package(
         .executableTarget(
             name: "PreloadBench",
             dependencies: [
-                "PlayerCore", "EngineAPI", "GStreamerEngine", "MediaSource", "RangeCache", "Fetcher", "TestSupport",
+                "PlayerCore", "EngineAPI", "ByteSourceAPI", "GStreamerEngine", "MediaSource", "RangeCache", "Fetcher",
+                "TestSupport",
             ],
             path: "bench/PreloadBench"),
         .executableTarget(name: "FetcherBench", dependencies: ["Fetcher", "TestSupport"], path: "bench/FetcherBench"),
@@ -105,11 +109,13 @@ let package = Package(
         .testTarget(name: "DBusKitTests", dependencies: ["DBusKit", "TestSupport"]),
         .testTarget(name: "FetcherTests", dependencies: ["Fetcher", "TestSupport"]),
         .testTarget(
-            name: "MediaSourceTests", dependencies: ["MediaSource", "Fetcher", "RangeCache", "TestSupport"]),
+            name: "MediaSourceTests",
+            dependencies: ["ByteSourceAPI", "MediaSource", "Fetcher", "RangeCache", "TestSupport"]),
         .testTarget(
             name: "GStreamerEngineTests",
             dependencies: [
-                "GStreamerEngine", "EngineAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer", "TestSupport",
+                "GStreamerEngine", "EngineAPI", "ByteSourceAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer",
+                "TestSupport",
             ]),
         .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(
@@ -122,7 +128,8 @@ let package = Package(
         .testTarget(
             name: "CacheFillingTests",
             dependencies: [
-                "CacheFilling", "MediaSource", "RangeCache", "Fetcher", "PlayerCore", "EngineAPI", "TestSupport",
+                "CacheFilling", "ByteSourceAPI", "MediaSource", "RangeCache", "Fetcher", "PlayerCore", "EngineAPI",
+                "TestSupport",
             ]),
         .testTarget(
             name: "EndToEndTests", dependencies: ["spool", "DBusKit", "TestSupport"]),

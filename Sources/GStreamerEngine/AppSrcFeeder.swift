@@ -1,8 +1,8 @@
 import Basics
+import ByteSourceAPI
 internal import CGStreamer
 import Dispatch
 import FoundationEssentials
-import MediaSource
 import Synchronization
 
 /// Feeds one `appsrc` from a ``ByteSource`` in random-access mode (or, when told, in

@@ -1,6 +1,6 @@
+import ByteSourceAPI
 internal import CGStreamer
 import EngineAPI
-import MediaSource
 
 /// How a failure's kind crosses GStreamer's bus: the feeder posts a source's error as a
 /// resource error whose code says whether trying again may help, and the engine reads the kind

@@ -1,9 +1,9 @@
 import Basics
+import ByteSourceAPI
 internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
-import MediaSource
 import Synchronization
 
 /// The bus thread: GStreamer's messages turned into engine events, each routed to the track

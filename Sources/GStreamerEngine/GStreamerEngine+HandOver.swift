@@ -1,9 +1,9 @@
 import Basics
+import ByteSourceAPI
 internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
-import MediaSource
 import Synchronization
 
 /// The gapless hand-over and playbin's streaming-thread callbacks: giving playbin the

@@ -1,9 +1,9 @@
 import Basics
+import ByteSourceAPI
 internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
-import MediaSource
 import Synchronization
 
 /// The engine's work on its control queue: opening a track's source, starting, rebuilding

@@ -1,9 +1,9 @@
 import Basics
+import ByteSourceAPI
 internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
-import MediaSource
 import Synchronization
 
 /// The playback engine on GStreamer: a `playbin` whose source for every track

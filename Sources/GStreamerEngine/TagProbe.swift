@@ -1,8 +1,8 @@
+import ByteSourceAPI
 internal import CGStreamer
 import Dispatch
 import EngineAPI
 import FoundationEssentials
-import MediaSource
 import Synchronization
 
 /// Reads a track's tags and length without playing it, from bytes that are all here (a local

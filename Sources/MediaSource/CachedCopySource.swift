@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import FoundationEssentials
 import RangeCache
 import Synchronization

@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import FoundationEssentials
 import Glibc
 import Synchronization

@@ -1,4 +1,5 @@
 import Basics
+import ByteSourceAPI
 import Dispatch
 import Fetcher
 import FoundationEssentials

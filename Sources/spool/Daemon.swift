@@ -1,4 +1,5 @@
 import Basics
+import ByteSourceAPI
 import CacheFilling
 import DBusKit
 import Dispatch

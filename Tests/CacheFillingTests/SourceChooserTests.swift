@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import CacheFilling
 import Fetcher
 import Foundation

@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import EngineAPI
 import Foundation
 import MediaSource

@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import EngineAPI
 import Fetcher
 import Foundation

@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import Foundation
 import MediaSource
 import Synchronization

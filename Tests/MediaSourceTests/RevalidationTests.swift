@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import Fetcher
 import Foundation
 import MediaSource

@@ -2,6 +2,7 @@
 // local (fully cached) file, for several formats.
 //
 //   swift run -c release EngineBench [runs]
+import ByteSourceAPI
 import EngineAPI
 import Foundation
 import GStreamerEngine

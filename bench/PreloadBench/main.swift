@@ -3,6 +3,7 @@
 // GStreamerEngine → HTTPByteSource over a RangeCache whose entry for the next track is
 // complete (the state preloading leaves it in), the origin a local FaultOrigin whose
 // request log must not grow. `swift run -c release PreloadBench [runs]`.
+import ByteSourceAPI
 import EngineAPI
 import Fetcher
 import Foundation

@@ -1,5 +1,8 @@
-import Fetcher
 import FoundationEssentials
+
+// The protocol the playback engine reads a track's bytes through, and the values it answers
+// with. No networking, no cache: the engine depends on this alone, and the download engine
+// (MediaSource) implements it.
 
 /// What the playback engine learns about a resource when it opens.
 public struct ResourceInfo: Sendable, Equatable {
@@ -15,14 +18,6 @@ public struct ResourceInfo: Sendable, Equatable {
         self.length = length
         self.contentType = contentType
         self.randomAccess = randomAccess
-    }
-
-    /// What the first response of an http(s) origin says: random access needs both ranges
-    /// and a known length.
-    public init(response head: ResponseHead) {
-        self.init(
-            length: head.totalLength, contentType: head.contentType,
-            randomAccess: head.honoursRange && head.totalLength != nil)
     }
 
     /// The facts in words, for the log line of an open.
@@ -59,22 +54,6 @@ public enum MediaSourceError: Error, Sendable, Equatable, CustomStringConvertibl
         case .readFailed(let why): "read failed: \(why)"
         case .closed: "source closed"
         case .versionChanged(let why): "a new version on the server: \(why)"
-        }
-    }
-
-    /// The error for a download that failed with `error`: a client error that a retry will not
-    /// cure (404, 410, other 4xx but 408 and 429; no new URL after a 401/403/410) is ``gone(_:)``,
-    /// no connection at all is ``unreachable(_:)``, anything else ``unavailable(_:)``.
-    public init(downloadFailure error: FetchError) {
-        switch error {
-        case .httpStatus(let status) where (400..<500).contains(status) && status != 408 && status != 429:
-            self = .gone(error.description)
-        case .unresolvable:
-            self = .gone(error.description)
-        case .transport where error.unreachableServer != nil:
-            self = .unreachable(error.unreachableServer ?? error.description)
-        default:
-            self = .unavailable(error.description)
         }
     }
 }
