@@ -19,6 +19,17 @@ public func startThread(name: String, _ body: @escaping @Sendable () -> Void) {
     pthread_detach(thread)
 }
 
+/// The kernel's id of the calling thread (its `/proc/self/task` entry), as `gettid()` gives it
+/// in C; nil if `/proc` cannot tell. (Glibc's `gettid` is not exported to Swift either.)
+public func currentThreadID() -> Int32? {
+    var link = [CChar](repeating: 0, count: 64)
+    let count = readlink("/proc/thread-self", &link, link.count - 1)
+    guard count > 0 else { return nil }
+    // "PID/task/TID"
+    return String(decoding: link[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        .split(separator: "/").last.flatMap { Int32($0) }
+}
+
 /// What a thread started by ``startThread(name:_:)`` runs; owned by that thread.
 private final class ThreadBody {
     let name: String

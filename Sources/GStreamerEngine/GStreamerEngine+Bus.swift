@@ -15,8 +15,14 @@ extension GStreamerEngine {
             GST_MESSAGE_TAG, GST_MESSAGE_STREAM_START, GST_MESSAGE_DURATION_CHANGED, GST_MESSAGE_ASYNC_DONE,
             GST_MESSAGE_APPLICATION, GST_MESSAGE_REQUEST_STATE,
         ].reduce(0) { $0 | $1.rawValue }
+        // Waits with no timeout (GST_CLOCK_TIME_NONE): the thread wakes only for a message, and
+        // ``shutdown()`` posts one to end it. An idle daemon's bus thread never wakes on its own.
+        let thread = currentThreadID()
+        shared.withLock { $0.busThread = thread }
         while shared.withLock({ $0.busRunning }) {
-            guard let message = gst_bus_timed_pop_filtered(bus, 100_000_000, GstMessageType(rawValue: wanted))
+            guard
+                let message = gst_bus_timed_pop_filtered(
+                    bus, GstClockTime.max, GstMessageType(rawValue: wanted))
             else { continue }
             handle(message)
             gst_message_unref(message)

@@ -78,6 +78,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var generation: UInt64 = 0
         var wantPlaying = false
         var busRunning = true
+        /// The bus thread's kernel id, once it runs (tests watch it sleep).
+        var busThread: Int32?
         var rate = 1.0
         /// The filter in playbin now; it changes at a load or when a rate change needs another.
         var filter = RateFilter.none
@@ -422,6 +424,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// The name of the application message that marks a pipeline rebuild on the bus.
     static let restartMarkerName = "spool-restart"
+    /// The name of the application message that wakes the bus thread to end it.
+    static let busStopMarkerName = "spool-bus-stop"
 
     /// Posts an application message named `name` on the pipeline's bus: the bus thread meets it
     /// after every message posted before it. Not in NULL, where the bus drops what is posted.
@@ -476,6 +480,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             // wants an element at NULL (its device closed) before its last reference goes.
             gst_element_set_state(output, GST_STATE_NULL)
         }
+        // The pipeline at NULL leaves its bus flushing, which drops posts: the wake-up is let
+        // through, and the bus thread, waiting with no timeout, sees that it is to stop.
+        gst_bus_set_flushing(bus, 0)
+        postMarker(Self.busStopMarkerName)
         busStopped.wait()
         gst_object_unref(UnsafeMutableRawPointer(bus))
         gst_object_unref(UnsafeMutableRawPointer(playbin))
