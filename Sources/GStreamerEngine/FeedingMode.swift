@@ -93,6 +93,10 @@ enum SeekRoute: Equatable, Sendable {
         target: Duration, accurate: Bool, pushed: Bool, byte: (Duration) -> Int64?, holds: (Range<Int64>) -> Bool
     ) -> SeekRoute {
         guard pushed, !accurate, let to = byte(target) else { return .time(accurate: accurate) }
+        // Every byte up to the target is here: the parser scans from wherever its index reaches
+        // (a fast read) and lands on the sample. Estimated from a seek table instead, it misses:
+        // an 8-bit Xing TOC places a byte to 1/256 of the file, half a second of a 3-min MP3.
+        if holds(0..<to) { return .time(accurate: true) }
         let from = target > parseThrough ? byte(target - parseThrough) : 0
         guard let from, from <= to else { return .bytes(to) }
         // Bytes that are here make the parse-through a fast read, and exact.

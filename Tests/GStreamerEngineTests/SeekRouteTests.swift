@@ -22,8 +22,10 @@ struct SeekRouteTests {
     }
 
     static let rows: [Row] = [
-        // Everything from 20 s before the target to it is here: the parser reads through it, exactly.
-        Row(target: 15, held: 0..<300_000, route: .time(accurate: false)),
+        // Every byte up to the target is here: the parser scans to the sample, a fast read.
+        Row(target: 15, held: 0..<300_000, route: .time(accurate: true)),
+        Row(target: 150, held: 0..<2_400_001, route: .time(accurate: true)),
+        // Everything from 20 s before the target to it is here: the parser reads through it.
         Row(target: 40, held: 300_000..<700_000, route: .time(accurate: false)),
         // A gap between the play head and the target: straight to the target's byte.
         Row(target: 15, held: 0..<40_000, route: .bytes(240_000)),

@@ -491,6 +491,46 @@ public enum NetworkMedia {
         return file
     }
 
+    /// `silent` seconds of digital silence, then `sounding` seconds of a tone, in `format`:
+    /// where playback lands after a seek into the tone shows as the first sound after it in a
+    /// recording. Cached per process.
+    public static func silenceThenTone(_ format: FixtureFormat, silent: Int, sounding: Int, frequency: Int = 440)
+        throws -> URL
+    {
+        let key = "\(format.rawValue)-silent\(silent)s-tone\(sounding)s-\(frequency)"
+        if let url = made.withLock({ $0[key] }) { return url }
+        let folder = try directory.withLock { folder in
+            if let folder { return folder }
+            let created = try TemporaryDirectory(prefix: "spool-netmedia")
+            folder = created
+            return created
+        }
+        let file = folder.file("\(key).\(format.fileExtension)")
+        // Raw PCM first (S16LE stereo at 44.1 kHz): zeros, then the tone at a quarter of full scale.
+        let raw = folder.file("\(key).raw")
+        var pcm = Data(count: silent * 44_100 * 4)
+        pcm.reserveCapacity((silent + sounding) * 44_100 * 4)
+        for index in 0..<(sounding * 44_100) {
+            let value = Int16(8000 * sin(2 * Double.pi * Double(frequency) * Double(index) / 44_100))
+            withUnsafeBytes(of: value.littleEndian) { sample in
+                pcm.append(contentsOf: sample)  // left
+                pcm.append(contentsOf: sample)  // right
+            }
+        }
+        try pcm.write(to: raw)
+        defer { try? FileManager.default.removeItem(at: raw) }
+        let result = try runCommand(
+            "gst-launch-1.0",
+            [
+                "-q", "filesrc", "location=\(raw.path)", "!", "rawaudioparse", "use-sink-caps=false", "format=pcm",
+                "pcm-format=s16le", "sample-rate=44100", "num-channels=2", "!", "audioconvert", "!",
+            ] + encoder(format, bitrate: 128) + ["!", "filesink", "location=\(file.path)"],
+            timeout: 120)
+        guard result.status == 0 else { throw RigError("generating \(key) failed: \(result.stderr)") }
+        made.withLock { $0[key] = file }
+        return file
+    }
+
     /// Seconds of `format` that make a file of about `bytes` (from a 4-s probe's size).
     public static func seconds(toFill bytes: Int, _ format: FixtureFormat) throws -> Int {
         let probe = try tone(format, seconds: 4, frequency: 523)

@@ -102,7 +102,10 @@ func timed(_ predicate: @escaping @Sendable (EngineEvent) -> Bool, _ command: ()
 
 // SetPosition to 80 % and back to 20 %, alternately: the seek → the engine's `seeked`, and →
 // the position read at the target and advancing (a listener hears the new place).
-guard timed({ $0 == .stateChanged(.playing) }, { engine.load(EngineTrack(id: TrackID(1), url: long), at: .zero, playing: true) }) != nil
+guard
+    timed(
+        { $0 == .stateChanged(.playing) },
+        { engine.load(EngineTrack(id: TrackID(1), url: long), at: .zero, playing: true) }) != nil
 else { fatalError("the 3-minute MP3 never played") }
 var seeked: [Double] = []
 var landed: [Double] = []
@@ -133,13 +136,19 @@ var started: [Double] = []
 for run in 0..<(runs + 3) {
     let first = TrackID(UInt64(1000 + 2 * run))
     let second = TrackID(UInt64(1001 + 2 * run))
-    guard timed({ $0 == .stateChanged(.playing) }, { engine.load(EngineTrack(id: first, url: long), at: .zero, playing: true) }) != nil
+    guard
+        timed(
+            { $0 == .stateChanged(.playing) },
+            { engine.load(EngineTrack(id: first, url: long), at: .zero, playing: true) }) != nil
     else { fatalError("no playback") }
     engine.setNext(EngineTrack(id: second, url: next))
     // No event says the next track is prepared (its source open); a local file's takes
     // well under this.
     usleep(300_000)
-    guard let elapsed = timed({ $0 == .trackStarted(second) }, { engine.load(EngineTrack(id: second, url: next), at: .zero, playing: true) })
+    guard
+        let elapsed = timed(
+            { $0 == .trackStarted(second) },
+            { engine.load(EngineTrack(id: second, url: next), at: .zero, playing: true) })
     else { fatalError("the prepared track never started") }
     if run >= 3 { started.append(elapsed) }
     engine.stop()

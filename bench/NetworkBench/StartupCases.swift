@@ -45,6 +45,24 @@ enum StartupCases {
             return [await attempt { try await probe.awaitFirstAudio(since: opened, offset: offset, timeout: 20) }]
         }
 
+        // A seek in a cached track, timed by the sound: 144 s of silence, then a tone; the seek
+        // goes half a second into the tone (a byte seek may land a little early), so the first
+        // sound after the call is where it landed. Polling Position instead would add its
+        // interval twice (a read at the target, then one past it).
+        let marked = try NetworkMedia.silenceThenTone(.mp3CBR, silent: 144, sounding: 36, frequency: 587)
+        let markedSize = try Data(contentsOf: marked).count
+        await runner.run(
+            [("cached 3-min MP3: SetPosition 80 % → first audio there", "s", "≤ 0.010")], runs: runs
+        ) { probe, path in
+            let url = try rig.serve(marked, as: "\(path).mp3")
+            _ = try await probe.awaitAdvancing(since: try await probe.open(url), timeout: 20)
+            try await awaitWhole("\(path).mp3", size: markedSize, on: rig)
+            let track = try await probe.currentTrack(timeout: 20)
+            let offset = rig.monitor!.offset
+            let seeked = try await probe.setPosition(144.5, track: track)
+            return [await attempt { try await probe.awaitFirstAudio(since: seeked, offset: offset, timeout: 20) }]
+        }
+
         // The stale replay once more with 250 ms to each response's first byte: what the check of
         // a stale copy costs the start on a far origin.
         for (label, headers, latency, target) in [
