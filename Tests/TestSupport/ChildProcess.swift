@@ -92,8 +92,18 @@ public final class ChildProcess: @unchecked Sendable {
             $0.key != "SWIFT_DEBUG_CONCURRENCY_ENABLE_COOPERATIVE_QUEUES"
         }
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: stdoutURL)
-        process.standardError = try FileHandle(forWritingTo: stderrURL)
+        let output = try FileHandle(forWritingTo: stdoutURL)
+        let errors = try FileHandle(forWritingTo: stderrURL)
+        // The child writes through its own copies: the test process's are closed once it runs.
+        // Left to Foundation they stayed open as long as it kept the Process, two descriptors per
+        // child; over a parallel run they passed 1,300, where Foundation's Process.run, listing
+        // /proc/self/fd for a later child, crashed the test process (SIGSEGV in memcpy).
+        defer {
+            try? output.close()
+            try? errors.close()
+        }
+        process.standardOutput = output
+        process.standardError = errors
         let exited = self.exited
         process.terminationHandler = { _ in exited.signal() }
 
