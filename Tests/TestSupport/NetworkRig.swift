@@ -468,27 +468,13 @@ public enum NetworkMedia {
     public static func tone(_ format: FixtureFormat, seconds: Int, bitrate: Int = 128, frequency: Int = 440) throws
         -> URL
     {
-        let key = "\(format.rawValue)-\(seconds)s-\(bitrate)k-\(frequency)"
-        if let url = made.withLock({ $0[key] }) { return url }
-        let folder = try directory.withLock { folder in
-            if let folder { return folder }
-            let created = try TemporaryDirectory(prefix: "spool-netmedia")
-            folder = created
-            return created
-        }
-        let file = folder.file("\(key).\(format.fileExtension)")
-        let frames = 1024
-        let result = try runCommand(
-            "gst-launch-1.0",
-            [
+        try encoded(format, key: "\(format.rawValue)-\(seconds)s-\(bitrate)k-\(frequency)") { file, _ in
+            let frames = 1024
+            return [
                 "-q", "audiotestsrc", "wave=sine", "freq=\(frequency)", "num-buffers=\(seconds * 44_100 / frames)",
                 "samplesperbuffer=\(frames)", "!", "audio/x-raw,rate=44100,channels=2", "!", "audioconvert", "!",
-            ]
-                + encoder(format, bitrate: bitrate) + ["!", "filesink", "location=\(file.path)"],
-            timeout: 120)
-        guard result.status == 0 else { throw RigError("generating \(key) failed: \(result.stderr)") }
-        made.withLock { $0[key] = file }
-        return file
+            ] + encoder(format, bitrate: bitrate) + ["!", "filesink", "location=\(file.path)"]
+        }
     }
 
     /// `silent` seconds of digital silence, then `sounding` seconds of a tone, in `format`:
@@ -497,7 +483,34 @@ public enum NetworkMedia {
     public static func silenceThenTone(_ format: FixtureFormat, silent: Int, sounding: Int, frequency: Int = 440)
         throws -> URL
     {
-        let key = "\(format.rawValue)-silent\(silent)s-tone\(sounding)s-\(frequency)"
+        let file = try encoded(format, key: "\(format.rawValue)-silent\(silent)s-tone\(sounding)s-\(frequency)") {
+            file, folder in
+            // Raw PCM first (S16LE stereo at 44.1 kHz): zeros, then the tone at a quarter of full scale.
+            let raw = folder.file("\(file.lastPathComponent).raw")
+            var pcm = Data(count: silent * 44_100 * 4)
+            pcm.reserveCapacity((silent + sounding) * 44_100 * 4)
+            for index in 0..<(sounding * 44_100) {
+                let value = Int16(8000 * sin(2 * Double.pi * Double(frequency) * Double(index) / 44_100))
+                withUnsafeBytes(of: value.littleEndian) { sample in
+                    pcm.append(contentsOf: sample)  // left
+                    pcm.append(contentsOf: sample)  // right
+                }
+            }
+            try pcm.write(to: raw)
+            return [
+                "-q", "filesrc", "location=\(raw.path)", "!", "rawaudioparse", "use-sink-caps=false", "format=pcm",
+                "pcm-format=s16le", "sample-rate=44100", "num-channels=2", "!", "audioconvert", "!",
+            ] + encoder(format, bitrate: 128) + ["!", "filesink", "location=\(file.path)"]
+        }
+        try? FileManager.default.removeItem(atPath: file.path + ".raw")  // tens of MB of PCM
+        return file
+    }
+
+    /// The file `key` in `format`, made once per process by `gst-launch-1.0` with the arguments
+    /// `arguments(file, folder)` returns (it may write inputs into the folder first).
+    private static func encoded(
+        _ format: FixtureFormat, key: String, _ arguments: (URL, TemporaryDirectory) throws -> [String]
+    ) throws -> URL {
         if let url = made.withLock({ $0[key] }) { return url }
         let folder = try directory.withLock { folder in
             if let folder { return folder }
@@ -506,26 +519,7 @@ public enum NetworkMedia {
             return created
         }
         let file = folder.file("\(key).\(format.fileExtension)")
-        // Raw PCM first (S16LE stereo at 44.1 kHz): zeros, then the tone at a quarter of full scale.
-        let raw = folder.file("\(key).raw")
-        var pcm = Data(count: silent * 44_100 * 4)
-        pcm.reserveCapacity((silent + sounding) * 44_100 * 4)
-        for index in 0..<(sounding * 44_100) {
-            let value = Int16(8000 * sin(2 * Double.pi * Double(frequency) * Double(index) / 44_100))
-            withUnsafeBytes(of: value.littleEndian) { sample in
-                pcm.append(contentsOf: sample)  // left
-                pcm.append(contentsOf: sample)  // right
-            }
-        }
-        try pcm.write(to: raw)
-        defer { try? FileManager.default.removeItem(at: raw) }
-        let result = try runCommand(
-            "gst-launch-1.0",
-            [
-                "-q", "filesrc", "location=\(raw.path)", "!", "rawaudioparse", "use-sink-caps=false", "format=pcm",
-                "pcm-format=s16le", "sample-rate=44100", "num-channels=2", "!", "audioconvert", "!",
-            ] + encoder(format, bitrate: 128) + ["!", "filesink", "location=\(file.path)"],
-            timeout: 120)
+        let result = try runCommand("gst-launch-1.0", try arguments(file, folder), timeout: 120)
         guard result.status == 0 else { throw RigError("generating \(key) failed: \(result.stderr)") }
         made.withLock { $0[key] = file }
         return file
