@@ -104,6 +104,9 @@ public enum FailureKind: Sendable, Equatable {
     /// The track's server has a new version of it, found just after its play began from the
     /// cached copy: start it again at once, where that play began.
     case newVersion
+    /// The audio output failed (the sound server went away, the device vanished, the sink
+    /// refused to open): no track is at fault, and the next one would fail the same way.
+    case outputLost
 }
 
 /// Why the engine could not play a track.

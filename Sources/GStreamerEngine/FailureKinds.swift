@@ -25,6 +25,8 @@ enum FailureKinds {
         case .transient: GST_RESOURCE_ERROR_READ
         // No element of the pipeline syncs a resource (it writes nothing): the code is free.
         case .newVersion: GST_RESOURCE_ERROR_SYNC
+        // Never a source's kind: the bus tells an output's failure by where it came from.
+        case .outputLost: GST_RESOURCE_ERROR_WRITE
         }
     }
 

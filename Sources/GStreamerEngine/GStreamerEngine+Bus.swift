@@ -62,7 +62,12 @@ extension GStreamerEngine {
             var debug: UnsafeMutablePointer<gchar>?
             gst_message_parse_error(message, &error, &debug)
             let text = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
-            let kind = error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
+            // The output bin's own elements (the sink, its converters) fail for no track's sake.
+            let fromOutput = gst_object_has_as_ancestor(message.pointee.src, outputObject) != 0
+            let kind =
+                fromOutput
+                ? .outputLost
+                : error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
             if let error { g_error_free(error) }
             let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
             let (next, broken) = shared.withLock { ($0.next, $0.brokenNext) }

@@ -109,6 +109,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     let volume: SmoothVolume
     /// The output bin (gain and sink) playbin plays into; a reference of the engine's own.
     let output: UnsafeMutablePointer<GstElement>
+    /// The output bin as a `GstObject`, for the bus's question whether an error came from it.
+    var outputObject: UnsafeMutablePointer<GstObject> {
+        UnsafeMutableRawPointer(output).assumingMemoryBound(to: GstObject.self)
+    }
     let control = DispatchQueue(label: "spool.engine.control")
     let eventQueue = DispatchQueue(label: "spool.engine.events")
     let shared: Mutex<Shared>

@@ -10,6 +10,8 @@ import EngineAPI
 ///   track and its place and tries again when the network returns.
 /// - A new version of the track, found just after its play began from the cached copy, starts
 ///   it again at once where that play began (once; a second time counts as a failure that may pass).
+/// - A lost audio output is no track's fault: skipping would run through the queue in silence.
+///   The player pauses the track at its place; Play tries the output again.
 /// - Playback stops only when every track of the queue has failed in one pass; any track
 ///   that starts playing begins a new pass.
 public struct FailurePolicy: Sendable, Equatable {
@@ -21,6 +23,8 @@ public struct FailurePolicy: Sendable, Equatable {
         case restart
         /// Keep the track and its place; load it again once the network is back.
         case waitForNetwork
+        /// Keep the track and its place, paused: the output failed, and Play tries it again.
+        case pauseForOutput
         /// Go on with the next track in play order.
         case skip
         /// Every track of the queue failed in this pass: stop.
@@ -45,6 +49,8 @@ public struct FailurePolicy: Sendable, Equatable {
         _ track: TrackID, kind: FailureKind, networkUp: Bool, queue: Set<TrackID>
     ) -> Action {
         switch kind {
+        case .outputLost:
+            return .pauseForOutput
         case .unreachable where !networkUp:
             return .waitForNetwork
         case .newVersion where retried != track:

@@ -728,6 +728,14 @@ public actor Player {
                 $0.buffering = true
             }
             waitForNetwork(id, url: entry.url)
+        case .pauseForOutput:
+            log.warning("the audio output failed; \(name) paused at \(place.forPeople)")
+            stopSaving()
+            update {
+                $0.status = .paused
+                $0.buffering = false
+                $0.lastError = "the audio output failed: \(error.message); Play tries it again"
+            }
         case .skip:
             update { $0.lastError = "\(name): \(error.message)" }
             if queue.advance(automatic: false) == nil {

@@ -104,6 +104,33 @@ struct SoundServerTests {
         #expect(loud > 2_000, "the recording holds the tone: \(loud) loud samples of \(samples.count)")
     }
 
+    /// The sound server going away mid-track (a crash, a restart) is no track's fault: the
+    /// player pauses the track at its place and says so, where it used to retry it, give up on it
+    /// and stop with the queue run through in silence. Play then tries the output again.
+    @Test func aSoundServerThatGoesAwayPausesTheTrackAtItsPlace() async throws {
+        let pulse = try PulseServer()
+        let dir = try TemporaryDirectory()
+        let tone = try steadyTone(frequency: 440, seconds: 30, amplitude: 0.5, in: dir)
+        let daemon = try daemon(["PULSE_SERVER": pulse.server])
+        try await daemon.waitUntilReady()
+        #expect(try daemon.playerctl("open", tone.absoluteString).status == 0)
+        try await waitForStatus(daemon, "Playing")
+        #expect(
+            try eventually(timeout: 10, interval: 0.02) { !(try pulse.sinkInputs()).isEmpty },
+            "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
+
+        pulse.stop()
+        try await waitForStatus(daemon, "Paused")
+        let url = try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue?[
+            "xesam:url"]?.stringValue
+        #expect(url == tone.absoluteString)
+        let error = try await daemon.property("org.spool.Spool1", "LastError")?.stringValue ?? ""
+        #expect(error.contains("the audio output failed"), "\(error)")
+        let position = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? 0
+        #expect(position > 0, "the place is kept")
+        #expect(daemon.process.isRunning)
+    }
+
     @Test func withNoSoundDeviceTheDaemonPlaysInRealTimeIntoANullSinkWithOneWarning() async throws {
         let dir = try TemporaryDirectory()
         // No PulseAudio server at that address, and an ALSA configuration that defines

@@ -39,6 +39,14 @@ struct FailurePolicyTests {
         // a row is a failure that may pass.
         Row(failures: [(1, .newVersion, true), (1, .newVersion, true)], expected: [.restart, .skip]),
         Row(failures: [(1, .newVersion, true), (1, .transient, true)], expected: [.restart, .skip]),
+        // A lost output is no track's fault, however often and whatever the network: nothing is
+        // skipped, nothing retried, and the pass is not used up.
+        Row(
+            failures: [(1, .outputLost, true), (1, .outputLost, true), (2, .outputLost, false)],
+            expected: [.pauseForOutput, .pauseForOutput, .pauseForOutput]),
+        Row(
+            failures: [(1, .outputLost, true), (1, .permanent, true), (2, .permanent, true)],
+            expected: [.pauseForOutput, .skip, .skip]),
         // A track failing twice in a pass counts once: the others still get their turn.
         Row(
             failures: [(1, .permanent, true), (1, .permanent, true), (2, .permanent, true)],

@@ -31,6 +31,28 @@ struct ReactingEngineTests {
         #expect(engine.loadedTrack == engine.loads.last?.0)
     }
 
+    /// A failed output (the sound server went away) is no track's fault: retrying or skipping
+    /// would run through the queue in silence. The track pauses at its place, the listener is
+    /// told, and Play loads it there again.
+    @Test func aLostOutputPausesTheTrackAtItsPlaceAndPlayTriesAgain() async {
+        let engine = FakeEngine(reacting: true)
+        let (player, recorder) = await makePlayer(engine)
+        await player.open([(urls[0], nil), (urls[1], nil)])
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration != nil })
+        engine.setPosition(.seconds(42))
+        engine.fail("Failed to connect: Connection refused", kind: .outputLost)
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.status == .paused })
+        let paused = await player.state
+        #expect(paused.nowPlaying?.entry.url == urls[0], "the queue did not move on")
+        #expect(paused.lastError?.contains("the audio output failed") == true, "\(paused.lastError ?? "")")
+        #expect(engine.loads.count == 1, "no retry while the output is gone: \(engine.loads)")
+
+        await player.play()
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
+        #expect(engine.loads.last?.1 == .seconds(42), "\(engine.loads)")
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.status == .playing })
+    }
+
     @Test func aTrackThatCannotOpenIsSkippedForTheNextOne() async {
         let engine = FakeEngine(reacting: true)
         engine.failOpening(urls[0], with: EngineError("HTTP status 404", kind: .permanent))
