@@ -118,6 +118,13 @@ struct SoundServerTests {
         #expect(
             try eventually(timeout: 10, interval: 0.02) { !(try pulse.sinkInputs()).isEmpty },
             "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
+        // Half a second heard, so the place to keep is not the start.
+        var heard: Int64 = 0
+        for _ in 0..<2000 where heard < 500_000 {
+            heard = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? 0
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(heard >= 500_000, "the track never played half a second")
 
         pulse.stop()
         try await waitForStatus(daemon, "Paused")
@@ -127,7 +134,7 @@ struct SoundServerTests {
         let error = try await daemon.property("org.spool.Spool1", "LastError")?.stringValue ?? ""
         #expect(error.contains("the audio output failed"), "\(error)")
         let position = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? 0
-        #expect(position > 0, "the place is kept")
+        #expect(position >= heard - 100_000, "the place is kept: \(position) µs after \(heard) µs heard")
         #expect(daemon.process.isRunning)
     }
 
