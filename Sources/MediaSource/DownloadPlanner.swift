@@ -43,6 +43,9 @@ import RangeCache
 ///   the socket's buffers).
 /// - Under a **memory bound** (the bytes are kept in memory only), every resource keeps to the
 ///   window, of unknown length too, and a byte the window dropped is asked for again.
+/// - A **preload** of the head (``limitToHead(prefix:tail:)``), with nobody reading: requests
+///   cover only the first `prefix` and the last `tail` bytes, and once those are held nothing
+///   starts.
 /// - No request ever covers a byte that is cached or that another transfer will deliver.
 public struct DownloadPlanner: Sendable {
     /// How far ahead of a running transfer a read waits for it, at least.
