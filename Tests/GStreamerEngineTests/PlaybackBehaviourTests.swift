@@ -24,10 +24,11 @@ func playFLACWithWAVQueued(_ engine: GStreamerEngine, _ recorder: EventRecorder)
     #expect(recorder.waitFor { $0 == .nextQueued(TrackID(2)) } != nil, "\(recorder.all)")
 }
 
-/// An engine playing local files into `audioSink`, with its events recorded.
+/// An engine playing local files into `audioSink`, with its events recorded; the files' bytes
+/// reach it through an in-memory source, not the download engine.
 func fileEngine(audioSink: String, artDirectory: URL? = nil) throws -> (GStreamerEngine, EventRecorder) {
     let engine = try GStreamerEngine(audioSink: audioSink, artDirectory: artDirectory) { url throws(MediaSourceError) in
-        FileByteSource(path: url.path)
+        MemoryByteSource(file: url)
     }
     let recorder = EventRecorder()
     engine.setEventHandler { recorder.record($0) }
