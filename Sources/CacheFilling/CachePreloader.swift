@@ -103,9 +103,6 @@ public final class CachePreloader: Preloader {
                     entry.close()
                     continue
                 }
-                // Its download validates the entry (If-Range, or a fresh fetch): a play soon after
-                // needs no conditional request.
-                revalidator.markChecked(entry)
                 let job = HTTPByteSource(url: item.url, entry: entry, fetcher: fetcher, revalidator: revalidator)
                 state.jobs[key] = job
                 started.append((job, item))

@@ -60,12 +60,6 @@ public final class SourceChooser: Sendable {
         case .http:
             // No cache, or no entry: the source keeps the bytes in memory.
             let entry = try? cache?.entry(for: url, namespace: namespace)
-            if let entry {
-                // A download that continues an incomplete entry (with If-Range) or fetches it fresh
-                // validates it: replaying it soon after needs no conditional request.
-                let length = entry.metadata.validator.length
-                if length.map({ entry.contiguousLength(from: 0) < $0 }) ?? true { revalidator.markChecked(entry) }
-            }
             let source = HTTPByteSource(
                 url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
             playback.register(source, for: url)

@@ -138,6 +138,11 @@ public final class HTTPByteSource: ByteSource {
         if let entry { prepareToOpen(entry) }
         let metadata = entry?.metadata ?? EntryMetadata()
         let cachedLength = metadata.validator.length
+        if let entry, let revalidator, cachedLength.map({ entry.contiguousLength(from: 0) < $0 }) ?? true {
+            // A download that continues an incomplete entry (with If-Range) or fetches it fresh
+            // validates it: replaying it soon after needs no conditional request.
+            revalidator.markChecked(entry)
+        }
         var opened: ResourceInfo?
         var actions: [DownloadPlanner.Action] = []
         var check: RangeRequest?
