@@ -19,43 +19,57 @@ extension HTTPByteSource {
         open { [weak self] result in
             guard let self else { return }
             switch result {
-            case .failure(let error): self.endPreload(because: error.description)
+            case .failure(let error): self.endPreload(.stopped(error.description))
             case .success: self.endPreloadIfOver()
             }
         }
     }
 
-    /// Why the preload is over after an event, decided under the lock: `.none` while it goes
-    /// on (or when this is no preload), `.some(nil)` when the head is held. `failure` is the
-    /// event's, if it was one.
-    func preloadOutcome(failure: FetchError?, _ state: State) -> String?? {
-        guard state.preloadEnd != nil else { return .none }
-        if state.keepsOffDisk { return "not preloaded: the origin forbids storing it" }
-        if let failure { return .some(failure.description) }
-        if let failure = state.failure { return .some(failure.description) }
-        guard state.info != nil, state.planner.transfers.isEmpty else { return .none }
-        if state.planner.holdsScope(cached: held(state)) { return .some(nil) }
-        if state.planner.resource?.rangesSupported == false {
-            return "the origin ignores Range requests: the rest comes when it plays"
+    /// How a preload ended.
+    enum PreloadEnd {
+        /// Its head is held.
+        case headHeld
+        /// It stopped short, for this reason.
+        case stopped(String)
+
+        /// What the preload's caller is told: nil when the head is held, else why not.
+        var reason: String? {
+            switch self {
+            case .headHeld: nil
+            case .stopped(let why): why
+            }
         }
-        return "the download stopped before the head was fetched"
+    }
+
+    /// Whether the preload is over after an event, decided under the lock: nil while it goes on
+    /// (or when this is no preload). `failure` is the event's, if it was one.
+    func preloadEnd(failure: FetchError?, _ state: State) -> PreloadEnd? {
+        guard state.preloadEnd != nil else { return nil }
+        if state.keepsOffDisk { return .stopped("not preloaded: the origin forbids storing it") }
+        if let failure { return .stopped(failure.description) }
+        if let failure = state.failure { return .stopped(failure.description) }
+        guard state.info != nil, state.planner.transfers.isEmpty else { return nil }
+        if state.planner.holdsScope(cached: held(state)) { return .headHeld }
+        if state.planner.resource?.rangesSupported == false {
+            return .stopped("the origin ignores Range requests: the rest comes when it plays")
+        }
+        return .stopped("the download stopped before the head was fetched")
     }
 
     /// Ends the preload when it is over (its head is held from the cache, or the opening's
     /// answer settled it).
     private func endPreloadIfOver() {
-        let outcome = state.withLock { preloadOutcome(failure: nil, $0) }
-        if let outcome { endPreload(because: outcome) }
+        if let end = state.withLock({ preloadEnd(failure: nil, $0) }) { endPreload(end) }
     }
 
     /// Stops the preload's downloads and reports its end, once.
-    private func endPreload(because reason: String?) {
+    private func endPreload(_ outcome: PreloadEnd) {
         let (end, actions) = state.withLock { state -> ((@Sendable (String?) -> Void)?, [DownloadPlanner.Action]) in
             guard let end = state.preloadEnd else { return (nil, []) }
             state.preloadEnd = nil
             return (end, state.planner.stopAll())
         }
         execute(actions)
-        end?(reason)
+        end?(outcome.reason)
     }
 }

@@ -215,10 +215,10 @@ extension HTTPByteSource {
                 state.wake = nil
                 callbacks.append(wake)
             }
-            if let outcome = preloadOutcome(failure: failure, state), let end = state.preloadEnd {
+            if let outcome = preloadEnd(failure: failure, state), let end = state.preloadEnd {
                 state.preloadEnd = nil
                 actions += state.planner.stopAll()
-                callbacks.append { end(outcome) }
+                callbacks.append { end(outcome.reason) }
             }
         }
         if let entry { for work in entryWork { perform(work, on: entry) } }
