@@ -107,6 +107,8 @@ struct CachePreloaderTests {
         #expect(run(plan(prefix: 65_536, tail: 16_384), on: preloader))
         let before = try origin.requests(atLeast: 2).count
         preloader.apply(plan(prefix: 65_536, tail: 16_384))
+        // A job is registered within apply: checked at once, a request it started later counts too.
+        #expect(preloader.download(of: url).downloading == false, "a preload was started for a head that is here")
         #expect(preloader.preparedTracks().first?.headReady == true)
         #expect(origin.requestsBegun == before)
     }
