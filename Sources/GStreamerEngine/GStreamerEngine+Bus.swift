@@ -50,13 +50,12 @@ extension GStreamerEngine {
             soundServerRequested(message)
             return
         }
-        guard let current = shared.withLock({ $0.current }) else { return }
+        guard let current = shared.withLock({ $0.lifecycle.current }) else { return }
         let id = current.track.id
         switch message.pointee.type {
         case GST_MESSAGE_EOS:
-            announceStart(of: id)  // a track shorter than the previous one's tail starts before it ends
             log.info("\(id) ended")
-            emit(.endOfTrack(id))
+            for event in shared.withLock({ $0.lifecycle.endOfStream() }) { emit(event) }
         case GST_MESSAGE_ERROR:
             var error: UnsafeMutablePointer<GError>?
             var debug: UnsafeMutablePointer<gchar>?
@@ -70,24 +69,18 @@ extension GStreamerEngine {
                 : error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
             if let error { g_error_free(error) }
             let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
-            let (next, broken) = shared.withLock { ($0.next, $0.brokenNext) }
-            if let from, from == next?.uri || from == broken {
+            switch shared.withLock({ $0.lifecycle.route(errorFrom: from) }) {
+            case .next(let uri, let track):
                 // The next track's stream broke while the current one still plays: it plays to its
                 // end, and the player loads the next track again then and hears its own error.
                 log.error(
-                    "\(next.map { "\($0.track.id)" } ?? "a dropped track") (next): \(text) (\(takeGString(debug) ?? ""))"
-                )
-                control.async { [self] in dropBrokenNext(uri: from) }
-                return
-            }
-            log.error("\(id): \(text) (\(takeGString(debug) ?? ""))")
-            control.async { [self] in
-                guard shared.withLock({ $0.current?.uri == current.uri }) else { return }
-                announceStart(of: id)  // the player learns which track failed
-                // Taken before the teardown, which forgets it: a retry resumes here.
-                let position = position()
-                teardown()
-                emit(.failed(id, EngineError(text, kind: kind, position: position)))
+                    "\(track.map { "\($0)" } ?? "a dropped track") (next): \(text) (\(takeGString(debug) ?? ""))")
+                control.async { [self] in dropBrokenNext(uri: uri) }
+            case .current(let ticket):
+                log.error("\(ticket.track): \(text) (\(takeGString(debug) ?? ""))")
+                control.async { [self] in fail(ticket, text, kind: kind) }
+            case .none:
+                break
             }
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
@@ -95,20 +88,21 @@ extension GStreamerEngine {
             gst_message_parse_warning(message, &error, &debug)
             log.warning("\(id): \(error.map { String(cString: $0.pointee.message) } ?? "") \(takeGString(debug) ?? "")")
             if let error { g_error_free(error) }
-        case GST_MESSAGE_STATE_CHANGED where fromPlaybin && !current.phase.isRebuilding:
+        case GST_MESSAGE_STATE_CHANGED where fromPlaybin:
             var old = GST_STATE_NULL
             var new = GST_STATE_NULL
             var pending = GST_STATE_NULL
             gst_message_parse_state_changed(message, &old, &new, &pending)
-            if new == GST_STATE_PAUSED || new == GST_STATE_PLAYING {
-                shared.withLock { state in
-                    if state.current?.uri == current.uri { state.current?.reachedPaused = true }
+            let state: TrackLifecycle.PipelineState =
+                switch new {
+                case GST_STATE_PLAYING: .playing
+                case GST_STATE_PAUSED: .paused
+                case GST_STATE_READY: .ready
+                default: .null
                 }
-            }
-            if new == GST_STATE_PLAYING {
-                emit(.stateChanged(.playing))
-            } else if new == GST_STATE_PAUSED && pending == GST_STATE_VOID_PENDING {
-                emit(.stateChanged(.paused))
+            let settled = pending == GST_STATE_VOID_PENDING
+            if let event = shared.withLock({ $0.lifecycle.pipelineChanged(to: state, settled: settled) }) {
+                emit(event)
             }
         case GST_MESSAGE_TAG:
             var list: UnsafeMutablePointer<GstTagList>?
@@ -118,9 +112,8 @@ extension GStreamerEngine {
                 tags.artURL = coverArt?.store(from: list)
                 gst_tag_list_unref(list)
                 // Tags of the next track arrive while the current one still plays: hold them for it.
-                let owner = shared.withLock { state -> TrackID in
-                    state.handedOver ? (state.next?.track.id ?? id) : id
-                }
+                let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
+                let owner = shared.withLock { $0.lifecycle.tagOwner(uri: from) } ?? id
                 if !tags.isEmpty { emit(.tags(owner, tags)) }
             }
         case GST_MESSAGE_DURATION_CHANGED:
@@ -154,49 +147,31 @@ extension GStreamerEngine {
         var switchPosition: gint64 = -1
         let positionKnown =
             gst_element_query_position(playbin, GST_FORMAT_TIME, &switchPosition) != 0 && switchPosition >= 0
-        enum Start {
-            case first(TrackID)
-            case handedOver(TrackID, AppSrcFeeder?, needsRate: Bool, audibleIn: Duration)
-            case none
-        }
-        let start = shared.withLock { state -> Start in
-            if let next = state.next, next.uri == playing, state.handedOver {
-                let old = state.current
-                if let old { state.feeders[old.uri] = nil }
-                state.current = Current(track: next.track, uri: next.uri, feeder: next.feeder, phase: .ready)
-                state.next = nil
-                state.handedOver = false
-                let audibleIn = HandOverTiming.audibleDelay(
-                    previousLength: old?.duration, positionAtSwitch: positionKnown ? .nanoseconds(switchPosition) : nil,
-                    rate: state.rate)
-                // Announced when it is heard: until then the previous track's end still sounds,
-                // and that end is the position reported.
-                state.unannounced = (
-                    next.track.id, next.feeder?.seekable ?? false, old?.track.id,
-                    audibleIn > .zero ? old?.duration : nil
-                )
-                return .handedOver(next.track.id, old?.feeder, needsRate: state.rate != 1, audibleIn: audibleIn)
-            }
-            if let current = state.current, current.uri == playing {
-                return current.phase.isRebuilding ? .none : .first(current.track.id)
-            }
-            return .none
+        let (start, previousFeeder, needsRate) = shared.withLock {
+            state -> (TrackLifecycle.StreamStart, AppSrcFeeder?, Bool) in
+            let start = state.lifecycle.streamStarted(
+                uri: playing, positionAtSwitch: positionKnown ? .nanoseconds(switchPosition) : nil, rate: state.rate)
+            guard case .handedOver(_, let previous, _) = start else { return (start, nil, false) }
+            return (start, previous.flatMap { state.feeders.removeValue(forKey: $0) }, state.rate != 1)
         }
         switch start {
         case .first(let id):
             emit(.trackStarted(id))
-        case .handedOver(let id, let oldFeeder, let needsRate, let audibleIn):
+        case .handedOver(let started, _, let audibleIn):
+            let id = started.track.id
             log.info("\(id) started (gapless), heard in \(audibleIn)")
-            oldFeeder?.detach()  // the old track's bytes are all read by now
-            shared.withLock { $0.current?.feeder }?.source.setBackground(false)
+            previousFeeder?.detach()  // the old track's bytes are all read by now
+            shared.withLock { $0.feeders[started.uri] }?.source.setBackground(false)
             let heard = DispatchTime.now() + .nanoseconds(Int(nanoseconds(audibleIn)))
             control.asyncAfter(deadline: heard) { [self] in announceStart(of: id) }
             // Formats whose length is known up front post no DURATION_CHANGED for the new
             // stream, and playbin answers the query only once the stream has settled.
             for delay in [0, 50, 200, 1000] {
                 control.asyncAfter(deadline: heard + .milliseconds(delay)) { [self] in
-                    if let started = shared.withLock({ $0.current }), started.track.id == id, started.duration == nil {
-                        reportDuration(of: started)
+                    if let now = shared.withLock({ $0.lifecycle.current }), now.ticket == started.ticket,
+                        now.duration == nil
+                    {
+                        reportDuration(of: now)
                     }
                 }
             }
@@ -206,10 +181,10 @@ extension GStreamerEngine {
             control.async { [self] in
                 enum Plan { case seek, rebuild, nothing }
                 let plan = shared.withLock { state -> Plan in
-                    guard state.current?.track.id == id else { return .nothing }
+                    guard state.lifecycle.isCurrent(started.ticket) else { return .nothing }
                     if filterMismatchLocked(state) { return .rebuild }
                     guard needsRate else { return .nothing }
-                    state.current?.phase.rateSeek()
+                    state.lifecycle.withPhase { $0.rateSeek() }
                     return .seek
                 }
                 switch plan {
@@ -225,7 +200,7 @@ extension GStreamerEngine {
     }
 
     /// A state change or seek finished: apply a pending start position, report a finished seek.
-    func asyncDone(_ current: Current, afterMarker marker: UInt64) {
+    func asyncDone(_ current: TrackLifecycle.Loaded, afterMarker marker: UInt64) {
         reportDuration(of: current)
         control.async { [self] in
             enum Next {
@@ -235,16 +210,20 @@ extension GStreamerEngine {
                 case stale, nothing
             }
             let next = shared.withLock { state -> Next in
-                guard let now = state.current, now.uri == current.uri else { return .nothing }
+                guard state.lifecycle.isCurrent(current.ticket), let now = state.lifecycle.current else {
+                    return .nothing
+                }
                 // The rate crossed 1.0 before the track was ready: another filter first.
                 let mismatch = !now.phase.isPrerolled && filterMismatchLocked(state)
-                let action = state.current?.phase.asyncDone(
-                    markersSeen: marker, filterMismatch: mismatch, exactSeeks: FeedingMode.exactSeeks(now.track))
+                let exact = FeedingMode.exactSeeks(now.track)
+                let action = state.lifecycle.withPhase {
+                    $0.asyncDone(markersSeen: marker, filterMismatch: mismatch, exactSeeks: exact)
+                }
                 switch action {
                 case .stale: return .stale
                 case .rebuild(let position): return .reconfigure(position)
                 case .seek(let start, let exact): return .seek(start, exact: exact)
-                case .seeked(let quiet): return .seeked(playing: state.wantPlaying, silent: quiet)
+                case .seeked(let quiet): return .seeked(playing: state.lifecycle.wantPlaying, silent: quiet)
                 case .resume, nil: return .nothing
                 }
             }
@@ -260,7 +239,7 @@ extension GStreamerEngine {
             case .stale:
                 break
             case .nothing:
-                if shared.withLock({ $0.wantPlaying && $0.current?.uri == current.uri }) {
+                if shared.withLock({ $0.lifecycle.wantPlaying && $0.lifecycle.isCurrent(current.ticket) }) {
                     gst_element_set_state(playbin, GST_STATE_PLAYING)
                 }
             }
@@ -269,32 +248,34 @@ extension GStreamerEngine {
 
     /// Tells the player that the handed-over track `id` is heard, once.
     func announceStart(of id: TrackID) {
-        let seekable = shared.withLock { state -> Bool? in
-            guard let pending = state.unannounced, pending.id == id else { return nil }
-            state.unannounced = nil
-            return state.current?.track.id == id ? pending.seekable : nil
-        }
-        guard let seekable else { return }
-        emit(.seekable(id, seekable))
-        emit(.trackStarted(id))
+        for event in shared.withLock({ $0.lifecycle.heard(id) }) { emit(event) }
     }
 
-    func reportDuration(of current: Current) {
+    /// On the control queue: the loaded track of `ticket` failed with `text`; the pipeline is
+    /// torn down, and the failure carries where the track was, so a retry resumes there.
+    func fail(_ ticket: LoadTicket, _ text: String, kind: FailureKind) {
+        guard shared.withLock({ $0.lifecycle.isCurrent(ticket) }) else { return }
+        let error = EngineError(text, kind: kind, position: position())
+        let events = shared.withLock { $0.lifecycle.failed(ticket, error) }
+        teardown()
+        for event in events { emit(event) }
+    }
+
+    /// Reports the loaded track's length once the pipeline answers a new one, and tells its
+    /// source the byte rate (its wait-or-seek rule counts seconds of audio as well as bytes).
+    func reportDuration(of current: TrackLifecycle.Loaded) {
         var length: gint64 = 0
         guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &length) != 0, length > 0 else { return }
         let value = Duration.nanoseconds(Int64(length))
-        let changed = shared.withLock { state -> Bool in
-            guard state.current?.uri == current.uri, state.current?.duration != value else { return false }
-            state.current?.duration = value
-            return true
+        let feeder = shared.withLock { state -> AppSrcFeeder?? in
+            guard state.lifecycle.durationKnown(value, for: current.ticket) else { return nil }
+            return .some(state.feeders[current.uri])
         }
-        if changed {
-            if let feeder = current.feeder, let bytes = feeder.info.length, bytes > 0 {
-                // The source's wait-or-seek rule counts seconds of audio as well as bytes.
-                feeder.source.setByteRate(Double(bytes) / (Double(length) / 1e9))
-            }
-            emit(.duration(current.track.id, value))
+        guard let feeder else { return }
+        if let feeder, let bytes = feeder.info.length, bytes > 0 {
+            feeder.source.setByteRate(Double(bytes) / (Double(length) / 1e9))
         }
+        emit(.duration(current.track.id, value))
     }
 
     func emit(_ event: EngineEvent) {

@@ -110,11 +110,8 @@ extension GStreamerEngine {
     /// On a streaming thread, about a second before the end: hand playbin the
     /// prepared next track, if its source is open. Nothing else happens here.
     func aboutToFinish() {
-        let (next, parser) = shared.withLock { state -> (Prepared?, ElementRef?) in
-            guard let next = state.next, next.feeder != nil, !next.unplayable, !state.handedOver else {
-                return (nil, nil)
-            }
-            state.handedOver = true
+        let (next, parser) = shared.withLock { state -> (TrackLifecycle.Following?, ElementRef?) in
+            guard let next = state.lifecycle.aboutToFinish() else { return (nil, nil) }
             state.activating = (next.uri, DispatchSemaphore(value: 0))
             // The next stream's parser, if its format has one, is added once playbin has the URI;
             // this stream's must not answer for a next one without (a seek now reloads anyway).
@@ -140,8 +137,9 @@ extension GStreamerEngine {
         let step = Duration.milliseconds(500)
         control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
             let waiting = shared.withLock { state -> Bool? in
-                guard let next = state.next, next.uri == uri, state.handedOver, state.wantPlaying else { return nil }
-                return next.feeder?.isWaitingForBytes ?? false
+                guard state.lifecycle.next?.uri == uri, state.lifecycle.isHandedOver, state.lifecycle.wantPlaying
+                else { return nil }
+                return state.feeders[uri]?.isWaitingForBytes ?? false
             }
             guard let waiting else { return }  // handed over, replaced or paused
             let now = position()
@@ -161,11 +159,7 @@ extension GStreamerEngine {
     /// scratch where it is heard, without a next, so it plays to its end and ends with an end of
     /// stream; the player then loads the broken track and hears its error.
     func dropBrokenNext(uri: String) {
-        let reload = shared.withLock { state -> (EngineTrack, Bool)? in
-            guard let next = state.next, next.uri == uri, let current = state.current else { return nil }
-            state.brokenNext = uri
-            return (current.track, state.wantPlaying)
-        }
+        let reload = shared.withLock { $0.lifecycle.nextBroke(uri: uri) }
         guard let (track, playing) = reload else { return }
         log.info("reloading \(track.id) without the broken next track")
         load(track, at: position() ?? .zero, playing: playing)

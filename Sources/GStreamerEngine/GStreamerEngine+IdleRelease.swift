@@ -37,7 +37,7 @@ extension GStreamerEngine {
         let decision = shared.withLock { state -> IdleRelease.Decision in
             guard state.busRunning else { return .stale }
             let settled =
-                (state.current?.phase.isSettled ?? true) && state.unannounced == nil
+                (state.lifecycle.current?.phase.isSettled ?? true) && state.lifecycle.unannounced == nil
                 && state.released?.resuming != true && !state.outputKept
             return state.idleRelease.waitEnded(token, settled: settled)
         }
@@ -55,9 +55,10 @@ extension GStreamerEngine {
     func releasePipeline() {
         let position = position()
         let kept = shared.withLock { state -> Released? in
-            if let current = state.current {
+            if let current = state.lifecycle.current {
                 // Set before the teardown, so that the position is reported throughout.
-                state.released = Released(track: current.track, position: position ?? .zero, next: state.next?.track)
+                state.released = Released(
+                    track: current.track, position: position ?? .zero, next: state.lifecycle.next?.track)
             }
             return state.released
         }

@@ -71,30 +71,36 @@ extension GStreamerEngine {
         }
     }
 
-    /// Starts the opened `track` at `position`; `resumed`: it comes back after the idle release.
+    /// Starts the opened `track` of the load `ticket` at `position`; `resumed`: it comes back
+    /// after the idle release. A load no longer the newest lets go of its feeder instead.
     func start(
-        _ track: EngineTrack, feeder: AppSrcFeeder, generation: UInt64, at position: Duration, resumed: Bool = false
+        _ track: EngineTrack, feeder: AppSrcFeeder, ticket: LoadTicket, at position: Duration, resumed: Bool = false
     ) {
-        let uri = TypeHint.uri(
-            "appsrc://spool/\(track.id.rawValue)-\(generation)", url: track.url, contentType: feeder.info.contentType)
-        let playing = shared.withLock { state -> Bool in
+        let uri = Self.uri(of: ticket, url: track.url, contentType: feeder.info.contentType)
+        let playing = shared.withLock { state -> Bool? in
             // A seek while the track was coming back moved its place; until now it was reported.
             let position = resumed ? (state.released?.position ?? position) : position
-            state.released = nil
-            state.feeders[uri] = feeder
             // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
             let start: Duration? = position > .zero || state.rate != 1 ? position : nil
             let phase: TrackPhase = resumed ? .resuming(at: start) : .loading(start: start)
-            state.current = Current(track: track, uri: uri, feeder: feeder, phase: phase)
-            return state.wantPlaying && start == nil
+            guard state.lifecycle.start(ticket, track: track, uri: uri, phase: phase, seekable: feeder.seekable)
+            else { return nil }
+            state.released = nil
+            state.feeders[uri] = feeder
+            return state.lifecycle.wantPlaying && start == nil
         }
+        guard let playing else {
+            feeder.detach()
+            return
+        }
+        emit(.seekable(track.id, feeder.seekable))
         // The pipeline is stopped (NULL): the filter can be set or dropped.
         installRateFilter(stopped: true)
         setProperty(playbin, "uri", uri)
         if gst_element_set_state(playbin, playing ? GST_STATE_PLAYING : GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
             log.warning("\(track.id): the pipeline refused to start")
         }
-        watchPreroll(of: uri, generation: generation)
+        watchPreroll(of: ticket)
     }
 
     /// How long a track may fail to start while none of its reads waits for bytes.
@@ -105,19 +111,19 @@ extension GStreamerEngine {
     /// state change returns, and drops them when that succeeds: a truncated M4A, one time in
     /// a few), and the pipeline then waits forever for a stream that will never come. A pipeline
     /// that reached PAUSED started, so it is never failed for this.
-    func watchPreroll(of uri: String, generation: UInt64, stalledFor stalled: Duration = .zero) {
+    func watchPreroll(of ticket: LoadTicket, stalledFor stalled: Duration = .zero) {
         let step = Duration.milliseconds(500)
         control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
             let check = shared.withLock { state -> (id: TrackID, waiting: Bool)? in
-                guard state.generation == generation, let current = state.current, current.uri == uri,
+                guard state.lifecycle.isCurrent(ticket), let current = state.lifecycle.current,
                     !current.phase.isPrerolled, !current.reachedPaused
                 else { return nil }
-                return (current.track.id, current.feeder?.isWaitingForBytes ?? false)
+                return (current.track.id, state.feeders[current.uri]?.isWaitingForBytes ?? false)
             }
             guard let check else { return }
             let stalledNow = check.waiting ? .zero : stalled + step
             guard stalledNow >= Self.prerollStall else {
-                watchPreroll(of: uri, generation: generation, stalledFor: stalledNow)
+                watchPreroll(of: ticket, stalledFor: stalledNow)
                 return
             }
             log.error("\(check.id): no stream started within \(Self.prerollStall.forPeople) and nothing is awaited")
@@ -131,7 +137,7 @@ extension GStreamerEngine {
     /// Only a track that can seek is rebuilt: a stream restarted from its first byte
     /// could not go back to where it was (its rate change stays a plain seek).
     func filterMismatchLocked(_ state: Shared) -> Bool {
-        guard state.current?.feeder?.seekable == true else { return false }
+        guard state.lifecycle.current?.seekable == true else { return false }
         let wanted = hasScaletempo && state.rate != 1
         return wanted != (state.filter == .scaletempo)
     }
@@ -170,14 +176,15 @@ extension GStreamerEngine {
     /// `position`. No Seeked, no new start, no pause is reported for it.
     func reconfigure(at position: Duration) {
         let uri = shared.withLock { state -> String? in
-            guard let current = state.current else { return nil }
+            guard let current = state.lifecycle.current else { return nil }
             state.markersPosted &+= 1
+            let (marker, rateIsOne) = (state.markersPosted, state.rate == 1)
             // The restart marker the rebuilt pipeline's messages follow: an ASYNC_DONE posted
             // before it (a seek that ended as the rebuild began) is stale.
-            state.current?.phase.rebuild(at: position, marker: state.markersPosted, rateIsOne: state.rate == 1)
+            state.lifecycle.withPhase { $0.rebuild(at: position, marker: marker, rateIsOne: rateIsOne) }
             // playbin may already hold the next URI (about-to-finish): play this
             // track again; the next one is handed over again near the end.
-            state.handedOver = false
+            state.lifecycle.rebuilt()
             return current.uri
         }
         guard let uri else { return }
@@ -207,26 +214,30 @@ extension GStreamerEngine {
         }
     }
 
+    /// Lets go of every track in the pipeline (see ``tearDown(_:)``).
     func teardown() {
+        tearDown { state in (state.lifecycle.teardown(), ()) }
+    }
+
+    /// Applies `change` to the shared state and lets go of what the lifecycle's teardown it
+    /// returns names: feeders detached (before the state change, so that no streaming thread
+    /// waits on the network), then the pipeline to NULL. A hand-over's activation is waited out
+    /// first: its source's set-up still looks its feeder up.
+    @discardableResult
+    func tearDown<R>(_ change: (inout Shared) -> (TrackLifecycle.Teardown, R)) -> R {
         awaitHandOverActivation()
-        let (old, next, parser) = shared.withLock { state -> (Current?, Prepared?, ElementRef?) in
-            defer {
-                state.current = nil
-                state.next = nil
-                state.handedOver = false
-                state.unannounced = nil
-                state.brokenNext = nil
-                state.decoderToPreload = nil
-                state.feeders.removeAll()
-                state.parser = nil
-            }
-            return (state.current, state.next, state.parser)
+        let (gone, stopsPipeline, parser, result) = shared.withLock {
+            state -> ([AppSrcFeeder], Bool, ElementRef?, R) in
+            let (teardown, result) = change(&state)
+            let gone = teardown.uris.compactMap { state.feeders.removeValue(forKey: $0) }
+            state.decoderToPreload = nil
+            defer { state.parser = nil }
+            return (gone, teardown.stopsPipeline, state.parser, result)
         }
         parser?.release()
-        // Detach before the state change, so no streaming thread waits on the network.
-        old?.feeder?.detach()
-        next?.feeder?.detach()
-        if old != nil || next != nil { gst_element_set_state(playbin, GST_STATE_NULL) }
+        for feeder in gone { feeder.detach() }
+        if stopsPipeline { gst_element_set_state(playbin, GST_STATE_NULL) }
+        return result
     }
 
     /// Seeks to `position`, as a time or, in a pushed track whose bytes before the target are
@@ -234,8 +245,9 @@ extension GStreamerEngine {
     func performSeek(to position: Duration, accurate: Bool = true) {
         // A reference of its own: the streaming thread that adds a new parser drops the old one.
         let (rate, feeder, parser) = shared.withLock { state -> (Double, AppSrcFeeder?, ElementRef?) in
-            state.current?.phase.aim(at: position)
-            return (state.rate, state.current?.feeder, state.parser.map { ElementRef($0.pointer) })
+            state.lifecycle.withPhase { $0.aim(at: position) }
+            let feeder = state.lifecycle.current.flatMap { state.feeders[$0.uri] }
+            return (state.rate, feeder, state.parser.map { ElementRef($0.pointer) })
         }
         defer { parser?.release() }
         let route = SeekRoute.choose(
@@ -258,8 +270,8 @@ extension GStreamerEngine {
         if accepted == 0 {
             log.warning("seek to \(position.forPeople) at rate \(rate) refused")
             let playing = shared.withLock { state -> Bool in
-                state.current?.phase.seekRefused()
-                return state.wantPlaying
+                state.lifecycle.withPhase { $0.seekRefused() }
+                return state.lifecycle.wantPlaying
             }
             if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }
         }

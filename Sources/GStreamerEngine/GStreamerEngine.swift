@@ -25,17 +25,6 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// The rates offered: scaletempo keeps the pitch and sounds clean in this span.
     public static let rates: ClosedRange<Double> = 0.5...2.0
 
-    struct Current {
-        var track: EngineTrack
-        var uri: String
-        var feeder: AppSrcFeeder?
-        /// Loading, ready, seeking, or rebuilt for a new rate filter (see ``TrackPhase``).
-        var phase: TrackPhase
-        var duration: Duration?
-        /// playbin reached PAUSED or PLAYING for this track: it started, whatever its phase says.
-        var reachedPaused = false
-    }
-
     /// What stands in playbin's audio-filter slot.
     enum RateFilter {
         /// No filter: decoders negotiate the formats they would without Spool (S16 for MP3/AAC).
@@ -48,35 +37,18 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         case scaletempo
     }
 
-    /// A following track whose source is open (or opening), for the gapless hand-over.
-    struct Prepared {
-        var track: EngineTrack
-        var uri: String
-        var feeder: AppSrcFeeder?
-        /// Its first bytes are no media type GStreamer knows: playbin is not given it, so the
-        /// current track ends normally and the track fails on its own load.
-        var unplayable = false
-    }
-
     struct Shared {
         var handler: (@Sendable (EngineEvent) -> Void)?
+        /// The feeders of the tracks in the lifecycle, by the URI playbin has for each.
         var feeders: [String: AppSrcFeeder] = [:]
-        var current: Current?
-        var next: Prepared?
-        /// The next track's URI was given to playbin; its audio has not started yet.
-        var handedOver = false
+        /// The loaded track, the prepared next one, and where each is (see ``TrackLifecycle``).
+        var lifecycle = TrackLifecycle()
         /// The next URI handed to playbin whose group playbin has not activated yet, and the
         /// signal of its activation (see ``awaitHandOverActivation()``).
         var activating: (uri: String, done: DispatchSemaphore)?
         /// The caps of a slow decoder the loading track needs, loaded once its demuxer or
         /// parser is in place.
         var decoderToPreload: String?
-        /// The next group's stream that broke and was dropped: its further errors are its own.
-        var brokenNext: String?
-        /// A track handed over without a gap whose start is announced once it is heard.
-        var unannounced: (id: TrackID, seekable: Bool, previous: TrackID?, previousEnd: Duration?)?
-        var generation: UInt64 = 0
-        var wantPlaying = false
         var busRunning = true
         /// The bus thread's kernel id, once it runs (tests watch it sleep).
         var busThread: Int32?
@@ -203,7 +175,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             state.released = nil
             // Until the queued load replaces it, the old track must not report its position as
             // the new one's (a session saved in between resumed the new track there).
-            state.current?.phase.replaced(startingAt: position)
+            state.lifecycle.withPhase { $0.replaced(startingAt: position) }
             return state.latestLoad
         }
         control.async { [self] in
@@ -215,30 +187,37 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     }
 
     /// On the control queue: replaces whatever is loaded with `track` at `position`. `resumed`:
-    /// the track comes back after the idle release, where it was (no seek is reported).
+    /// the track comes back after the idle release, where it was (no seek is reported). The
+    /// prepared next track, when it is `track`, starts from its open source.
     func loadNow(_ track: EngineTrack, at position: Duration, playing: Bool, resumed: Bool = false) {
-        teardown()
-        let generation = shared.withLock { state -> UInt64 in
-            state.generation &+= 1
-            state.wantPlaying = playing
-            return state.generation
+        let (ticket, promoted) = tearDown { state -> (TrackLifecycle.Teardown, (LoadTicket, AppSrcFeeder?)) in
+            let plan = state.lifecycle.load(track)
+            state.lifecycle.wantPlaying = playing
+            let promoted = plan.promoted.flatMap { state.feeders.removeValue(forKey: $0) }
+            return (plan.teardown, (plan.ticket, promoted))
         }
         log.info("loading \(track.id): \(loggable(track.url))")
+        if let promoted {
+            log.debug("\(track.id): its prepared source is open; starting it")
+            promoted.source.setBackground(false)
+            start(track, feeder: promoted, ticket: ticket, at: position, resumed: resumed)
+            return
+        }
         defer { openOutput() }  // once the request has left: the two wait side by side
         open(track) { [self] result in
-            guard shared.withLock({ $0.generation == generation && $0.busRunning }) else {
-                if case .success(let feeder) = result { feeder.detach() }
-                return
-            }
             switch result {
             case .failure(let error):
+                let current = shared.withLock { state -> Bool in
+                    guard state.lifecycle.openFailed(ticket) else { return false }
+                    state.released = nil
+                    return true
+                }
+                guard current else { return }
                 log.warning("\(track.id): \(error)")
-                shared.withLock { $0.released = nil }
                 let kind = FailureKinds.kind(of: error)
                 emit(.failed(track.id, EngineError(error.description, kind: kind, position: position)))
             case .success(let feeder):
-                emit(.seekable(track.id, feeder.seekable))
-                start(track, feeder: feeder, generation: generation, at: position, resumed: resumed)
+                start(track, feeder: feeder, ticket: ticket, at: position, resumed: resumed)
             }
         }
     }
@@ -254,36 +233,40 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             }) {
                 return
             }
-            let (old, generation) = shared.withLock { state -> (Prepared?, UInt64) in
-                if state.next?.track == track { return (nil, state.generation) }
-                if state.handedOver { return (nil, state.generation) }  // playbin already has it
-                defer { state.next = nil }
-                if let old = state.next { state.feeders[old.uri] = nil }
-                return (state.next, state.generation)
+            let (plan, dropped) = shared.withLock { state -> (TrackLifecycle.NextPlan, AppSrcFeeder?) in
+                let plan = state.lifecycle.prepareNext(track) { Self.uri(of: $0, url: track?.url) }
+                return (plan, plan.dropped.flatMap { state.feeders.removeValue(forKey: $0) })
             }
-            old?.feeder?.detach()
-            guard let track, shared.withLock({ $0.next == nil && !$0.handedOver }) else { return }
-            let uri = TypeHint.uri("appsrc://spool/\(track.id.rawValue)-\(generation)-next", url: track.url)
-            shared.withLock { $0.next = Prepared(track: track, uri: uri) }
-            open(track, background: true) { [self] result in
-                let accepted = shared.withLock { state -> Bool in
-                    guard state.generation == generation, state.next?.uri == uri, case .success(let feeder) = result
-                    else { return false }
-                    state.next?.feeder = feeder
-                    state.next?.unplayable = !Self.mayBeMedia(feeder.source, url: track.url)
-                    state.feeders[uri] = feeder
-                    return true
-                }
-                if !accepted {
-                    if case .success(let feeder) = result { feeder.detach() }
-                    if case .failure(let error) = result {
-                        // The current track plays on; the player will try this one again when it comes.
-                        log.warning("next \(track.id) cannot be prepared: \(error)")
-                        shared.withLock { if $0.next?.uri == uri { $0.next = nil } }
+            dropped?.detach()
+            guard let following = plan.opening else { return }
+            open(following.track, background: true) { [self] result in
+                switch result {
+                case .failure(let error):
+                    // The current track plays on; the player will try this one again when it comes.
+                    log.warning("next \(following.track.id) cannot be prepared: \(error)")
+                    shared.withLock { $0.lifecycle.nextFailed(following.ticket) }
+                case .success(let feeder):
+                    let mayBeMedia = Self.mayBeMedia(feeder.source, url: following.track.url)
+                    let accepted = shared.withLock { state -> Bool in
+                        guard
+                            state.lifecycle.nextOpened(
+                                following.ticket, seekable: feeder.seekable, mayBeMedia: mayBeMedia)
+                        else { return false }
+                        state.feeders[following.uri] = feeder
+                        return true
                     }
+                    if !accepted { feeder.detach() }
                 }
             }
         }
+    }
+
+    /// The appsrc URI playbin gets for a load: the ticket names it, and the extension tells
+    /// GStreamer's type finders what to try first (see ``TypeHint``).
+    static func uri(of ticket: LoadTicket, url: URL?, contentType: String? = nil) -> String {
+        let base = "appsrc://spool/\(ticket.track.rawValue)-\(ticket.generation)"
+        guard let url else { return base }
+        return TypeHint.uri(base, url: url, contentType: contentType)
     }
 
     /// Starts or resumes playback of the loaded track.
@@ -292,8 +275,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             transportChanged(to: .playing)
             if resumeReleased() { return }
             let loaded = shared.withLock { state -> Bool in
-                state.wantPlaying = true
-                return state.current?.phase.isPrerolled ?? false
+                state.lifecycle.wantPlaying = true
+                return state.lifecycle.current?.phase.isPrerolled ?? false
             }
             if loaded { gst_element_set_state(playbin, GST_STATE_PLAYING) }
         }
@@ -304,8 +287,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         control.async { [self] in
             transportChanged(to: .paused)
             let loaded = shared.withLock { state -> Bool in
-                state.wantPlaying = false
-                return state.current != nil
+                state.lifecycle.wantPlaying = false
+                return state.lifecycle.current != nil
             }
             if loaded { gst_element_set_state(playbin, GST_STATE_PAUSED) }
         }
@@ -321,7 +304,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     public func stop() {
         control.async { [self] in
             shared.withLock { state in
-                state.generation &+= 1  // drops a load still opening
+                state.lifecycle.cancelOpening()
                 state.released = nil
             }
             transportChanged(to: .stopped)
@@ -353,14 +336,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     state.released?.position = position
                     return .released(released.track.id)
                 }
-                guard let current = state.current else { return .nothing }
-                if state.handedOver {
+                guard let current = state.lifecycle.current else { return .nothing }
+                if state.lifecycle.isHandedOver {
                     // playbin cannot seek back once it holds the next URI: reload the
                     // track at the target (from cache) and queue the next one again.
-                    return .reload(current.track, state.next?.track, playing: state.wantPlaying)
+                    return .reload(current.track, state.lifecycle.next?.track, playing: state.lifecycle.wantPlaying)
                 }
                 // Not prerolled yet: the seek becomes the start, applied once prerolled.
-                guard state.current?.phase.listenerSeek(to: position) == .now else { return .later }
+                guard state.lifecycle.withPhase({ $0.listenerSeek(to: position) }) == .now else { return .later }
                 return .seek(exact: FeedingMode.exactSeeks(current.track))
             }
             switch plan {
@@ -393,22 +376,22 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 guard state.rate != clamped else { return .nothing }
                 state.rate = clamped
                 // Not prerolled yet: asyncDone applies the rate (and the filter it needs).
-                guard let current = state.current, current.phase.isPrerolled else { return .nothing }
+                guard let current = state.lifecycle.current, current.phase.isPrerolled else { return .nothing }
                 if filterMismatchLocked(state) {
                     // playbin already holds the next track (about-to-finish): a rebuild now races the
                     // hand-over (seen under load: the next track never started). What is left of this
                     // track is already decoded ahead; the hand-over rebuilds for the new rate instead.
-                    if state.handedOver { return .nothing }
+                    if state.lifecycle.isHandedOver { return .nothing }
                     return .reconfigure
                 }
-                state.current?.phase.rateSeek()
+                state.lifecycle.withPhase { $0.rateSeek() }
                 // At the play head baseparse is exact anyway when it got there by parsing; after a
                 // far seek (through the seek table) an accurate one would parse up from its index.
                 return .seek(exact: FeedingMode.exactSeeks(current.track))
             }
             log.trace("rate \(clamped): \(plan)")
             // A seek in flight answers no position query: it is going to its target.
-            let position = position() ?? shared.withLock { $0.current?.phase.target } ?? .zero
+            let position = position() ?? shared.withLock { $0.lifecycle.current?.phase.target } ?? .zero
             switch plan {
             case .seek(let exact):
                 performSeek(to: position, accurate: exact)
@@ -448,7 +431,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// still sound after a hand-over.
     public func heardPosition() -> HeardPosition? {
         let (phase, current, unannounced, released) = shared.withLock {
-            ($0.current?.phase, $0.current?.track.id, $0.unannounced, $0.released?.position)
+            (
+                $0.lifecycle.current?.phase, $0.lifecycle.current?.track.id, $0.lifecycle.unannounced,
+                $0.released?.position
+            )
         }
         // Let go of after a long pause; it comes back there.
         if let released { return HeardPosition(track: current, position: released) }
@@ -473,7 +459,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             defer {
                 state.busRunning = false
                 // A load whose source is still opening must not start on a freed pipeline.
-                state.generation &+= 1
+                state.lifecycle.cancelOpening()
             }
             return state.busRunning
         }

@@ -18,7 +18,7 @@ extension GStreamerEngine {
     /// track the bus ignores the warm-up's messages, and the control queue waits until the bus
     /// has passed them all before a load can make a track current.
     func warmPipeline() {
-        guard shared.withLock({ $0.current == nil }) else { return }
+        guard shared.withLock({ $0.lifecycle.current == nil }) else { return }
         guard let sink = try? AudioOutput.parse("capsfilter caps=audio/x-raw ! fakesink") else { return }
         defer { gst_object_unref(UnsafeMutableRawPointer(sink)) }
         let started = ContinuousClock.now

@@ -1,0 +1,258 @@
+import EngineAPI
+import FoundationEssentials
+import Testing
+
+@testable import GStreamerEngine
+
+/// The machine's transitions, one table row each, without GStreamer.
+@Suite("The tracks' lifecycle in the pipeline")
+struct TrackLifecycleTests {
+    static func track(_ number: UInt64) -> EngineTrack {
+        EngineTrack(id: TrackID(number), url: URL(fileURLWithPath: "/music/\(number).flac"))
+    }
+
+    static func uri(_ ticket: LoadTicket) -> String { "appsrc://spool/\(ticket.track.rawValue)-\(ticket.generation)" }
+
+    /// A lifecycle with `number` loaded and started (prerolling from 0).
+    static func started(_ number: UInt64) -> (TrackLifecycle, LoadTicket) {
+        var machine = TrackLifecycle()
+        let ticket = machine.load(track(number)).ticket
+        let changed20 = machine.start(
+            ticket, track: track(number), uri: uri(ticket), phase: .loading(start: nil), seekable: true)
+        #expect(changed20)
+        return (machine, ticket)
+    }
+
+    /// `machine` with `number` prepared to follow, its source open.
+    static func prepare(_ number: UInt64, in machine: inout TrackLifecycle, mayBeMedia: Bool = true)
+        -> TrackLifecycle
+        .Following
+    {
+        let following = try! #require(machine.prepareNext(track(number), uri: uri).opening)
+        let changed29 = machine.nextOpened(following.ticket, seekable: true, mayBeMedia: mayBeMedia)
+        #expect(changed29)
+        return following
+    }
+
+    @Test func aLoadIsCurrentOnceItsSourceOpensAndIsReportedStartedOnce() {
+        var machine = TrackLifecycle()
+        let ticket = machine.load(Self.track(1)).ticket
+        #expect(machine.current == nil, "opening: nothing is current yet")
+        #expect(machine.isOpening(ticket))
+        let uri = Self.uri(ticket)
+        let changed39 = machine.start(
+            ticket, track: Self.track(1), uri: uri, phase: .loading(start: nil), seekable: true)
+        #expect(changed39)
+        #expect(machine.isCurrent(ticket))
+        #expect(machine.streamStarted(uri: uri, positionAtSwitch: nil, rate: 1) == .first(TrackID(1)))
+        #expect(machine.streamStarted(uri: uri, positionAtSwitch: nil, rate: 1) == .none, "reported once per load")
+    }
+
+    @Test func anOlderLoadsOpenResultIsDropped() {
+        var machine = TrackLifecycle()
+        let first = machine.load(Self.track(1)).ticket
+        let second = machine.load(Self.track(2)).ticket
+        let changed49 = machine.start(first, track: Self.track(1), uri: Self.uri(first), phase: .ready, seekable: true)
+        #expect(!changed49)
+        let changed50 = machine.openFailed(first)
+        #expect(!changed50, "an older load's failure is nobody's")
+        let changed51 = machine.start(
+            second, track: Self.track(2), uri: Self.uri(second), phase: .ready, seekable: true)
+        #expect(changed51)
+        #expect(machine.current?.track.id == TrackID(2))
+    }
+
+    @Test func twoLoadsOfOneTrackHaveTwoTickets() {
+        var machine = TrackLifecycle()
+        let first = machine.load(Self.track(1)).ticket
+        let second = machine.load(Self.track(1)).ticket
+        #expect(first != second)
+        #expect(!machine.isOpening(first))
+    }
+
+    @Test func aStopDropsALoadStillOpening() {
+        var machine = TrackLifecycle()
+        let ticket = machine.load(Self.track(1)).ticket
+        machine.cancelOpening()
+        let changed67 = machine.start(
+            ticket, track: Self.track(1), uri: Self.uri(ticket), phase: .ready, seekable: true)
+        #expect(!changed67)
+    }
+
+    @Test func aLoadTearsDownTheLoadedTrackAndItsNext() {
+        var (machine, ticket) = Self.started(1)
+        let next = Self.prepare(2, in: &machine)
+        let plan = machine.load(Self.track(3))
+        #expect(plan.teardown == .init(uris: [Self.uri(ticket), next.uri], stopsPipeline: true))
+        #expect(plan.promoted == nil)
+        #expect(machine.current == nil && machine.next == nil)
+    }
+
+    @Test func aLoadOfThePreparedTrackPromotesItsOpenSource() {
+        var (machine, ticket) = Self.started(1)
+        let next = Self.prepare(2, in: &machine)
+        let plan = machine.load(Self.track(2))
+        #expect(plan.promoted == next.uri)
+        #expect(plan.teardown.uris == [Self.uri(ticket)], "the promoted feeder is not let go of")
+        #expect(plan.ticket != next.ticket, "a promotion is a new load")
+    }
+
+    @Test(arguments: [false, true])
+    func onlyAnOpenPlayableNextIsPromoted(mayBeMedia: Bool) {
+        var (machine, _) = Self.started(1)
+        if mayBeMedia {
+            _ = machine.prepareNext(Self.track(2), uri: Self.uri)  // still opening
+        } else {
+            _ = Self.prepare(2, in: &machine, mayBeMedia: false)
+        }
+        #expect(machine.load(Self.track(2)).promoted == nil)
+    }
+
+    @Test func theSameNextTrackChangesNothingAndAnotherReplacesIt() {
+        var (machine, _) = Self.started(1)
+        let two = Self.prepare(2, in: &machine)
+        #expect(machine.prepareNext(Self.track(2), uri: Self.uri) == .init())
+        let plan = machine.prepareNext(Self.track(3), uri: Self.uri)
+        #expect(plan.dropped == two.uri)
+        #expect(plan.opening?.track == Self.track(3))
+        let changed106 = machine.nextOpened(two.ticket, seekable: true, mayBeMedia: true)
+        #expect(!changed106, "the replaced one's source closes")
+        #expect(machine.prepareNext(nil, uri: Self.uri).dropped == plan.opening?.uri)
+        #expect(machine.next == nil)
+    }
+
+    @Test func aNextTrackThatFailedToOpenIsForgotten() {
+        var (machine, _) = Self.started(1)
+        let opening = try! #require(machine.prepareNext(Self.track(2), uri: Self.uri).opening)
+        machine.nextFailed(opening.ticket)
+        #expect(machine.next == nil)
+        #expect(machine.aboutToFinish() == nil)
+    }
+
+    @Test func aboutToFinishHandsOverOnlyAnOpenPlayableNextOnce() {
+        var (machine, _) = Self.started(1)
+        #expect(machine.aboutToFinish() == nil, "nothing prepared")
+        let opening = try! #require(machine.prepareNext(Self.track(2), uri: Self.uri).opening)
+        #expect(machine.aboutToFinish() == nil, "still opening")
+        let changed124 = machine.nextOpened(opening.ticket, seekable: false, mayBeMedia: false)
+        #expect(changed124)
+        #expect(machine.aboutToFinish() == nil, "not media: the current track ends normally")
+        _ = machine.prepareNext(nil, uri: Self.uri)
+        let next = Self.prepare(3, in: &machine)
+        #expect(machine.aboutToFinish()?.uri == next.uri)
+        #expect(machine.isHandedOver)
+        #expect(machine.aboutToFinish() == nil, "handed over once")
+        #expect(machine.prepareNext(Self.track(4), uri: Self.uri) == .init(), "playbin already holds it")
+    }
+
+    @Test func aRebuildMakesPlaybinForgetTheHandedOverURI() {
+        var (machine, _) = Self.started(1)
+        _ = Self.prepare(2, in: &machine)
+        _ = machine.aboutToFinish()
+        machine.rebuilt()
+        #expect(!machine.isHandedOver)
+        #expect(machine.aboutToFinish() != nil, "handed over again near the end")
+    }
+
+    @Test func theHandedOverTrackTakesOverAndIsAnnouncedWhenHeard() {
+        var (machine, first) = Self.started(1)
+        let changed145 = machine.durationKnown(.seconds(30), for: first)
+        #expect(changed145)
+        let next = Self.prepare(2, in: &machine)
+        _ = machine.aboutToFinish()
+        let start = machine.streamStarted(uri: next.uri, positionAtSwitch: .milliseconds(29_600), rate: 1)
+        guard case .handedOver(let started, let previous, let audibleIn) = start else {
+            Issue.record("no hand-over: \(start)")
+            return
+        }
+        #expect(started.track == Self.track(2) && started.ticket == next.ticket)
+        #expect(previous == Self.uri(first))
+        #expect(audibleIn == .milliseconds(400))
+        #expect(machine.current?.ticket == next.ticket && machine.next == nil)
+        #expect(machine.unannounced?.previousEnd == .seconds(30), "the previous track's end is still heard")
+        #expect(machine.heard(TrackID(1)) == [], "not the track that started")
+        #expect(machine.heard(TrackID(2)) == [.seekable(TrackID(2), true), .trackStarted(TrackID(2))])
+        #expect(machine.heard(TrackID(2)) == [], "once")
+        #expect(machine.streamStarted(uri: next.uri, positionAtSwitch: nil, rate: 1) == .none)
+    }
+
+    @Test func aTrackShorterThanThePreviousTailIsAnnouncedBeforeItsEnd() {
+        var (machine, _) = Self.started(1)
+        let next = Self.prepare(2, in: &machine)
+        _ = machine.aboutToFinish()
+        _ = machine.streamStarted(uri: next.uri, positionAtSwitch: nil, rate: 1)
+        #expect(
+            machine.endOfStream() == [
+                .seekable(TrackID(2), true), .trackStarted(TrackID(2)), .endOfTrack(TrackID(2)),
+            ])
+        #expect(machine.endOfStream() == [.endOfTrack(TrackID(2))])
+    }
+
+    @Test func anotherStreamsStartIsNoTracksStart() {
+        var (machine, ticket) = Self.started(1)
+        #expect(machine.streamStarted(uri: "appsrc://spool/9-9", positionAtSwitch: nil, rate: 1) == .none)
+        machine.withPhase { $0.rebuild(at: .seconds(3), marker: 1, rateIsOne: false) }
+        #expect(machine.streamStarted(uri: Self.uri(ticket), positionAtSwitch: nil, rate: 1) == .none, "a rebuild")
+    }
+
+    @Test func errorsGoToTheStreamTheyCameFrom() {
+        var (machine, ticket) = Self.started(1)
+        let next = Self.prepare(2, in: &machine)
+        #expect(machine.route(errorFrom: next.uri) == .next(uri: next.uri, track: TrackID(2)))
+        #expect(machine.route(errorFrom: Self.uri(ticket)) == .current(ticket))
+        #expect(machine.route(errorFrom: nil) == .current(ticket), "an element of no stream: the loaded track")
+        #expect(machine.nextBroke(uri: next.uri)?.track == Self.track(1))
+        _ = machine.prepareNext(nil, uri: Self.uri)
+        #expect(machine.route(errorFrom: next.uri) == .next(uri: next.uri, track: nil), "a dropped stream's own")
+        _ = machine.teardown()
+        #expect(machine.route(errorFrom: nil) == .none)
+    }
+
+    @Test func aFailureReportsAPendingStartFirstAndStaleOnesNothing() {
+        var (machine, first) = Self.started(1)
+        let next = Self.prepare(2, in: &machine)
+        _ = machine.aboutToFinish()
+        _ = machine.streamStarted(uri: next.uri, positionAtSwitch: nil, rate: 1)
+        let error = EngineError("broken")
+        #expect(machine.failed(first, error) == [], "the track before the hand-over")
+        #expect(
+            machine.failed(next.ticket, error) == [
+                .seekable(TrackID(2), true), .trackStarted(TrackID(2)), .failed(TrackID(2), error),
+            ])
+    }
+
+    @Test func tagsBelongToTheStreamTheyCameFrom() {
+        var (machine, ticket) = Self.started(1)
+        let next = Self.prepare(2, in: &machine)
+        #expect(machine.tagOwner(uri: nil) == TrackID(1))
+        #expect(machine.tagOwner(uri: next.uri) == TrackID(2))
+        _ = machine.aboutToFinish()
+        #expect(machine.tagOwner(uri: nil) == TrackID(2), "the sink's tags after the hand-over are the next's")
+        #expect(machine.tagOwner(uri: Self.uri(ticket)) == TrackID(1))
+    }
+
+    @Test func aDurationIsNewOnceAndOnlyForTheCurrentLoad() {
+        var (machine, ticket) = Self.started(1)
+        let changed221 = machine.durationKnown(.seconds(5), for: ticket)
+        #expect(changed221)
+        let changed222 = machine.durationKnown(.seconds(5), for: ticket)
+        #expect(!changed222)
+        let changed223 = machine.durationKnown(.seconds(6), for: ticket)
+        #expect(changed223)
+        let changed224 = machine.durationKnown(.seconds(7), for: LoadTicket(track: TrackID(1), generation: 99))
+        #expect(!changed224)
+    }
+
+    @Test func transportEventsComeFromTheTracksOwnStateChanges() {
+        var (machine, ticket) = Self.started(1)
+        #expect(machine.pipelineChanged(to: .paused, settled: false) == nil, "on its way to PLAYING")
+        #expect(machine.current?.reachedPaused == true)
+        #expect(machine.pipelineChanged(to: .playing, settled: true) == .stateChanged(.playing))
+        #expect(machine.pipelineChanged(to: .paused, settled: true) == .stateChanged(.paused))
+        machine.withPhase { $0.rebuild(at: .seconds(1), marker: 1, rateIsOne: false) }
+        #expect(machine.pipelineChanged(to: .paused, settled: true) == nil, "a rebuild's")
+        _ = machine.load(Self.track(2))
+        #expect(machine.pipelineChanged(to: .playing, settled: true) == nil, "nothing loaded")
+        #expect(!machine.isCurrent(ticket))
+    }
+}
