@@ -93,12 +93,16 @@ public struct TrackTags: Sendable, Equatable, Codable {
     }
 }
 
-/// What a failure says about trying the same track again.
-public enum FailureKind: Sendable, Equatable {
-    /// Another try may work (a server error, a dropped connection, an unexplained error).
+/// What failed, as far as the engine can tell: the player's failure policy keys on it.
+public enum FailureKind: Sendable, Equatable, CaseIterable {
+    /// Another try may work: a server error, a connection lost mid-track, an unexplained error.
     case transient
-    /// The track will not play however often it is tried (missing, not audio, no decoder).
-    case permanent
+    /// The track is not there: no such file, or the origin says it is gone (404, 410).
+    case notFound
+    /// Its bytes are no format Spool can play: not audio, or no decoder for it.
+    case unsupported
+    /// Its bytes are in a known format but broken: a demuxer or decoder gave up on them.
+    case corrupt
     /// No connection to the track's server could be made: the server or the network is down.
     case unreachable
     /// The track's server has a new version of it, found just after its play began from the
@@ -107,6 +111,14 @@ public enum FailureKind: Sendable, Equatable {
     /// The audio output failed (the sound server went away, the device vanished, the sink
     /// refused to open): no track is at fault, and the next one would fail the same way.
     case outputLost
+
+    /// Whether trying the same track again cannot help: it is missing, unplayable or broken.
+    public var isPermanent: Bool {
+        switch self {
+        case .notFound, .unsupported, .corrupt: true
+        case .transient, .unreachable, .newVersion, .outputLost: false
+        }
+    }
 }
 
 /// Why the engine could not play a track.
@@ -153,10 +165,11 @@ public enum EngineEvent: Sendable, Equatable {
     case trackStarted(TrackID)
     /// The prepared next track was handed to the pipeline; it starts when the current one ends.
     case nextQueued(TrackID)
-    /// New or more complete tags for a track.
-    case tags(TrackID, TrackTags)
-    /// The track's duration became known or changed.
-    case duration(TrackID, Duration)
+    /// What the track's stream says of it: every tag read so far, and its length once known.
+    /// Sent first once the length is known (or the track has settled without one, as a live
+    /// stream does), so that a lock screen never shows a title without its length; then again
+    /// whenever either changes.
+    case described(TrackID, TrackTags, duration: Duration?)
     /// Whether the track can seek: false for a stream whose origin ignores Range
     /// or whose length is unknown.
     case seekable(TrackID, Bool)

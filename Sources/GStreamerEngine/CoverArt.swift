@@ -17,8 +17,17 @@ struct CoverArtStore: Sendable {
         self.directory = directory
     }
 
-    /// Extracts the first `image` (else `preview-image`) of a tag list and stores it; nil when there is none.
-    func store(from list: UnsafeMutablePointer<GstTagList>) -> URL? {
+    /// A picture read from a tag list, in memory, with the file it is stored as.
+    struct Picture: Sendable {
+        /// The image's bytes.
+        let data: Data
+        /// Its file: named by the SHA-256 of the bytes.
+        let url: URL
+    }
+
+    /// Copies the first `image` (else `preview-image`) of a tag list; nil when there is none.
+    /// No disk access: the bus thread reads it, and ``write(_:)`` stores it elsewhere.
+    func picture(in list: UnsafeMutablePointer<GstTagList>) -> Picture? {
         var sample: OpaquePointer?
         guard
             gst_tag_list_get_sample(list, "image", &sample) != 0
@@ -36,21 +45,27 @@ struct CoverArtStore: Sendable {
         guard gst_buffer_map(buffer, &map, GST_MAP_READ) != 0 else { return nil }
         defer { gst_buffer_unmap(buffer, &map) }
         guard let bytes = map.data, map.size > 0 else { return nil }
-        let data = Data(bytes: bytes, count: Int(map.size))
         guard let hash = takeGString(g_compute_checksum_for_data(G_CHECKSUM_SHA256, bytes, gsize(map.size))) else {
             return nil
         }
-        let url = directory.appendingPathComponent("\(hash).\(fileExtension(of: sample))")
-        if FileManager.default.fileExists(atPath: url.path) { return url }
+        return Picture(
+            data: Data(bytes: bytes, count: Int(map.size)),
+            url: directory.appendingPathComponent("\(hash).\(fileExtension(of: sample))"))
+    }
+
+    /// Stores `picture` unless its file is there already; false when it cannot be written.
+    @discardableResult
+    func write(_ picture: Picture) -> Bool {
+        if FileManager.default.fileExists(atPath: picture.url.path) { return true }
         do {
             try FileManager.default.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            try data.write(to: url, options: .atomic)
-            log.debug("stored cover art \(url.lastPathComponent) (\(data.count) bytes)")
-            return url
+            try picture.data.write(to: picture.url, options: .atomic)
+            log.debug("stored cover art \(picture.url.lastPathComponent) (\(picture.data.count) bytes)")
+            return true
         } catch {
             log.warning("cannot store cover art: \(error)")
-            return nil
+            return false
         }
     }
 

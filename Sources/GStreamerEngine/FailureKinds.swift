@@ -10,7 +10,7 @@ enum FailureKinds {
     /// The kind of a source's error.
     static func kind(of error: MediaSourceError) -> FailureKind {
         switch error {
-        case .gone: .permanent
+        case .gone: .notFound
         case .unreachable: .unreachable
         case .unavailable, .readFailed, .closed: .transient
         case .versionChanged: .newVersion
@@ -20,13 +20,14 @@ enum FailureKinds {
     /// The resource error code the feeder posts for a source's error.
     static func resourceCode(for error: MediaSourceError) -> GstResourceError {
         switch kind(of: error) {
-        case .permanent: GST_RESOURCE_ERROR_NOT_FOUND
+        case .notFound: GST_RESOURCE_ERROR_NOT_FOUND
         case .unreachable: GST_RESOURCE_ERROR_OPEN_READ
         case .transient: GST_RESOURCE_ERROR_READ
         // No element of the pipeline syncs a resource (it writes nothing): the code is free.
         case .newVersion: GST_RESOURCE_ERROR_SYNC
-        // Never a source's kind: the bus tells an output's failure by where it came from.
-        case .outputLost: GST_RESOURCE_ERROR_WRITE
+        // Never a source's kinds: the bus tells an output's failure by where it came from, and
+        // the others come from GStreamer's own elements.
+        case .outputLost, .unsupported, .corrupt: GST_RESOURCE_ERROR_WRITE
         }
     }
 
@@ -34,22 +35,24 @@ enum FailureKinds {
     static func kind(domain: GQuark, code: gint) -> FailureKind {
         if domain == gst_resource_error_quark() {
             switch code {
-            case gint(GST_RESOURCE_ERROR_NOT_FOUND.rawValue): return .permanent
+            case gint(GST_RESOURCE_ERROR_NOT_FOUND.rawValue): return .notFound
             case gint(GST_RESOURCE_ERROR_OPEN_READ.rawValue): return .unreachable
             case gint(GST_RESOURCE_ERROR_SYNC.rawValue): return .newVersion
             default: return .transient
             }
         }
         if domain == gst_stream_error_quark() {
-            let permanent: [GstStreamError] = [
+            let unsupported: [GstStreamError] = [
                 GST_STREAM_ERROR_TYPE_NOT_FOUND, GST_STREAM_ERROR_WRONG_TYPE, GST_STREAM_ERROR_CODEC_NOT_FOUND,
-                GST_STREAM_ERROR_NOT_IMPLEMENTED, GST_STREAM_ERROR_FORMAT, GST_STREAM_ERROR_DEMUX,
-                GST_STREAM_ERROR_DECODE, GST_STREAM_ERROR_DECRYPT, GST_STREAM_ERROR_DECRYPT_NOKEY,
+                GST_STREAM_ERROR_NOT_IMPLEMENTED, GST_STREAM_ERROR_DECRYPT, GST_STREAM_ERROR_DECRYPT_NOKEY,
             ]
-            return permanent.contains { gint($0.rawValue) == code } ? .permanent : .transient
+            let corrupt: [GstStreamError] = [GST_STREAM_ERROR_FORMAT, GST_STREAM_ERROR_DEMUX, GST_STREAM_ERROR_DECODE]
+            if unsupported.contains(where: { gint($0.rawValue) == code }) { return .unsupported }
+            if corrupt.contains(where: { gint($0.rawValue) == code }) { return .corrupt }
+            return .transient
         }
         if domain == gst_core_error_quark(), code == gint(GST_CORE_ERROR_MISSING_PLUGIN.rawValue) {
-            return .permanent
+            return .unsupported
         }
         return .transient
     }

@@ -55,6 +55,7 @@ extension GStreamerEngine {
         switch message.pointee.type {
         case GST_MESSAGE_EOS:
             log.info("\(id) ended")
+            if current.duration == nil { reportDuration(of: current) }  // a short track ended before it was asked
             for event in shared.withLock({ $0.lifecycle.endOfStream() }) { emit(event) }
         case GST_MESSAGE_ERROR:
             var error: UnsafeMutablePointer<GError>?
@@ -109,12 +110,17 @@ extension GStreamerEngine {
             gst_message_parse_tag(message, &list)
             if let list {
                 var tags = TagReader.read(list)
-                tags.artURL = coverArt?.store(from: list)
+                let picture = coverArt?.picture(in: list)
                 gst_tag_list_unref(list)
-                // Tags of the next track arrive while the current one still plays: hold them for it.
+                if let picture, let coverArt {
+                    tags.artURL = picture.url
+                    // Written on the event queue, ahead of every event that could name it; the bus
+                    // thread writes no file.
+                    eventQueue.async { coverArt.write(picture) }
+                }
+                guard !tags.isEmpty else { break }
                 let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
-                let owner = shared.withLock { $0.lifecycle.tagOwner(uri: from) } ?? id
-                if !tags.isEmpty { emit(.tags(owner, tags)) }
+                if let event = shared.withLock({ $0.lifecycle.tagsRead(tags, uri: from) }) { emit(event) }
             }
         case GST_MESSAGE_DURATION_CHANGED:
             reportDuration(of: current)
@@ -166,6 +172,7 @@ extension GStreamerEngine {
             control.asyncAfter(deadline: heard) { [self] in announceStart(of: id) }
             // Formats whose length is known up front post no DURATION_CHANGED for the new
             // stream, and playbin answers the query only once the stream has settled.
+            // After the last try its tags go without a length.
             for delay in [0, 50, 200, 1000] {
                 control.asyncAfter(deadline: heard + .milliseconds(delay)) { [self] in
                     if let now = shared.withLock({ $0.lifecycle.current }), now.ticket == started.ticket,
@@ -173,6 +180,8 @@ extension GStreamerEngine {
                     {
                         reportDuration(of: now)
                     }
+                    guard delay == 1000 else { return }
+                    if let event = shared.withLock({ $0.lifecycle.settled(started.ticket) }) { emit(event) }
                 }
             }
             // A new stream starts at rate 1.0; carry the listener's rate over. The filter
@@ -202,6 +211,8 @@ extension GStreamerEngine {
     /// A state change or seek finished: apply a pending start position, report a finished seek.
     func asyncDone(_ current: TrackLifecycle.Loaded, afterMarker marker: UInt64) {
         reportDuration(of: current)
+        // Prerolled without a length (a live stream): its tags go without one.
+        if let event = shared.withLock({ $0.lifecycle.settled(current.ticket) }) { emit(event) }
         control.async { [self] in
             enum Next {
                 case seek(Duration, exact: Bool)
@@ -267,15 +278,15 @@ extension GStreamerEngine {
         var length: gint64 = 0
         guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &length) != 0, length > 0 else { return }
         let value = Duration.nanoseconds(Int64(length))
-        let feeder = shared.withLock { state -> AppSrcFeeder?? in
-            guard state.lifecycle.durationKnown(value, for: current.ticket) else { return nil }
-            return .some(state.feeders[current.uri])
+        let (event, feeder) = shared.withLock { state -> (EngineEvent?, AppSrcFeeder?) in
+            guard let event = state.lifecycle.durationKnown(value, for: current.ticket) else { return (nil, nil) }
+            return (event, state.feeders[current.uri])
         }
-        guard let feeder else { return }
+        guard let event else { return }
         if let feeder, let bytes = feeder.info.length, bytes > 0 {
             feeder.source.setByteRate(Double(bytes) / (Double(length) / 1e9))
         }
-        emit(.duration(current.track.id, value))
+        emit(event)
     }
 
     func emit(_ event: EngineEvent) {

@@ -128,7 +128,10 @@ extension GStreamerEngine {
             }
             log.error("\(check.id): no stream started within \(Self.prerollStall.forPeople) and nothing is awaited")
             teardown()
-            emit(.failed(check.id, EngineError("the stream stopped before it started (the file may be damaged)")))
+            emit(
+                .failed(
+                    check.id,
+                    EngineError("the stream stopped before it started (the file may be damaged)", kind: .corrupt)))
         }
     }
 
@@ -221,10 +224,13 @@ extension GStreamerEngine {
 
     /// Applies `change` to the shared state and lets go of what the lifecycle's teardown it
     /// returns names: feeders detached (before the state change, so that no streaming thread
-    /// waits on the network), then the pipeline to NULL. A hand-over's activation is waited out
-    /// first: its source's set-up still looks its feeder up.
+    /// waits on the network), then the pipeline to `state`: NULL closes the audio device, READY
+    /// (for a track that starts at once) keeps it open and playbin's decoding bins for reuse. A
+    /// hand-over's activation is waited out first: its source's set-up still looks its feeder up.
     @discardableResult
-    func tearDown<R>(_ change: (inout Shared) -> (TrackLifecycle.Teardown, R)) -> R {
+    func tearDown<R>(to state: GstState = GST_STATE_NULL, _ change: (inout Shared) -> (TrackLifecycle.Teardown, R))
+        -> R
+    {
         awaitHandOverActivation()
         let (gone, stopsPipeline, parser, result) = shared.withLock {
             state -> ([AppSrcFeeder], Bool, ElementRef?, R) in
@@ -236,7 +242,7 @@ extension GStreamerEngine {
         }
         parser?.release()
         for feeder in gone { feeder.detach() }
-        if stopsPipeline { gst_element_set_state(playbin, GST_STATE_NULL) }
+        if stopsPipeline { gst_element_set_state(playbin, state) }
         return result
     }
 

@@ -20,6 +20,30 @@ struct LoadTicket: Hashable, Sendable, CustomStringConvertible {
 /// thread, playbin's streaming-thread callbacks) feed it what happened and carry out what it
 /// returns; none of them decides. Pure: tested without GStreamer.
 struct TrackLifecycle: Sendable {
+    /// What a track's stream said of it: sent once its length is known (or it settled without
+    /// one), so that a title never reaches the player without its length; then at every change.
+    struct Description: Equatable, Sendable {
+        /// Every tag read so far.
+        var tags = TrackTags()
+        /// Its length, once the pipeline knows it.
+        var duration: Duration?
+        /// It was sent: later changes go out as they come.
+        var sent = false
+
+        /// Adds tags read for track `id`: the event that sends the description, once it was sent
+        /// before (until then the length is awaited).
+        mutating func add(_ more: TrackTags, for id: TrackID) -> EngineEvent? {
+            tags = tags.merging(more)
+            return sent ? send(id) : nil
+        }
+
+        /// The event that sends it, marking it sent.
+        mutating func send(_ id: TrackID) -> EngineEvent {
+            sent = true
+            return .described(id, tags, duration: duration)
+        }
+    }
+
     /// The track playbin plays or prerolls.
     struct Loaded: Equatable, Sendable {
         /// Its load.
@@ -32,12 +56,15 @@ struct TrackLifecycle: Sendable {
         var phase: TrackPhase
         /// Whether its source can seek.
         let seekable: Bool
-        /// Its length, once the pipeline knows it.
-        var duration: Duration?
+        /// What its stream said of it.
+        var description = Description()
         /// playbin reached PAUSED or PLAYING for it: it started, whatever its phase says.
         var reachedPaused = false
         /// Its start was reported; a track is reported started once per load.
         var announced = false
+
+        /// Its length, once the pipeline knows it.
+        var duration: Duration? { description.duration }
     }
 
     /// The track prepared to follow the loaded one, for the gapless hand-over.
@@ -63,6 +90,8 @@ struct TrackLifecycle: Sendable {
         let uri: String
         /// Where it is.
         var stage: Stage
+        /// What its stream said of it before it took over.
+        var description = Description()
     }
 
     /// A track handed over without a gap whose stream started while the previous one's last
@@ -280,6 +309,7 @@ struct TrackLifecycle: Sendable {
             var started = Loaded(
                 ticket: following.ticket, track: following.track, uri: following.uri, phase: .ready, seekable: seekable)
             started.reachedPaused = true
+            started.description = following.description
             current = started
             next = nil
             unannounced = Unannounced(
@@ -304,10 +334,11 @@ struct TrackLifecycle: Sendable {
     }
 
     /// The end of the last stream: a pending start first (a track shorter than the previous
-    /// one's tail starts before it ends), then the end.
+    /// one's tail starts before it ends), then tags still held for a length never known, then
+    /// the end.
     mutating func endOfStream() -> [EngineEvent] {
-        guard let id = current?.track.id else { return [] }
-        return heard(id) + [.endOfTrack(id)]
+        guard let ticket = current?.ticket else { return [] }
+        return heard(ticket.track) + (settled(ticket).map { [$0] } ?? []) + [.endOfTrack(ticket.track)]
     }
 
     /// Where an error posted by the stream of `uri` (nil: not a stream's) goes.
@@ -325,20 +356,38 @@ struct TrackLifecycle: Sendable {
         return events
     }
 
-    /// The track a tag from the stream of `uri` (nil: not known) is about. Tags of the
-    /// handed-over next track arrive while the loaded one still plays.
-    func tagOwner(uri: String?) -> TrackID? {
-        if let uri, let next, next.uri == uri { return next.track.id }
-        if let uri, let current, current.uri == uri { return current.track.id }
-        if isHandedOver { return next?.track.id }
-        return current?.track.id
+    /// Tags read from the stream of `uri` (nil: not known): the description to send, if it is
+    /// due. Tags of the handed-over next track arrive while the loaded one still plays.
+    mutating func tagsRead(_ tags: TrackTags, uri: String?) -> EngineEvent? {
+        let forNext: Bool
+        if let uri {
+            // A stream that is no longer the current or the next one's (a group torn down).
+            guard uri == next?.uri || uri == current?.uri else { return nil }
+            forNext = uri == next?.uri
+        } else {
+            forNext = isHandedOver
+        }
+        // The next track's length is known only once it plays: its tags are held until then.
+        if forNext, let id = next?.track.id { return next?.description.add(tags, for: id) }
+        guard let id = current?.track.id else { return nil }
+        return current?.description.add(tags, for: id)
     }
 
-    /// The pipeline answered `length` for the loaded track `ticket`: true when it is new.
-    mutating func durationKnown(_ length: Duration, for ticket: LoadTicket) -> Bool {
-        guard isCurrent(ticket), current?.duration != length else { return false }
-        current?.duration = length
-        return true
+    /// The pipeline answered `length` for the loaded track `ticket`: its description, when
+    /// the length is new.
+    mutating func durationKnown(_ length: Duration, for ticket: LoadTicket) -> EngineEvent? {
+        guard isCurrent(ticket), current?.duration != length else { return nil }
+        current?.description.duration = length
+        return current?.description.send(ticket.track)
+    }
+
+    /// The loaded track `ticket` settled (prerolled, or handed over a while ago) with no length
+    /// known, as a live stream does: its tags go without it, and later ones as they come.
+    mutating func settled(_ ticket: LoadTicket) -> EngineEvent? {
+        guard isCurrent(ticket), let description = current?.description, !description.sent,
+            !description.tags.isEmpty
+        else { return nil }
+        return current?.description.send(ticket.track)
     }
 
     /// playbin changed state to `new` (`settled`: nothing pending). The transport event to

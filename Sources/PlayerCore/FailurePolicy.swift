@@ -61,7 +61,7 @@ public struct FailurePolicy: Sendable, Equatable {
                 retried = track
                 return .retry(after: retryDelay)
             }
-        case .permanent:
+        case .notFound, .unsupported, .corrupt:
             break
         }
         retried = nil

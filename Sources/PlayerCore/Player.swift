@@ -115,8 +115,8 @@ public actor Player {
         engine.setEventHandler { event in
             // Tags come from files, which hold anything (control characters, megabyte strings,
             // thousands of artists, track 4294967295): they are made fit to show where they enter.
-            if case .tags(let id, let tags) = event {
-                sink.yield(.tags(id, tags.sanitized()))
+            if case .described(let id, let tags, let duration) = event {
+                sink.yield(.described(id, tags.sanitized(), duration: duration))
             } else {
                 sink.yield(event)
             }
@@ -627,11 +627,13 @@ public actor Player {
             log.info("\(id) was committed before the queue changed: loading what follows instead")
             committedID = nil
             if let finished = current { trackEnded(finished) }
-        case .tags(let id, let tags) where id == current:
+        case .described(let id, let tags, let duration) where id == current:
+            // One update: the title and the length reach clients together.
             update { state in
                 if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = Self.merge(tags, into: known) }
+                if let duration { state.nowPlaying?.duration = duration }
             }
-        case .tags(let id, let tags) where id == preparedID:
+        case .described(let id, let tags, duration: _) where id == preparedID:
             pendingTags[id] = Self.merge(tags, into: pendingTags[id] ?? TrackTags())
             heardAhead(tags, of: id)  // clients listing the queue see them before it plays
         case .buffering(let id, let waiting) where id == current:
@@ -641,8 +643,6 @@ public actor Player {
             update { $0.nowPlaying?.seekable = seekable }
         case .seekable(let id, let seekable):
             pendingSeekable[id] = seekable
-        case .duration(let id, let duration) where id == current:
-            update { $0.nowPlaying?.duration = duration }
         case .seeked(let id, let position) where id == current:
             positionOverride.withLock { $0 = nil }
             notify(.seeked(position))

@@ -110,7 +110,7 @@ struct HostileFilesTests {
         defer { engine.shutdown() }
         engine.load(EngineTrack(id: TrackID(1), url: file), at: .zero, playing: true)
         #expect(recorder.waitFor(timeout: 20, isEnd) == .endOfTrack(TrackID(1)))
-        let tags = recorder.all.compactMap { if case .tags(_, let tags) = $0 { tags } else { nil } }
+        let tags = recorder.all.compactMap { if case .described(_, let tags, _) = $0 { tags } else { nil } }
         #expect(tags.contains { $0.title == fixture.title }, "the other tags are read")
         #expect(tags.allSatisfy { $0.artURL == nil }, "no art over 16 MiB")
         let stored = (try? FileManager.default.contentsOfDirectory(atPath: dir.file("art").path)) ?? []

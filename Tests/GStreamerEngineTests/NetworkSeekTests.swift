@@ -94,7 +94,8 @@ struct NetworkSeekTests {
         defer { engine.shutdown() }
         engine.load(
             EngineTrack(id: TrackID(1), url: URL(string: "http://spool.invalid/long.mp3")!), at: .zero, playing: false)
-        #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
+        #expect(
+            recorder.waitFor { if case .described(_, _, _?) = $0 { true } else { false } } != nil, "\(recorder.all)")
         #expect(recorder.waitFor { $0 == .stateChanged(.paused) } != nil, "\(recorder.all)")
 
         engine.seek(to: .seconds(48))

@@ -39,7 +39,7 @@ struct NextTrackErrorTests {
         // Let anything that follows the end arrive too.
         _ = recorder.waitFor(timeout: 1) { if case .failed(TrackID(2), _) = $0 { true } else { false } }
         let events = recorder.all
-        print("events after a broken next track: \(events.filter { if case .tags = $0 { false } else { true } })")
+        print("events after a broken next track: \(events.filter { if case .described = $0 { false } else { true } })")
         #expect(end == .endOfTrack(TrackID(1)), "the playing track ends normally: \(String(describing: end))")
         #expect(
             !events.contains { if case .failed(TrackID(1), _) = $0 { true } else { false } },

@@ -27,8 +27,8 @@ struct OggShortAnswersTests {
         engine.load(EngineTrack(id: id, url: fixture.url), at: .zero, playing: false)
         let prerolled = recorder.waitFor(timeout: 10) { $0 == .stateChanged(.paused) }
         try #require(prerolled != nil, "seed \(seed): \(recorder.all)")
-        let duration = recorder.waitFor(timeout: 5) { if case .duration(id, _) = $0 { true } else { false } }
-        guard case .duration(_, let reported) = duration else {
+        let duration = recorder.waitFor(timeout: 5) { if case .described(id, _, _?) = $0 { true } else { false } }
+        guard case .described(_, _, let reported?) = duration else {
             Issue.record("seed \(seed): no duration: \(recorder.all)")
             return
         }

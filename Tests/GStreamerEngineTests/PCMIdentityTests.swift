@@ -132,7 +132,7 @@ struct PCMIdentityTests {
         #expect(
             firstDifference(first, reference) == nil, "\(fixture), first play: \(describeDifference(first, reference))")
         // Tags travel with the bytes.
-        let tags = events.compactMap { if case .tags(_, let tags) = $0 { tags } else { nil } }
+        let tags = events.compactMap { if case .described(_, let tags, _) = $0 { tags } else { nil } }
             .reduce(TrackTags()) { $0.merging($1) }
         #expect(tags.title == fixture.title, "\(fixture): \(tags)")
         let downloaded = try server.accessLog(atLeast: 1)

@@ -116,7 +116,7 @@ struct PlaybackBehaviourTests {
         // Decoding faster than real time, the track can end before the engine's follow-up
         // duration query (playbin answers it only once the new stream settles): await it.
         #expect(
-            recorder.waitFor(timeout: 3) { if case .duration(TrackID(2), _) = $0 { true } else { false } } != nil,
+            recorder.waitFor(timeout: 3) { if case .described(TrackID(2), _, _?) = $0 { true } else { false } } != nil,
             "the next track's length is reported: \(recorder.all.suffix(6))")
         let firstLength = try Data(contentsOf: dir.file("a.raw")).count
         let alone = firstLength + (try Data(contentsOf: dir.file("b.raw")).count)
@@ -166,13 +166,37 @@ struct PlaybackBehaviourTests {
         _ = recorder.waitFor(isEnd)
         let events = recorder.all
         let started = try #require(events.firstIndex(of: .trackStarted(TrackID(2))))
-        let firstTagOfNext = events.firstIndex { if case .tags(TrackID(2), _) = $0 { true } else { false } }
+        let firstTagOfNext = events.firstIndex { if case .described(TrackID(2), _, _) = $0 { true } else { false } }
         // Tags of the next track are attributed to it (never to the playing one).
         #expect(firstTagOfNext != nil)
         let secondTitle = fixtures.fixture(.oggVorbis).title
         #expect(
-            !events.contains { if case .tags(TrackID(1), let tags) = $0 { tags.title == secondTitle } else { false } })
+            !events.contains {
+                if case .described(TrackID(1), let tags, _) = $0 { tags.title == secondTitle } else { false }
+            })
         #expect(events.firstIndex(of: .trackStarted(TrackID(1)))! < started)
+    }
+
+    @Test func aTracksTitleReachesThePlayerWithItsLength() throws {
+        let fixtures = try Fixtures.shared()
+        let dir = try TemporaryDirectory()
+        let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"))
+        defer { engine.shutdown() }
+        let first = fixtures.fixture(.oggVorbis)
+        let second = fixtures.fixture(.flac)
+        engine.load(EngineTrack(id: TrackID(1), url: first.url), at: .zero, playing: true)
+        engine.setNext(EngineTrack(id: TrackID(2), url: second.url))
+        _ = recorder.waitFor(isEnd)
+        // The first description of each track, the gapless one too, carries its title and length.
+        for (id, fixture) in [(TrackID(1), first), (TrackID(2), second)] {
+            let described = recorder.all.first { if case .described(id, _, _) = $0 { true } else { false } }
+            guard case .described(_, let tags, let duration) = described else {
+                Issue.record("\(id) was never described: \(recorder.all)")
+                continue
+            }
+            #expect(tags.title == fixture.title)
+            #expect(duration != nil, "\(id)'s title came without its length")
+        }
     }
 
     @Test(arguments: [FixtureFormat.mp3CBR, .mp3VBR, .flac, .oggVorbis, .oggOpus, .m4aFaststart, .m4aMoovAtEnd, .wav])
@@ -431,7 +455,8 @@ struct PlaybackBehaviourTests {
             engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: true)
             _ = recorder.waitFor(isEnd)
             engine.shutdown()
-            let art = recorder.all.compactMap { if case .tags(_, let tags) = $0 { tags.artURL } else { nil } }.first
+            let art = recorder.all.compactMap { if case .described(_, let tags, _) = $0 { tags.artURL } else { nil } }
+                .first
             arts.append(try #require(art, "\(fixture): no cover art"))
         }
         #expect(Set(arts).count == 1, "the same image is one file: \(arts)")
@@ -439,13 +464,18 @@ struct PlaybackBehaviourTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("art").path).count == 1)
     }
 
-    @Test func aTruncatedFileAndANonAudioFileFailWithAMessage() throws {
+    @Test func aTruncatedAMissingAndANonAudioFileFailWithTheirKinds() throws {
         let fixtures = try Fixtures.shared()
         let dir = try TemporaryDirectory()
         let whole = try Data(contentsOf: fixtures.fixture(.flac).url)
         try whole.prefix(100).write(to: dir.file("truncated.flac"))
         try Data("this is not audio at all\n".utf8).write(to: dir.file("notes.mp3"))
-        for name in ["truncated.flac", "notes.mp3"] {
+        // The kind says what the player does: each of these is skipped, not retried. The truncated
+        // FLAC types as FLAC but its parser finds no frame, which baseparse calls a wrong type.
+        let expected: [(String, FailureKind)] = [
+            ("truncated.flac", .unsupported), ("notes.mp3", .unsupported), ("missing.mp3", .notFound),
+        ]
+        for (name, kind) in expected {
             let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"))
             engine.load(EngineTrack(id: TrackID(9), url: dir.file(name)), at: .zero, playing: true)
             guard case .failed(TrackID(9), let error)? = recorder.waitFor(isEnd) else {
@@ -454,6 +484,7 @@ struct PlaybackBehaviourTests {
                 continue
             }
             #expect(!error.message.isEmpty)
+            #expect(error.kind == kind, "\(name): \(error)")
             engine.shutdown()
         }
     }

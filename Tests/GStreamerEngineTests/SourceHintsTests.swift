@@ -42,7 +42,10 @@ struct SourceHintsTests {
         let recorder = EventRecorder()
         engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: fixture.url), at: .zero, playing: false)
-        guard case .duration(_, let duration)? = recorder.waitFor({ if case .duration = $0 { true } else { false } })
+        guard
+            case .described(_, _, let duration?)? = recorder.waitFor({
+                if case .described(_, _, _?) = $0 { true } else { false }
+            })
         else {
             Issue.record("no duration: \(recorder.all)")
             return

@@ -40,7 +40,7 @@ struct TrackLifecycleModelTests {
     /// One random input; returns the events the machine's answer makes the shell emit.
     static func step(_ world: inout World, _ random: inout SeededGenerator) -> [EngineEvent] {
         let number = UInt64.random(in: 1...4, using: &random)
-        switch Int.random(in: 0..<14, using: &random) {
+        switch Int.random(in: 0..<15, using: &random) {
         case 0:
             let plan = world.machine.load(track(number))
             world.loads.append((plan.ticket, track(number)))
@@ -116,9 +116,14 @@ struct TrackLifecycleModelTests {
         case 12:
             let state = [TrackLifecycle.PipelineState.null, .ready, .paused, .playing].randomElement(using: &random)!
             return world.machine.pipelineChanged(to: state, settled: Bool.random(using: &random)).map { [$0] } ?? []
+        case 13:
+            var tags = TrackTags()
+            tags.title = "Title \(number)"
+            let uri = Bool.random(using: &random) ? world.uris.randomElement(using: &random) : nil
+            return world.machine.tagsRead(tags, uri: uri).map { [$0] } ?? []
         default:
             guard let (ticket, _) = world.loads.randomElement(using: &random) else { return [] }
-            _ = world.machine.durationKnown(.seconds(Int64(number)), for: ticket)
+            return world.machine.durationKnown(.seconds(Int64(number)), for: ticket).map { [$0] } ?? []
         }
         return []
     }
@@ -133,7 +138,8 @@ struct TrackLifecycleModelTests {
             let current = world.machine.current
             for event in events {
                 switch event {
-                case .trackStarted(let id), .endOfTrack(let id), .seekable(let id, _), .failed(let id?, _):
+                case .trackStarted(let id), .endOfTrack(let id), .seekable(let id, _), .failed(let id?, _),
+                    .described(let id, _, _):
                     // A failure's events come before its teardown: the track was current then.
                     let named = current?.track.id ?? before.current?.track.id
                     #expect(id == named, "seed \(seed) step \(index): \(event) names no current track")

@@ -156,8 +156,8 @@ struct TrackLifecycleTests {
 
     @Test func theHandedOverTrackTakesOverAndIsAnnouncedWhenHeard() {
         var (machine, first) = Self.started(1)
-        let changed145 = machine.durationKnown(.seconds(30), for: first)
-        #expect(changed145)
+        let described = machine.durationKnown(.seconds(30), for: first)
+        #expect(described == .described(TrackID(1), TrackTags(), duration: .seconds(30)))
         let next = Self.prepare(2, in: &machine)
         _ = machine.aboutToFinish()
         let start = machine.streamStarted(uri: next.uri, positionAtSwitch: .milliseconds(29_600), rate: 1)
@@ -221,26 +221,71 @@ struct TrackLifecycleTests {
             ])
     }
 
+    static func titled(_ title: String) -> TrackTags {
+        var tags = TrackTags()
+        tags.title = title
+        return tags
+    }
+
+    @Test func tagsWaitForTheLengthAndThenGoTogetherWithIt() {
+        var (machine, ticket) = Self.started(1)
+        let early = machine.tagsRead(Self.titled("One"), uri: Self.uri(ticket))
+        #expect(early == nil, "no title without its length")
+        var album = TrackTags()
+        album.album = "Album"
+        let more = machine.tagsRead(album, uri: nil)
+        #expect(more == nil)
+        var both = Self.titled("One")
+        both.album = "Album"
+        let described = machine.durationKnown(.seconds(5), for: ticket)
+        #expect(described == .described(TrackID(1), both, duration: .seconds(5)), "every tag so far, with the length")
+        let same = machine.durationKnown(.seconds(5), for: ticket)
+        #expect(same == nil, "the same length is no news")
+        let changed = machine.durationKnown(.seconds(6), for: ticket)
+        #expect(changed == .described(TrackID(1), both, duration: .seconds(6)))
+        let stale = machine.durationKnown(.seconds(7), for: LoadTicket(track: TrackID(1), generation: 99))
+        #expect(stale == nil)
+        let later = machine.tagsRead(Self.titled("Uno"), uri: nil)
+        both.title = "Uno"
+        #expect(later == .described(TrackID(1), both, duration: .seconds(6)), "once sent, changes go at once")
+    }
+
+    @Test func aTrackWithoutALengthSendsItsTagsOnceSettled() {
+        var (machine, ticket) = Self.started(1)
+        let settledEmpty = machine.settled(ticket)
+        #expect(settledEmpty == nil, "nothing to say")
+        let held = machine.tagsRead(Self.titled("Live"), uri: nil)
+        #expect(held == nil)
+        let settled = machine.settled(ticket)
+        #expect(settled == .described(TrackID(1), Self.titled("Live"), duration: nil))
+        let again = machine.settled(ticket)
+        #expect(again == nil, "sent once")
+        let song = machine.tagsRead(Self.titled("Next song"), uri: nil)
+        #expect(song == .described(TrackID(1), Self.titled("Next song"), duration: nil), "a new title goes at once")
+    }
+
     @Test func tagsBelongToTheStreamTheyCameFrom() {
         var (machine, ticket) = Self.started(1)
         let next = Self.prepare(2, in: &machine)
-        #expect(machine.tagOwner(uri: nil) == TrackID(1))
-        #expect(machine.tagOwner(uri: next.uri) == TrackID(2))
+        _ = machine.durationKnown(.seconds(30), for: ticket)
+        let own = machine.tagsRead(Self.titled("One"), uri: nil)
+        #expect(own == .described(TrackID(1), Self.titled("One"), duration: .seconds(30)))
+        let nexts = machine.tagsRead(Self.titled("Two"), uri: next.uri)
+        #expect(nexts == nil, "the next track's are held for it")
         _ = machine.aboutToFinish()
-        #expect(machine.tagOwner(uri: nil) == TrackID(2), "the sink's tags after the hand-over are the next's")
-        #expect(machine.tagOwner(uri: Self.uri(ticket)) == TrackID(1))
-    }
-
-    @Test func aDurationIsNewOnceAndOnlyForTheCurrentLoad() {
-        var (machine, ticket) = Self.started(1)
-        let changed221 = machine.durationKnown(.seconds(5), for: ticket)
-        #expect(changed221)
-        let changed222 = machine.durationKnown(.seconds(5), for: ticket)
-        #expect(!changed222)
-        let changed223 = machine.durationKnown(.seconds(6), for: ticket)
-        #expect(changed223)
-        let changed224 = machine.durationKnown(.seconds(7), for: LoadTicket(track: TrackID(1), generation: 99))
-        #expect(!changed224)
+        let sinks = machine.tagsRead(Self.titled("Two"), uri: nil)
+        #expect(sinks == nil, "the sink's tags after the hand-over are the next's, held too")
+        let stale = machine.tagsRead(Self.titled("Gone"), uri: "appsrc://spool/7-7")
+        #expect(stale == nil, "a torn-down stream's go nowhere")
+        let start = machine.streamStarted(uri: next.uri, positionAtSwitch: nil, rate: 1)
+        guard case .handedOver(let started, _, _) = start else {
+            Issue.record("no hand-over: \(start)")
+            return
+        }
+        let described = machine.durationKnown(.seconds(20), for: started.ticket)
+        #expect(described == .described(TrackID(2), Self.titled("Two"), duration: .seconds(20)))
+        #expect(machine.current?.description.tags.title == "Two")
+        _ = ticket
     }
 
     @Test func transportEventsComeFromTheTracksOwnStateChanges() {

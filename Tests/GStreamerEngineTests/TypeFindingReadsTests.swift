@@ -46,7 +46,7 @@ func readsUntilTheDuration(of file: URL, playedAs url: URL? = nil) throws -> [(o
     let recorder = EventRecorder()
     engine.setEventHandler { recorder.record($0) }
     engine.load(EngineTrack(id: TrackID(1), url: url ?? file), at: .zero, playing: true)
-    #expect(recorder.waitFor { if case .duration = $0 { true } else { false } } != nil, "\(recorder.all)")
+    #expect(recorder.waitFor { if case .described(_, _, _?) = $0 { true } else { false } } != nil, "\(recorder.all)")
     return try #require(made.withLock { $0 }).reads.withLock { $0 }
 }
 

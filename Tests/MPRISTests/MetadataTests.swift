@@ -105,7 +105,7 @@ struct MetadataTests {
         hostile.album = "\u{202E}\u{0}LP\r\n"
         hostile.comment = String(repeating: "\u{1}", count: 10)
         hostile.trackNumber = 4_294_967_295
-        engine.send(.tags(id, hostile))
+        engine.send(.described(id, hostile, duration: nil))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.tags.title != nil })
         let value = MPRISService.metadata(await player.state.nowPlaying)
         let texts = strings(in: value)

@@ -276,7 +276,7 @@ struct FailureSignalTests {
     @Test func aTrackThatCannotOpenStopsThePlayerWithItsErrorUntilAnotherPlays() async throws {
         let engine = FakeEngine(reacting: true)
         let bad = URL(string: "http://127.0.0.1:1/gone.mp3")!
-        engine.failOpening(bad, with: EngineError("HTTP status 404", kind: .permanent))
+        engine.failOpening(bad, with: EngineError("HTTP status 404", kind: .notFound))
         let rig = await ServiceRig(engine: engine, status: NoCache())
         var mark = rig.bus.mark
         _ = try await rig.bus.call(MPRISService.spoolInterface, "Play", [.stringArray([bad.absoluteString])])

@@ -21,8 +21,10 @@ struct FailurePolicyTests {
     }
 
     static let rows: [Row] = [
-        // A missing or unplayable track is skipped at once.
-        Row(failures: [(1, .permanent, true)], expected: [.skip]),
+        // A missing, unplayable or broken track is skipped at once.
+        Row(failures: [(1, .notFound, true)], expected: [.skip]),
+        Row(failures: [(1, .unsupported, true)], expected: [.skip]),
+        Row(failures: [(1, .corrupt, true)], expected: [.skip]),
         // A transient failure is retried once, then skipped.
         Row(failures: [(1, .transient, true), (1, .transient, true)], expected: [.retry(after: .zero), .skip]),
         // A refused connection with the network up is the server's fault: retried once, then skipped.
@@ -33,7 +35,7 @@ struct FailurePolicyTests {
             expected: [.waitForNetwork, .waitForNetwork, .waitForNetwork]),
         // Every track given up on in one pass: stop, at the last one.
         Row(
-            failures: [(1, .permanent, true), (2, .permanent, true), (3, .transient, true), (3, .transient, true)],
+            failures: [(1, .notFound, true), (2, .notFound, true), (3, .transient, true), (3, .transient, true)],
             expected: [.skip, .skip, .retry(after: .zero), .stop]),
         // A new version found just after the play began: started again at once; a second time in
         // a row is a failure that may pass.
@@ -45,11 +47,11 @@ struct FailurePolicyTests {
             failures: [(1, .outputLost, true), (1, .outputLost, true), (2, .outputLost, false)],
             expected: [.pauseForOutput, .pauseForOutput, .pauseForOutput]),
         Row(
-            failures: [(1, .outputLost, true), (1, .permanent, true), (2, .permanent, true)],
+            failures: [(1, .outputLost, true), (1, .notFound, true), (2, .notFound, true)],
             expected: [.pauseForOutput, .skip, .skip]),
         // A track failing twice in a pass counts once: the others still get their turn.
         Row(
-            failures: [(1, .permanent, true), (1, .permanent, true), (2, .permanent, true)],
+            failures: [(1, .notFound, true), (1, .notFound, true), (2, .notFound, true)],
             expected: [.skip, .skip, .skip]),
     ]
 
@@ -64,10 +66,10 @@ struct FailurePolicyTests {
 
     @Test func aTrackThatPlaysStartsANewPass() {
         var policy = FailurePolicy(retryDelay: .zero)
-        #expect(policy.failed(a, kind: .permanent, networkUp: true, queue: queue) == .skip)
-        #expect(policy.failed(b, kind: .permanent, networkUp: true, queue: queue) == .skip)
+        #expect(policy.failed(a, kind: .corrupt, networkUp: true, queue: queue) == .skip)
+        #expect(policy.failed(b, kind: .corrupt, networkUp: true, queue: queue) == .skip)
         policy.reset()
-        #expect(policy.failed(c, kind: .permanent, networkUp: true, queue: queue) == .skip, "a and b count no more")
+        #expect(policy.failed(c, kind: .corrupt, networkUp: true, queue: queue) == .skip, "a and b count no more")
         // And a track that played may be retried again after a later cut.
         #expect(policy.failed(a, kind: .transient, networkUp: true, queue: queue) == .retry(after: .zero))
         policy.reset()
@@ -106,7 +108,7 @@ struct PlayerFailureTests {
         let (engine, player, recorder, memory) = await makePlayer()
         await player.open(urls[0])
         let id = engine.loads[0].0
-        engine.send(.duration(id, .seconds(300)))
+        engine.send(.described(id, TrackTags(), duration: .seconds(300)))
         engine.setPosition(.seconds(40))
         await player.saveNow()
         engine.setPosition(.seconds(42))
@@ -159,7 +161,7 @@ struct PlayerFailureTests {
         let (engine, player, recorder, _) = await makePlayer()
         await player.open(urls.map { ($0, nil) })
         let ids = engine.loads.map(\.0)
-        engine.send(.failed(ids[0], EngineError("HTTP status 404", kind: .permanent)))
+        engine.send(.failed(ids[0], EngineError("HTTP status 404", kind: .notFound)))
         #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
         #expect(engine.loads[1].0 != ids[0], "a missing track is not retried")
         engine.send(.failed(engine.loads[1].0, EngineError("refused", kind: .unreachable)))
@@ -167,7 +169,7 @@ struct PlayerFailureTests {
         #expect(engine.loads[2].0 == engine.loads[1].0, "a refused connection is retried once")
         engine.send(.failed(engine.loads[2].0, EngineError("refused", kind: .unreachable)))
         #expect(await recorder.waitUntil { _ in engine.loads.count == 4 })
-        engine.send(.failed(engine.loads[3].0, EngineError("not audio", kind: .permanent)))
+        engine.send(.failed(engine.loads[3].0, EngineError("not audio", kind: .unsupported)))
         #expect(await recorder.waitUntil { _ in engine.loads.count == 5 })
         let good = engine.loads[4].0
         engine.send(.trackStarted(good))
@@ -182,7 +184,7 @@ struct PlayerFailureTests {
         await player.open(urls.map { ($0, nil) })
         for _ in 0..<4 {
             let loadsBefore = engine.loads.count
-            engine.send(.failed(engine.loads.last!.0, EngineError("not audio", kind: .permanent)))
+            engine.send(.failed(engine.loads.last!.0, EngineError("not audio", kind: .unsupported)))
             #expect(
                 await recorder.waitUntil { _ in
                     engine.loads.count == loadsBefore + 1 || recorder.snapshots.last?.status == .stopped

@@ -29,7 +29,7 @@ struct HandOverTests {
     /// duration sent now is seen, everything sent before it was handled.
     func handled(_ engine: FakeEngine, _ recorder: UpdateRecorder, _ current: TrackID) async {
         let marker = Duration.milliseconds(Int64.random(in: 1_000_000...2_000_000))
-        engine.send(.duration(current, marker))
+        engine.send(.described(current, TrackTags(), duration: marker))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == marker })
     }
 

@@ -108,7 +108,7 @@ struct PlayerInterruptionTests {
     func drain(_ engine: FakeEngine, _ player: Player, _ recorder: UpdateRecorder) async {
         guard let id = await player.state.nowPlaying?.entry.id else { return }
         let marker = Duration.seconds(Int.random(in: 1_000...9_999))
-        engine.send(.duration(id, marker))
+        engine.send(.described(id, TrackTags(), duration: marker))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == marker })
     }
 

@@ -113,7 +113,7 @@ struct MeteredPlayerTests {
         let player = Player(engine: engine, retryDelay: .zero, preloader: preloader, preload: settings)
         await player.open((1...4).map { (url($0), Optional<String>.none) })
         engine.setPosition(.seconds(100))
-        engine.send(.duration(await player.state.queue[0].id, .seconds(300)))
+        engine.send(.described(await player.state.queue[0].id, TrackTags(), duration: .seconds(300)))
         await player.refreshPreload()
         #expect(preloader.lastPlan?.jobs.count == 2, "unmetered: the downloaded current track triggers every head")
 

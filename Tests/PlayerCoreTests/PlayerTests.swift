@@ -88,9 +88,8 @@ struct PlayerTests {
         var tags = TrackTags()
         tags.title = "Tone"
         tags.artists = ["Spool"]
-        engine.send(.tags(id, tags))
-        engine.send(.duration(id, .seconds(3)))
-        engine.send(.tags(TrackID(999), TrackTags()))  // another track's: ignored
+        engine.send(.described(id, tags, duration: .seconds(3)))
+        engine.send(.described(TrackID(999), TrackTags(), duration: nil))  // another track's: ignored
         let arrived = await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == .seconds(3) }
         #expect(arrived)
         let now = await player.state.nowPlaying
@@ -123,7 +122,7 @@ struct PlayerTests {
         #expect(await player.seek(to: .seconds(1)) == nil)
         #expect(engine.commands.contains(.seek(.seconds(1))))
         engine.send(.seekable(id, false))
-        engine.send(.duration(id, .seconds(5)))  // seen once the events before it were handled
+        engine.send(.described(id, TrackTags(), duration: .seconds(5)))  // seen once the events before it were handled
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == .seconds(5) })
         let refusal = await player.seek(to: .seconds(3))
         #expect(!engine.commands.contains(.seek(.seconds(3))), "not seekable once the engine says so")
@@ -183,7 +182,7 @@ struct PlayerTests {
         }
         var tags = TrackTags()
         tags.title = "Second"
-        engine.send(.tags(prepared, tags))  // arrives before its audio starts
+        engine.send(.described(prepared, tags, duration: nil))  // arrives before its audio starts
         #expect(
             await recorder.waitUntil { _ in recorder.snapshots.last?.queue.last?.title == "Second" },
             "the queue shows the title read ahead")

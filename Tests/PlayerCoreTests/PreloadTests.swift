@@ -162,7 +162,7 @@ struct PlayerPreloadTests {
         await player.open(items)
         let ids = await player.state.queue.map(\.id)
         engine.setPosition(.seconds(1))
-        engine.send(.duration(ids[0], .seconds(300)))
+        engine.send(.described(ids[0], TrackTags(), duration: .seconds(300)))
         #expect(
             await recorder.waitUntil { updates in
                 updates.contains {

@@ -132,8 +132,7 @@ struct PlayerQueueTagsTests {
     @Test func aPlayedTrackKeepsItsTagsInTheQueueAfterAnotherPlays() async {
         let (engine, player, recorder, id) = await openedPlayer(first)
         await player.add([second])
-        engine.send(.tags(id, tags("First", ["Band"])))
-        engine.send(.duration(id, .seconds(3)))
+        engine.send(.described(id, tags("First", ["Band"]), duration: .seconds(3)))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == .seconds(3) })
         await player.next()
         let state = await player.state

@@ -55,7 +55,7 @@ struct ReactingEngineTests {
 
     @Test func aTrackThatCannotOpenIsSkippedForTheNextOne() async {
         let engine = FakeEngine(reacting: true)
-        engine.failOpening(urls[0], with: EngineError("HTTP status 404", kind: .permanent))
+        engine.failOpening(urls[0], with: EngineError("HTTP status 404", kind: .notFound))
         let (player, recorder) = await makePlayer(engine)
         await player.open([(urls[0], nil), (urls[1], nil)])
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.entry.url == urls[1] })

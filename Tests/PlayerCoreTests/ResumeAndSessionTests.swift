@@ -24,7 +24,7 @@ struct ResumeAndSessionTests {
         let player = makePlayer(engine, memory)
         await player.open(episode)
         let id = await player.state.nowPlaying!.entry.id
-        engine.send(.duration(id, .seconds(600)))
+        engine.send(.described(id, TrackTags(), duration: .seconds(600)))
         engine.setPosition(.seconds(125))
         await player.pause()
         #expect(memory.position(forKey: "http://127.0.0.1:1/episode.mp3")?.position == .seconds(125))
@@ -81,8 +81,7 @@ struct ResumeAndSessionTests {
             tags.title = "Other"
             tags.artists = ["Someone"]
             tags.artURL = URL(fileURLWithPath: "/nonexistent/cover.png")
-            engine.send(.tags(id, tags))
-            engine.send(.duration(id, .seconds(600)))
+            engine.send(.described(id, tags, duration: .seconds(600)))
             for _ in 0..<10_000 where await player.state.nowPlaying?.duration == nil { await Task.yield() }
             engine.setPosition(.seconds(42))
             await player.shutdown()
@@ -171,7 +170,7 @@ struct ResumeAndSessionTests {
         #expect(engine.loads.last?.0 == second && engine.loads.last?.1 == .seconds(58))
         engine.send(.nextQueued(second))  // sent before the engine saw the load
         engine.send(.trackStarted(second))
-        engine.send(.duration(second, .seconds(600)))
+        engine.send(.described(second, TrackTags(), duration: .seconds(600)))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.duration == .seconds(600) })
         #expect(!recorder.all.contains(.seeked(.zero)), "no spurious Seeked(0)")
         #expect(memory.position(forKey: "http://127.0.0.1:1/other.mp3")?.position == .seconds(60), "its place is kept")

@@ -77,7 +77,7 @@ struct TagTextTests {
         await player.play()
         let id = await player.state.nowPlaying!.entry.id
         raw.title = "Played\u{0}\u{7}"
-        engine.send(.tags(id, raw))
+        engine.send(.described(id, raw, duration: nil))
         for _ in 0..<10_000 where await player.state.nowPlaying?.tags.title != "Played" { await Task.yield() }
         #expect(await player.state.nowPlaying?.tags.title == "Played")
         await player.shutdown()

@@ -111,7 +111,7 @@ public final class FakeEngine: PlaybackEngine {
         if let next {
             send(.nextQueued(next))
             send(.trackStarted(next))
-            if let trackLength { send(.duration(next, trackLength)) }
+            if let trackLength { send(.described(next, TrackTags(), duration: trackLength)) }
         } else {
             if let trackLength { setPosition(trackLength) }
             send(.endOfTrack(loaded))
@@ -142,7 +142,7 @@ public final class FakeEngine: PlaybackEngine {
         }
         send(.seekable(track.id, seekable))
         send(.trackStarted(track.id))
-        if let trackLength { send(.duration(track.id, trackLength)) }
+        if let trackLength { send(.described(track.id, TrackTags(), duration: trackLength)) }
         send(.stateChanged(playing ? .playing : .paused))
     }
 
