@@ -190,7 +190,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// the track comes back after the idle release, where it was (no seek is reported). The
     /// prepared next track, when it is `track`, starts from its open source.
     func loadNow(_ track: EngineTrack, at position: Duration, playing: Bool, resumed: Bool = false) {
-        // READY: the next track starts at once, on the open device (a sound server's stream).
+        // READY: the track starts at once, in playbin's decoding bins of the last one.
         let (ticket, promoted) = tearDown(to: GST_STATE_READY) {
             state -> (TrackLifecycle.Teardown, (LoadTicket, AppSrcFeeder?)) in
             let plan = state.lifecycle.load(track)
