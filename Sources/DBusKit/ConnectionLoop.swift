@@ -27,6 +27,8 @@ final class ConnectionLoop {
     private var pending: [UInt32: PendingCall] = [:]
     private var subscriptions: [UInt64: Subscription] = [:]
     private var logger: Logger { core.logger }
+    /// User handlers and property sets, run in the order each sender's calls arrived.
+    private let inboxes = CallInboxes()
 
     init(core: ConnectionCore, connection: OpaquePointer) {
         self.core = core
@@ -252,23 +254,34 @@ final class ConnectionLoop {
             let node = core.node(at: path)
             let (interface, method) = try ObjectDispatch.resolve(header, path: path, node: node)
             let arguments = try Marshal.read(message, limit: Self.maximumCallValues)
-            if let interface {
+            let inbox = inboxes.inbox(for: header.sender)
+            if interface == StandardInterfaces.properties, method.name == "Set" {
+                let set = try ObjectDispatch.propertySetter(arguments, in: node.interfaces ?? [])
+                run(method, in: inbox, replyingTo: address) {
+                    try await set()
+                    return []
+                }
+            } else if let interface {
                 reply(to: address, .success(try ObjectDispatch.standard(interface, method, arguments, path, node)))
             } else {
-                run(method, arguments, replyingTo: address)
+                run(method, in: inbox, replyingTo: address) { try await method.handler(arguments) }
             }
         } catch {
             reply(to: address, .failure(error as? DBusError ?? .failed("\(error)")))
         }
     }
 
-    /// Runs a user handler in its own task and posts its reply back to this thread.
-    private func run(_ method: DBusMethod, _ arguments: [DBusValue], replyingTo address: ReplyAddress) {
+    /// Runs `handler` (a user method's, or a property's setter) in `inbox`, after every call
+    /// its sender made before, and posts its reply back to this thread.
+    private func run(
+        _ method: DBusMethod, in inbox: CallInbox, replyingTo address: ReplyAddress,
+        _ handler: @escaping @Sendable () async throws -> [DBusValue]
+    ) {
         let core = self.core
-        Task {
+        inbox.enqueue {
             let result: CallResult
             do {
-                let values = try await method.handler(arguments)
+                let values = try await handler()
                 let signature = DBusValue.signature(of: values)
                 if signature == method.outSignature {
                     result = .success(values)

@@ -63,14 +63,15 @@ public struct DBusProperty: Sendable {
     public let access: DBusPropertyAccess
     /// Returns the current value; it must have type `signature`.
     public let get: @Sendable () -> DBusValue
-    /// Applies a new value; nil makes the property read-only whatever `access` says.
-    public let set: (@Sendable (DBusValue) throws -> Void)?
+    /// Applies a new value, in the order of the caller's calls; nil makes the property
+    /// read-only whatever `access` says.
+    public let set: (@Sendable (DBusValue) async throws -> Void)?
 
     /// Describes a property.
     public init(
         _ name: String, signature: String, access: DBusPropertyAccess = .read,
         get: @escaping @Sendable () -> DBusValue,
-        set: (@Sendable (DBusValue) throws -> Void)? = nil
+        set: (@Sendable (DBusValue) async throws -> Void)? = nil
     ) {
         self.name = name
         self.signature = signature

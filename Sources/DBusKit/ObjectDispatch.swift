@@ -47,7 +47,8 @@ enum ObjectDispatch {
         return (entry.isStandard ? entry.interface.name : nil, method)
     }
 
-    /// Answers a member of a standard interface, synchronously (property getters and setters run here).
+    /// Answers a member of a standard interface, synchronously (property getters run here; a
+    /// Set is ``propertySetter(_:in:)``'s, run in the caller's inbox).
     static func standard(
         _ interface: String, _ method: DBusMethod, _ arguments: [DBusValue], _ path: String, _ node: Node
     ) throws -> [DBusValue] {
@@ -69,9 +70,6 @@ enum ObjectDispatch {
             return [.variant(try value(of: property))]
         case (StandardInterfaces.properties, "GetAll"):
             return [try allProperties(interface: arguments[0].stringValue ?? "", in: exported)]
-        case (StandardInterfaces.properties, "Set"):
-            try setProperty(arguments, in: exported)
-            return []
         default:
             throw DBusError.unknownMethod("No method '\(method.name)' on interface '\(interface)'")
         }
@@ -122,7 +120,11 @@ enum ObjectDispatch {
         return .stringVariantDict(entries)
     }
 
-    private static func setProperty(_ arguments: [DBusValue], in exported: [DBusInterface]) throws {
+    /// Checks a Properties.Set call (the property exists, is writable, the value has its type)
+    /// and returns what applies it, to run in the order of the caller's calls.
+    static func propertySetter(_ arguments: [DBusValue], in exported: [DBusInterface]) throws
+        -> @Sendable () async throws -> Void
+    {
         let property = try findProperty(arguments, in: exported)
         guard property.access.isWritable, let set = property.set else {
             throw DBusError.propertyReadOnly("Property '\(property.name)' is read-only")
@@ -132,6 +134,6 @@ enum ObjectDispatch {
             throw DBusError.invalidArgs(
                 "Property '\(property.name)' has type '\(property.signature)', got '\(value.signature)'")
         }
-        try set(value)
+        return { try await set(value) }
     }
 }

@@ -319,12 +319,6 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     public func seek(to target: Duration) {
         shared.withLock { $0.pendingSeek = target }
         control.async { [self] in
-            guard
-                let position = shared.withLock({ state -> Duration? in
-                    defer { state.pendingSeek = nil }
-                    return state.pendingSeek
-                })
-            else { return }  // a later seek in the burst took it
             enum Plan {
                 case seek(exact: Bool)
                 case later
@@ -332,7 +326,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 case released(TrackID)
                 case nothing
             }
-            let plan = shared.withLock { state -> Plan in
+            func plan(for position: Duration, in state: inout Shared) -> Plan {
                 if let released = state.released {
                     // Let go of after a long pause: the track comes back at the new place.
                     state.released?.position = position
@@ -348,6 +342,14 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                 guard state.lifecycle.withPhase({ $0.listenerSeek(to: position) }) == .now else { return .later }
                 return .seek(exact: FeedingMode.exactSeeks(current.track))
             }
+            // One step: the position reported goes from the pending seek to the phase's target
+            // with no moment in between where the pipeline, flushing, answers.
+            let taken = shared.withLock { state -> (Duration, Plan)? in
+                guard let position = state.pendingSeek else { return nil }  // a later seek in the burst took it
+                state.pendingSeek = nil
+                return (position, plan(for: position, in: &state))
+            }
+            guard let (position, plan) = taken else { return }
             switch plan {
             case .seek(let exact):
                 performSeek(to: position, accurate: exact)
@@ -432,14 +434,16 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// The position and the track it is heard in: the previous one while its last samples
     /// still sound after a hand-over.
     public func heardPosition() -> HeardPosition? {
-        let (phase, current, unannounced, released) = shared.withLock {
+        let (phase, current, unannounced, released, pendingSeek) = shared.withLock {
             (
                 $0.lifecycle.current?.phase, $0.lifecycle.current?.track.id, $0.lifecycle.unannounced,
-                $0.released?.position
+                $0.released?.position, $0.pendingSeek
             )
         }
         // Let go of after a long pause; it comes back there.
         if let released { return HeardPosition(track: current, position: released) }
+        // A seek asked for and not yet on its way: the listener asked to be there.
+        if let pendingSeek, phase != nil { return HeardPosition(track: current, position: pendingSeek) }
         if let unannounced, let previousEnd = unannounced.previousEnd {
             // The previous track's last samples are still playing.
             return HeardPosition(track: unannounced.previous, position: previousEnd)

@@ -74,11 +74,15 @@ struct TrackPhase: Equatable, Sendable {
     /// Whether a rebuild is in progress (its state changes and stream start are not the track's own).
     var isRebuilding: Bool { rebuildMarker != nil }
 
-    /// The position to report: the held one, the start of a loading track, else the pipeline's.
+    /// The position to report: the held one, the start of a loading track, the target of a seek
+    /// in flight (the pipeline answers 0 or the old place while it flushes), else the pipeline's,
+    /// or where the last seek went when the pipeline answers nothing (just after a seek, on its
+    /// way back to PLAYING).
     func reportedPosition(pipeline: () -> Duration?) -> Duration? {
         if let held { return held }
         if case .loading(let start, _) = stage { return start }
-        return pipeline()
+        if case .seeking = stage, let target { return target }
+        return pipeline() ?? target
     }
 
     /// A load that replaces this track is queued: until it runs, its start is reported.
@@ -92,6 +96,7 @@ struct TrackPhase: Equatable, Sendable {
             return .atPreroll
         }
         stage = .seeking(reported: true)
+        self.target = target  // reported from now on, before the seek has even left
         return .now
     }
 

@@ -44,9 +44,6 @@ public final class MPRISService: Sendable {
     let artQueue = DispatchQueue(label: "spool.mpris.art", qos: .utility)
     /// Follows the current lyrics line: checks it and arms the timer for the next one.
     let lyricsQueue = DispatchQueue(label: "spool.mpris.lyrics")
-    /// Property sets waiting to reach the player, applied one after the other in the order they
-    /// arrived (a task per set could reach the player in any order).
-    private let propertySets: AsyncStream<@Sendable () async -> Void>.Continuation
     let log = Logger(label: "mpris")
 
     /// How long changes are gathered before one PropertiesChanged goes out.
@@ -71,15 +68,6 @@ public final class MPRISService: Sendable {
         self.resolver = resolver
         self.supportedMimeTypes = supportedMimeTypes
         self.onQuit = onQuit
-        let (sets, propertySets) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
-        self.propertySets = propertySets
-        Task {
-            for await apply in sets { await apply() }
-        }
-    }
-
-    deinit {
-        propertySets.finish()
     }
 
     /// Exports the MPRIS object and starts following the player.
@@ -102,6 +90,15 @@ public final class MPRISService: Sendable {
 
     /// The track id object path for a queue entry.
     public static func trackPath(_ id: TrackID) -> String { "/org/spool/Track/\(id.rawValue)" }
+
+    /// The queue entry a track id object path names; nil for any other path.
+    static func trackID(fromPath path: String) -> TrackID? {
+        let prefix = "/org/spool/Track/"
+        guard path.hasPrefix(prefix), let number = UInt64(path.dropFirst(prefix.count)),
+            trackPath(TrackID(number)) == path
+        else { return nil }
+        return TrackID(number)
+    }
 
     // MARK: org.mpris.MediaPlayer2
 
@@ -136,8 +133,6 @@ public final class MPRISService: Sendable {
 
     private func playerInterface() -> DBusInterface {
         let player = self.player
-        let propertySets = self.propertySets
-        let apply: @Sendable (@escaping @Sendable () async -> Void) -> Void = { propertySets.yield($0) }
         let read: @Sendable (String) -> DBusValue = { [weak self] name in
             self?.published.withLock { Self.playerProperties($0.snapshot)[name] } ?? .boolean(false)
         }
@@ -172,13 +167,8 @@ public final class MPRISService: Sendable {
                     guard case .int64(let offset) = arguments.first else {
                         throw DBusError.invalidArgs("Seek takes an offset in microseconds")
                     }
-                    let state = await player.state
-                    guard let current = state.nowPlaying else { return [] }
-                    // Any Int64 offset arrives here: keep the target within what MPRIS can report.
-                    let target = min(player.position() + .microseconds(offset), .microseconds(Int64.max))
-                    if let length = current.duration, target > length {
-                        await player.next()
-                    } else if let refusal = await player.seek(to: max(.zero, target)) {
+                    // Read, decided and applied in one step of the player: nothing runs in between.
+                    if let refusal = await player.seek(by: .microseconds(offset)) {
                         throw DBusError(name: Self.cannotSeekError, message: refusal)
                     }
                     return []
@@ -187,13 +177,10 @@ public final class MPRISService: Sendable {
                     guard arguments.count == 2, case .objectPath(let track) = arguments[0],
                         case .int64(let micros) = arguments[1]
                     else { throw DBusError.invalidArgs("SetPosition takes a track id and a position") }
-                    let state = await player.state
-                    // Stale track ids, negative positions and positions past the end are ignored, as the spec asks.
-                    guard let current = state.nowPlaying, track == Self.trackPath(current.entry.id), micros >= 0
-                    else { return [] }
-                    let target = Duration.microseconds(micros)
-                    if let length = current.duration, target > length { return [] }
-                    if let refusal = await player.seek(to: target) {
+                    // A path that names no queue entry is a stale id: ignored, as the spec asks (and
+                    // so are negative positions and positions past the end, in the player).
+                    guard let id = Self.trackID(fromPath: track) else { return [] }
+                    if let refusal = await player.setPosition(of: id, to: .microseconds(micros)) {
                         throw DBusError(name: Self.cannotSeekError, message: refusal)
                     }
                     return []
@@ -214,26 +201,26 @@ public final class MPRISService: Sendable {
                         guard let text = value.stringValue, let mode = LoopMode(rawValue: text) else {
                             throw DBusError.invalidArgs("LoopStatus is one of None, Track, Playlist")
                         }
-                        apply { await player.setLoop(mode) }
+                        await player.setLoop(mode)
                     }),
                 DBusProperty(
                     "Shuffle", signature: "b", access: .readWrite, get: { read("Shuffle") },
                     set: { value in
                         guard let on = value.boolValue else { throw DBusError.invalidArgs("Shuffle is a boolean") }
-                        apply { await player.setShuffle(on) }
+                        await player.setShuffle(on)
                     }),
                 DBusProperty(
                     "Rate", signature: "d", access: .readWrite, get: { read("Rate") },
                     set: { value in
                         guard let rate = value.doubleValue else { throw DBusError.invalidArgs("Rate is a double") }
-                        apply { await player.setRate(rate) }
+                        await player.setRate(rate)
                     }),
                 DBusProperty("Metadata", signature: "a{sv}") { read("Metadata") },
                 DBusProperty(
                     "Volume", signature: "d", access: .readWrite, get: { read("Volume") },
                     set: { value in
                         guard let volume = value.doubleValue else { throw DBusError.invalidArgs("Volume is a double") }
-                        apply { await player.setVolume(volume) }
+                        await player.setVolume(volume)
                     }),
                 DBusProperty("Position", signature: "x") { [weak self] in
                     .int64(Int64((self?.shownPosition() ?? .zero).microseconds))

@@ -404,6 +404,29 @@ public actor Player {
         return nil
     }
 
+    /// Moves the position by `offset` from where the track is heard (MPRIS `Seek`), deciding
+    /// on the state of this moment. Past the track's known end it acts like Next, and with no
+    /// next track (the queue's end, no loop) like Stop, as MPRIS asks. Nil, or why it cannot seek.
+    public func seek(by offset: Duration) -> String? {
+        guard let current = snapshot.nowPlaying else { return nil }
+        // Any Int64 offset arrives here: the target stays within what MPRIS can report.
+        let target = min(position() + offset, .microseconds(Int64.max))
+        if let length = current.duration, target > length {
+            if queue.canGoNext { next() } else { stop() }
+            return nil
+        }
+        return seek(to: max(.zero, target))
+    }
+
+    /// Moves to `position` in the track `id` (MPRIS `SetPosition`), deciding on the state of this
+    /// moment: another track's id (a stale one), a negative position or one past the end is
+    /// ignored, as MPRIS asks. Nil, or why it cannot seek.
+    public func setPosition(of id: TrackID, to position: Duration) -> String? {
+        guard let current = snapshot.nowPlaying, current.entry.id == id, position >= .zero else { return nil }
+        if let length = current.duration, position > length { return nil }
+        return seek(to: position)
+    }
+
     /// Sets the rate, clamped to the engine's range; 0 pauses, as MPRIS asks.
     public func setRate(_ rate: Double) {
         guard !rate.isNaN else { return }

@@ -41,6 +41,10 @@ final class EchoState: Sendable {
     let count = Atomic<Int>(0)
     let slowStarted = AsyncStream<Void>.makeStream()
     let slowRelease = AsyncStream<Void>.makeStream()
+    /// The values `Record` calls carried, in the order their handlers ran.
+    let recorded = Mutex<[Int32]>([])
+    /// The Volume values set, in the order the setter ran.
+    let volumesSet = Mutex<[Double]>([])
 }
 
 struct Boom: Error {}
@@ -105,6 +109,14 @@ final class EchoService: Sendable {
                 state.counted.continuation.yield(value)
                 return []
             },
+            // Suspends a different number of times per call before it records: handlers run side by
+            // side would record out of order.
+            DBusMethod("Record", in: "i") { arguments in
+                let value = arguments[0].int32Value ?? -1
+                for _ in 0..<Int(value.magnitude % 7) * 5 { await Task.yield() }
+                state.recorded.withLock { $0.append(value) }
+                return []
+            },
             DBusMethod("Slow", out: "s") { _ in
                 state.slowStarted.continuation.yield()
                 for await _ in state.slowRelease.stream { break }
@@ -121,7 +133,9 @@ final class EchoService: Sendable {
                         guard let volume = value.doubleValue, (0...1).contains(volume) else {
                             throw DBusError.invalidArgs("volume out of range")
                         }
+                        for _ in 0..<Int(volume * 100) % 7 * 5 { await Task.yield() }
                         state.volume.withLock { $0 = volume }
+                        state.volumesSet.withLock { $0.append(volume) }
                     }),
                 DBusProperty("Metadata", signature: "a{sv}") {
                     .stringVariantDict([("xesam:title", .string("T")), ("mpris:length", .int64(5))])

@@ -51,7 +51,7 @@ struct ServiceRig {
     /// Sets a Player property and returns the PropertiesChanged that follows it.
     func set(_ property: String, _ value: DBusValue) async throws -> [String: DBusValue] {
         let mark = bus.mark
-        try bus.set(Self.player, property, value)
+        try await bus.set(Self.player, property, value)
         return try #require(await bus.changes(from: mark, holding: property))
     }
 }
@@ -201,12 +201,13 @@ struct PlayerInterfaceTests {
         let rig = await ServiceRig()
         for value: DBusValue in [.string("Bogus"), .string("none"), .int32(1), .boolean(true)] {
             #expect(
-                await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, "LoopStatus", value) },
+                await throwsDBusError(invalidArgs) { try await rig.bus.set(ServiceRig.player, "LoopStatus", value) },
                 "\(value)")
         }
         for value: DBusValue in [.string("true"), .int32(1), .double(1)] {
             #expect(
-                await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, "Shuffle", value) }, "\(value)")
+                await throwsDBusError(invalidArgs) { try await rig.bus.set(ServiceRig.player, "Shuffle", value) },
+                "\(value)")
         }
         for mode in ["Track", "Playlist", "None"] {
             #expect(try await rig.set("LoopStatus", .string(mode))["LoopStatus"] == .string(mode))
@@ -228,11 +229,11 @@ struct PlayerInterfaceTests {
         #expect(try await rig.set("Volume", .double(-3))["Volume"] == .double(0.0))
         for (property, value) in [("Rate", DBusValue.string("fast")), ("Volume", .boolean(true))] {
             #expect(
-                await throwsDBusError(invalidArgs) { try rig.bus.set(ServiceRig.player, property, value) },
+                await throwsDBusError(invalidArgs) { try await rig.bus.set(ServiceRig.player, property, value) },
                 "\(property)")
         }
         let mark = rig.bus.mark
-        try rig.bus.set(ServiceRig.player, "Rate", .double(0))
+        try await rig.bus.set(ServiceRig.player, "Rate", .double(0))
         let changes = await rig.bus.changes(from: mark, holding: "PlaybackStatus")
         #expect(changes?["PlaybackStatus"] == .string("Paused"), "rate 0 pauses, as MPRIS asks")
         #expect(try rig.bus.get(ServiceRig.player, "Rate") == .double(0.5), "and keeps the rate")
@@ -244,8 +245,8 @@ struct PlayerInterfaceTests {
         let volume = try await rig.set("Volume", .double(0.5))
         #expect(Set(volume.keys) == ["Volume"])
         let mark = rig.bus.mark
-        try rig.bus.set(ServiceRig.player, "Volume", .double(0.5))
-        try rig.bus.set(ServiceRig.player, "Shuffle", .boolean(true))
+        try await rig.bus.set(ServiceRig.player, "Volume", .double(0.5))
+        try await rig.bus.set(ServiceRig.player, "Shuffle", .boolean(true))
         let next = try #require(await rig.bus.changes(from: mark, holding: "Shuffle"))
         #expect(Set(next.keys) == ["Shuffle"], "the same volume again changes nothing")
         #expect(!rig.bus.signals.dropFirst(mark).contains { $0.changes?.values["Volume"] != nil })

@@ -90,10 +90,10 @@ final class RecordingBus: MPRISBus {
     }
 
     /// Writes a property, as Set does; throws what the service answers.
-    func set(_ interface: String, _ property: String, _ value: DBusValue) throws {
+    func set(_ interface: String, _ property: String, _ value: DBusValue) async throws {
         let setter = try #require(
             try self.interface(interface).property(named: property)?.set, "\(property) is read-only")
-        try setter(value)
+        try await setter(value)
     }
 
     /// Calls a method with `arguments`; throws the error the service answers.
