@@ -98,6 +98,13 @@ public protocol PlaybackMemory: Sendable {
     func session() -> SavedSession?
     /// Saves (replaces) the session.
     func save(_ session: SavedSession)
+    /// Returns once every save asked for so far is stored (before the system sleeps, at quit).
+    func flush()
+}
+
+extension PlaybackMemory {
+    /// A memory that stores as it is asked has nothing to wait for.
+    public func flush() {}
 }
 
 /// A memory that lives only as long as the process: for tests and for when the

@@ -455,11 +455,13 @@ public actor Player {
         stopPreload()
         engine.shutdown()
         loadedID = nil
+        memory.flush()  // stored before the process ends
     }
 
-    /// Saves the position and the session now (system sleep, periodic saves).
+    /// Saves the position and the session now, and waits until they are stored (system sleep).
     public func saveNow() {
         rememberCurrent()
+        memory.flush()
     }
 
     // MARK: Loading

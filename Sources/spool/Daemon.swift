@@ -111,7 +111,8 @@ final class Daemon: Sendable {
         ) { url throws(MediaSourceError) in try sources.source(for: url) }
         let memory: PlaybackMemory
         do {
-            memory = try SQLiteStateStore(directory: Daemon.stateDirectory())
+            // Written behind the player: no MPRIS answer waits for a commit and its sync.
+            memory = WriteBehindMemory(try SQLiteStateStore(directory: Daemon.stateDirectory()))
         } catch {
             Logger(label: "daemon").warning("positions and the session will not be remembered: \(error)")
             memory = TransientMemory()
