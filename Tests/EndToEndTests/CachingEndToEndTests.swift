@@ -77,7 +77,14 @@ struct PreloadWindowEndToEndTests {
                 server.accessLog().filter { $0.path.hasSuffix(second.fileName) }.reduce(0) { $0 + $1.bodyBytesSent }
                     == secondSize
             })
-        let rows = try await daemon.preloads()
+        // nginx logs a request once it has sent the body, before the daemon has taken in its last
+        // bytes: the daemon's own report is waited for, not read at once.
+        var rows = try await daemon.preloads()
+        let deadline = ContinuousClock.now + .seconds(10)
+        while rows.map(\.stage) != ["complete", "head-ready"], ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            rows = try await daemon.preloads()
+        }
         #expect(
             rows.map(\.stage) == ["complete", "head-ready"], "the small next track came whole with its head: \(rows)")
         let thirdRequests = server.accessLog().filter { $0.path.hasSuffix(third.fileName) }
