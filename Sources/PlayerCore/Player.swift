@@ -487,7 +487,7 @@ public actor Player {
         // Restarting the same entry (Stop then Play, a retry) keeps what is known of it, so clients see no flicker.
         let known = snapshot.nowPlaying?.entry.id == entry.id ? snapshot.nowPlaying : nil
         update {
-            $0.nowPlaying = known ?? NowPlaying(entry: entry, tags: TrackTags(), duration: nil)
+            $0.nowPlaying = known ?? NowPlaying(entry: entry, tags: entry.tags ?? TrackTags(), duration: entry.duration)
             $0.status = playing ? .playing : .paused
             $0.buffering = false
         }
@@ -693,12 +693,15 @@ public actor Player {
         startedID = id
         preparedID = nil
         failures.reset()
-        let tags = (pendingTags.removeValue(forKey: id) ?? TrackTags())
+        // What the queue read ahead of the entry shows from the first moment, the engine's own
+        // tags over it: a lock screen never shows the new track without its length meanwhile.
+        let heard = pendingTags.removeValue(forKey: id)
+        let tags = heard.map { Self.merge($0, into: entry.tags ?? TrackTags()) } ?? entry.tags ?? TrackTags()
         let reported = pendingSeekable.removeValue(forKey: id)
         let seekable = reported ?? false
         if reported != nil { seekableReported = id }
         update {
-            $0.nowPlaying = NowPlaying(entry: entry, tags: tags, duration: nil, seekable: seekable)
+            $0.nowPlaying = NowPlaying(entry: entry, tags: tags, duration: entry.duration, seekable: seekable)
             $0.lastError = nil
         }
         prepareNext()
