@@ -23,6 +23,9 @@ public actor Player {
     private let networkUp: @Sendable (URL) -> Bool
     /// How often a track waiting for the network checks whether it is back.
     private let networkCheckInterval: Duration
+    /// What the timers (periodic saves, retries, the network check, preload ticks) wait on;
+    /// tests pass a clock they advance themselves.
+    private let clock: any Clock<Duration>
     private let preloader: Preloader?
     private let preloadPolicy: PreloadPolicy
     let log = Logger(label: "player")
@@ -88,7 +91,8 @@ public actor Player {
     /// without one, the engine is given the following track as soon as it is known.
     /// The sound server's requests to make way for another stream are followed as
     /// `interruptions` says (``InterruptionPolicy``). With a `tagReader`, the tags of queued
-    /// local and completely cached tracks are read ahead for the queue to show.
+    /// local and completely cached tracks are read ahead for the queue to show. Its timers wait
+    /// on `clock`.
     public init(
         engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
         retryDelay: Duration = .milliseconds(500), preloader: Preloader? = nil,
@@ -96,8 +100,9 @@ public actor Player {
         keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString },
         networkUp: @escaping @Sendable (URL) -> Bool = { NetworkState.isUp(forHost: $0.host) },
         networkCheckInterval: Duration = .seconds(1), interruptions: InterruptionMode = .pause,
-        tagReader: (any QueueTagReader)? = nil
+        tagReader: (any QueueTagReader)? = nil, clock: any Clock<Duration> = ContinuousClock()
     ) {
+        self.clock = clock
         self.interruptions = InterruptionPolicy(mode: interruptions)
         self.tagReads = QueueTagReads(reader: tagReader)
         self.networkCheckInterval = networkCheckInterval
@@ -593,9 +598,9 @@ public actor Player {
     private func startPreloadTicker() {
         guard preloadTicker == nil else { return }
         let interval = preloadPolicy.settings.checkInterval
-        preloadTicker = Task { [weak self] in
+        preloadTicker = Task { [weak self, clock] in
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
                 guard !Task.isCancelled else { return }
                 await self?.refreshPreload()
             }
@@ -745,8 +750,8 @@ public actor Player {
             startCurrent(playing: snapshot.status == .playing, at: loadStart)
         case .retry(let delay):
             update { $0.lastError = "\(name): \(error.message)" }
-            Task { [weak self] in
-                try? await Task.sleep(for: delay)
+            Task { [weak self, clock] in
+                try? await clock.sleep(for: delay)
                 await self?.retry(id)
             }
         case .waitForNetwork:
@@ -790,10 +795,10 @@ public actor Player {
         networkWait?.cancel()
         let networkUp = networkUp
         let interval = networkCheckInterval
-        networkWait = Task { [weak self] in
+        networkWait = Task { [weak self, clock] in
             var waited = Duration.zero
             while !Task.isCancelled {
-                try? await Task.sleep(for: interval)
+                try? await clock.sleep(for: interval)
                 waited += interval
                 if networkUp(url) || waited >= .seconds(30) { break }
             }
@@ -838,10 +843,10 @@ public actor Player {
     private func startSaving() {
         guard saver == nil else { return }
         let policy = policy
-        saver = Task { [weak self] in
+        saver = Task { [weak self, clock] in
             while !Task.isCancelled {
                 guard let rate = await self?.snapshot.rate else { return }
-                try? await Task.sleep(for: policy.saveInterval(atRate: rate))
+                try? await clock.sleep(for: policy.saveInterval(atRate: rate))
                 guard !Task.isCancelled else { return }
                 await self?.rememberCurrent()
             }

@@ -91,14 +91,17 @@ final class NetworkSwitch: Sendable {
 struct PlayerFailureTests {
     let urls = (1...4).map { URL(string: "http://127.0.0.1:1/\($0).mp3")! }
 
-    func makePlayer(network: NetworkSwitch = NetworkSwitch(true)) async -> (
+    /// The network check's period on the test clock.
+    static let checkInterval: Duration = .seconds(1)
+
+    func makePlayer(network: NetworkSwitch = NetworkSwitch(true), clock: TestClock = TestClock()) async -> (
         FakeEngine, Player, UpdateRecorder, TransientMemory
     ) {
         let engine = FakeEngine()
         let memory = TransientMemory()
         let player = Player(
             engine: engine, memory: memory, retryDelay: .zero, networkUp: { _ in network.isUp },
-            networkCheckInterval: .milliseconds(10))
+            networkCheckInterval: Self.checkInterval, clock: clock)
         let recorder = UpdateRecorder()
         await player.observe { recorder.record($0) }
         return (engine, player, recorder, memory)
@@ -197,7 +200,8 @@ struct PlayerFailureTests {
 
     @Test func withTheNetworkDownTheTrackWaitsInsteadOfSkipping() async throws {
         let network = NetworkSwitch(false)
-        let (engine, player, recorder, _) = await makePlayer(network: network)
+        let clock = TestClock()
+        let (engine, player, recorder, _) = await makePlayer(network: network, clock: clock)
         await player.open(urls.map { ($0, nil) })
         let id = engine.loads[0].0
         engine.send(.failed(id, EngineError("no route", kind: .unreachable, position: .seconds(7))))
@@ -208,10 +212,13 @@ struct PlayerFailureTests {
         #expect(await player.state.buffering)
         #expect(await player.state.nowPlaying?.entry.id == id, "no skipping through the queue offline")
         #expect(engine.loads.count == 1)
+        #expect(await clock.waitForSleepers(), "the network check is armed")
+        clock.advance(by: Self.checkInterval * 3)
+        #expect(await clock.waitForSleepers(), "still offline: it checks again")
+        #expect(engine.loads.count == 1)
         network.isUp = true
-        let deadline = ContinuousClock.now + .seconds(5)
-        while engine.loads.count < 2, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        #expect(engine.loads.count == 2)
+        clock.advance(by: Self.checkInterval)
+        #expect(await recorder.waitUntil { _ in engine.loads.count == 2 })
         #expect(
             engine.loads.last?.0 == id && engine.loads.last?.1 == .seconds(7), "back online: the same track, same place"
         )
@@ -219,13 +226,16 @@ struct PlayerFailureTests {
 
     @Test func pausingWhileWaitingForTheNetworkCancelsTheAutomaticRetry() async throws {
         let network = NetworkSwitch(false)
-        let (engine, player, recorder, _) = await makePlayer(network: network)
+        let clock = TestClock()
+        let (engine, player, recorder, _) = await makePlayer(network: network, clock: clock)
         await player.open(urls[0])
         engine.send(.failed(engine.loads[0].0, EngineError("no route", kind: .unreachable, position: .seconds(7))))
         #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.buffering == true })
+        #expect(await clock.waitForSleepers(), "the network check is armed")
         await player.pause()
+        #expect(clock.sleepers == 0, "the pause ended the wait for the network")
         network.isUp = true
-        try await Task.sleep(for: .milliseconds(200))  // twenty periods of the network check: nothing may load
+        clock.advance(by: Self.checkInterval * 20)  // twenty periods of the network check: nothing may load
         #expect(engine.loads.count == 1, "a listener who paused is not overruled")
         await player.play()
         #expect(engine.loads.last?.1 == .seconds(7))
