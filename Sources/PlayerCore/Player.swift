@@ -624,24 +624,26 @@ public actor Player {
     // MARK: Engine events
 
     private func handle(_ event: EngineEvent) {
-        let current = loadedID
-        switch event {
-        case .nextQueued(let id) where id == current && id == preparedID:
-            // Only a track prepared as its own follower restarts (loop Track); a queued event
-            // that crossed a Next or a load for the same entry is stale.
+        // What follows in the queue matters to a start only (and costs a walk of the play order).
+        var upcoming: TrackID?
+        if case .trackStarted = event { upcoming = queue.upcoming(automatic: true) }
+        let tracks = EngineEventRoute.Tracks(
+            loaded: loadedID, prepared: preparedID, committed: committedID, loopRestartQueued: loopRestartQueued,
+            upcoming: upcoming)
+        switch EngineEventRoute.route(event, tracks) {
+        case .loopRestartQueued:
             loopRestartQueued = true
-        case .nextQueued(let id) where id == preparedID:
+        case .committed(let id):
             log.debug("the engine committed \(id) as the next track")
             committedID = id
-        case .trackStarted(let id) where id == current && loopRestartQueued && queue.upcoming(automatic: true) != id:
-            // The engine restarted the track for loop Track, which was turned off since.
+        case .loopRestartAbandoned(let id):
             loopRestartQueued = false
             trackEnded(id)
-        case .trackStarted(let id) where id == current:
+        case .started(let id, let restarted):
             failures.reset()
             startedID = id
             readAheadTags()
-            if loopRestartQueued {
+            if restarted {
                 loopRestartQueued = false
                 preparedID = nil
                 forgetPosition(of: id)
@@ -649,41 +651,41 @@ public actor Player {
                 prepareNext()
             }
             if snapshot.lastError != nil { update { $0.lastError = nil } }
-        case .trackStarted(let id) where id == preparedID && queue.upcoming(automatic: true) == id:
+        case .handedOver(let id):
             handOver(to: id)
-        case .trackStarted(let id) where id == committedID:
-            // The engine went on with what it had committed to, but the queue changed since (an
-            // insert, a removal, loop or shuffle): the current track ended; load what follows now.
-            log.info("\(id) was committed before the queue changed: loading what follows instead")
+        case .committedTrackStale(let ended):
+            log.info(
+                "\(committedID.map { "\($0)" } ?? "a track") was committed before the queue changed: loading what follows instead"
+            )
             committedID = nil
-            if let finished = current { trackEnded(finished) }
-        case .described(let id, let tags, let duration) where id == current:
+            if let ended { trackEnded(ended) }
+        case .described(let heard):
             // One update: the title and the length reach clients together.
             update { state in
-                if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = Self.merge(tags, into: known) }
-                if let duration { state.nowPlaying?.duration = duration }
+                if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = Self.merge(heard.tags, into: known) }
+                if let duration = heard.duration { state.nowPlaying?.duration = duration }
             }
-        case .described(let id, let tags, duration: _) where id == preparedID:
+        case .describedAhead(let id, let tags):
             pendingTags[id] = Self.merge(tags, into: pendingTags[id] ?? TrackTags())
             heardAhead(tags, of: id)  // clients listing the queue see them before it plays
-        case .buffering(let id, let waiting) where id == current:
+        case .buffering(let waiting):
             update { $0.buffering = waiting }
-        case .seekable(let id, let seekable) where id == current:
+        case .seekable(let id, let seekable):
             seekableReported = id
             update { $0.nowPlaying?.seekable = seekable }
-        case .seekable(let id, let seekable):
+        case .seekableAhead(let id, let seekable):
             pendingSeekable[id] = seekable
-        case .seeked(let id, let position) where id == current:
+        case .seeked(let position):
             positionOverride.withLock { $0 = nil }
             notify(.seeked(position))
             rememberCurrent()
-        case .endOfTrack(let id) where id == current:
+        case .ended(let id):
             trackEnded(id)
-        case .failed(let id, let error) where id == nil || id == current:
-            trackFailed(id ?? current, error)
-        case .soundServerRequest(let request):
+        case .failed(let id, let error):
+            trackFailed(id, error)
+        case .soundServer(let request):
             soundServerAsked(request)
-        default:
+        case .ignored:
             break
         }
     }

@@ -1,0 +1,101 @@
+import EngineAPI
+import Testing
+
+@testable import PlayerCore
+
+/// Which of the player's tracks an engine event is about, one row per rule; the order of the
+/// rules is the point (a start of the loaded track during a loop restart, a start of a track
+/// that is both prepared and committed).
+@Suite("Routing engine events to the player's tracks")
+struct EngineEventRouteTests {
+    static let loaded = TrackID(1)
+    static let prepared = TrackID(2)
+    static let committed = TrackID(3)
+    static let other = TrackID(9)
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        let event: EngineEvent
+        let tracks: EngineEventRoute.Tracks
+        let route: EngineEventRoute
+        let testDescription: String
+    }
+
+    static func tracks(
+        prepared: TrackID? = Self.prepared, committed: TrackID? = nil, loop: Bool = false, upcoming: TrackID? = nil
+    ) -> EngineEventRoute.Tracks {
+        EngineEventRoute.Tracks(
+            loaded: loaded, prepared: prepared, committed: committed, loopRestartQueued: loop, upcoming: upcoming)
+    }
+
+    static let error = EngineError("broken")
+
+    static let rows: [Row] = [
+        Row(
+            event: .nextQueued(loaded), tracks: tracks(prepared: loaded), route: .loopRestartQueued,
+            testDescription: "the loaded track queued as its own follower: loop Track"),
+        Row(
+            event: .nextQueued(loaded), tracks: tracks(), route: .ignored,
+            testDescription: "a queued event for the loaded track that is no longer prepared: stale"),
+        Row(
+            event: .nextQueued(prepared), tracks: tracks(), route: .committed(prepared),
+            testDescription: "the prepared track committed"),
+        Row(
+            event: .nextQueued(other), tracks: tracks(), route: .ignored,
+            testDescription: "another track queued: stale"),
+        Row(
+            event: .trackStarted(loaded), tracks: tracks(), route: .started(loaded, restarted: false),
+            testDescription: "the loaded track started"),
+        Row(
+            event: .trackStarted(loaded), tracks: tracks(prepared: loaded, loop: true, upcoming: loaded),
+            route: .started(loaded, restarted: true), testDescription: "restarted for loop Track"),
+        Row(
+            event: .trackStarted(loaded), tracks: tracks(prepared: loaded, loop: true, upcoming: prepared),
+            route: .loopRestartAbandoned(loaded), testDescription: "restarted, but loop Track was turned off since"),
+        Row(
+            event: .trackStarted(prepared), tracks: tracks(upcoming: prepared), route: .handedOver(prepared),
+            testDescription: "the prepared track took over, the queue's next"),
+        Row(
+            event: .trackStarted(prepared), tracks: tracks(committed: prepared, upcoming: other),
+            route: .committedTrackStale(ended: loaded),
+            testDescription: "the committed track took over, but the queue changed since"),
+        Row(
+            event: .trackStarted(prepared), tracks: tracks(upcoming: other), route: .ignored,
+            testDescription: "a prepared track no longer next and never committed"),
+        Row(
+            event: .trackStarted(other), tracks: tracks(), route: .ignored,
+            testDescription: "a start of no track of the player's"),
+        Row(
+            event: .described(loaded, TrackTags(), duration: .seconds(3)), tracks: tracks(),
+            route: .described(.init(tags: TrackTags(), duration: .seconds(3))),
+            testDescription: "the loaded track described"),
+        Row(
+            event: .described(prepared, TrackTags(), duration: nil), tracks: tracks(),
+            route: .describedAhead(prepared, TrackTags()), testDescription: "the prepared track described ahead"),
+        Row(
+            event: .described(other, TrackTags(), duration: nil), tracks: tracks(), route: .ignored,
+            testDescription: "another track described"),
+        Row(
+            event: .buffering(other, true), tracks: tracks(), route: .ignored,
+            testDescription: "another track buffering"),
+        Row(
+            event: .seekable(prepared, true), tracks: tracks(), route: .seekableAhead(prepared, true),
+            testDescription: "another track's seekability, kept"),
+        Row(
+            event: .seeked(other, position: .seconds(1)), tracks: tracks(), route: .ignored,
+            testDescription: "another track's seek"),
+        Row(
+            event: .endOfTrack(prepared), tracks: tracks(), route: .ignored,
+            testDescription: "the end of a track not loaded"),
+        Row(
+            event: .failed(nil, error), tracks: tracks(), route: .failed(loaded, error),
+            testDescription: "a failure of no track: the loaded one's"),
+        Row(
+            event: .failed(prepared, error), tracks: tracks(), route: .ignored,
+            testDescription: "a failure of a track not loaded"),
+    ]
+
+    @Test(arguments: rows)
+    func anEventGoesWhereItsTrackSays(row: Row) {
+        #expect(EngineEventRoute.route(row.event, row.tracks) == row.route)
+    }
+}
