@@ -177,28 +177,6 @@ struct PlaybackBehaviourTests {
         #expect(events.firstIndex(of: .trackStarted(TrackID(1)))! < started)
     }
 
-    @Test func aTracksTitleReachesThePlayerWithItsLength() throws {
-        let fixtures = try Fixtures.shared()
-        let dir = try TemporaryDirectory()
-        let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"))
-        defer { engine.shutdown() }
-        let first = fixtures.fixture(.oggVorbis)
-        let second = fixtures.fixture(.flac)
-        engine.load(EngineTrack(id: TrackID(1), url: first.url), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(2), url: second.url))
-        _ = recorder.waitFor(isEnd)
-        // The first description of each track, the gapless one too, carries its title and length.
-        for (id, fixture) in [(TrackID(1), first), (TrackID(2), second)] {
-            let described = recorder.all.first { if case .described(id, _, _) = $0 { true } else { false } }
-            guard case .described(_, let tags, let duration) = described else {
-                Issue.record("\(id) was never described: \(recorder.all)")
-                continue
-            }
-            #expect(tags.title == fixture.title)
-            #expect(duration != nil, "\(id)'s title came without its length")
-        }
-    }
-
     @Test(arguments: [FixtureFormat.mp3CBR, .mp3VBR, .flac, .oggVorbis, .oggOpus, .m4aFaststart, .m4aMoovAtEnd, .wav])
     func seeksLandWithin50Milliseconds(format: FixtureFormat) throws {
         let fixture = try Fixtures.shared().fixture(format)
