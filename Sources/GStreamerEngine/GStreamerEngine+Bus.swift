@@ -79,7 +79,20 @@ extension GStreamerEngine {
                 control.async { [self] in dropBrokenNext(uri: uri) }
             case .current(let ticket):
                 log.error("\(ticket.track): \(text) (\(takeGString(debug) ?? ""))")
-                control.async { [self] in fail(ticket, text, kind: kind) }
+                // One failure per track: errors that follow before it is handled only make its kind
+                // more exact (an element's own error and the generic one its stream's end posts
+                // come from two threads, in either order).
+                let first = shared.withLock { state -> Bool in
+                    if let pending = state.pendingFailure, pending.ticket == ticket {
+                        if pending.kind == .transient && kind != .transient {
+                            state.pendingFailure = (ticket, text, kind)
+                        }
+                        return false
+                    }
+                    state.pendingFailure = (ticket, text, kind)
+                    return true
+                }
+                if first { control.async { [self] in fail(ticket) } }
             case .none:
                 break
             }
@@ -262,11 +275,17 @@ extension GStreamerEngine {
         for event in shared.withLock({ $0.lifecycle.heard(id) }) { emit(event) }
     }
 
-    /// On the control queue: the loaded track of `ticket` failed with `text`; the pipeline is
-    /// torn down, and the failure carries where the track was, so a retry resumes there.
-    func fail(_ ticket: LoadTicket, _ text: String, kind: FailureKind) {
-        guard shared.withLock({ $0.lifecycle.isCurrent(ticket) }) else { return }
-        let error = EngineError(text, kind: kind, position: position())
+    /// On the control queue: the loaded track of `ticket` failed (with the pending failure's
+    /// message and kind); the pipeline is torn down, and the failure carries where the track
+    /// was, so a retry resumes there.
+    func fail(_ ticket: LoadTicket) {
+        let failure = shared.withLock { state -> (text: String, kind: FailureKind)? in
+            guard let pending = state.pendingFailure, pending.ticket == ticket else { return nil }
+            state.pendingFailure = nil
+            return state.lifecycle.isCurrent(ticket) ? (pending.text, pending.kind) : nil
+        }
+        guard let failure else { return }
+        let error = EngineError(failure.text, kind: failure.kind, position: position())
         let events = shared.withLock { $0.lifecycle.failed(ticket, error) }
         teardown()
         for event in events { emit(event) }

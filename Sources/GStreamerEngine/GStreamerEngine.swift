@@ -46,6 +46,9 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// The next URI handed to playbin whose group playbin has not activated yet, and the
         /// signal of its activation (see ``awaitHandOverActivation()``).
         var activating: (uri: String, done: DispatchSemaphore)?
+        /// A failure of the loaded track the bus reported and the control queue has not handled
+        /// yet: later errors of the same track can only make its kind more exact.
+        var pendingFailure: (ticket: LoadTicket, text: String, kind: FailureKind)?
         /// The caps of a slow decoder the loading track needs, loaded once its demuxer or
         /// parser is in place.
         var decoderToPreload: String?

@@ -49,6 +49,13 @@ final class EchoState: Sendable {
 
 struct Boom: Error {}
 
+/// Suspends the calling task until a Dispatch queue has run once.
+func hop() async {
+    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+        DispatchQueue.global().async { continuation.resume() }
+    }
+}
+
 /// A private bus, a service connection exporting the test interface under
 /// `org.spool.Test`, and a client connection.
 final class EchoService: Sendable {
@@ -109,11 +116,12 @@ final class EchoService: Sendable {
                 state.counted.continuation.yield(value)
                 return []
             },
-            // Suspends a different number of times per call before it records: handlers run side by
-            // side would record out of order.
+            // Suspends a different number of times per call (a hop through a Dispatch queue each)
+            // before it records: handlers run side by side would record out of order. Hops, not
+            // Task.yield loops: each yield waits its turn behind every task of the test process.
             DBusMethod("Record", in: "i") { arguments in
                 let value = arguments[0].int32Value ?? -1
-                for _ in 0..<Int(value.magnitude % 7) * 5 { await Task.yield() }
+                for _ in 0..<Int(value.magnitude % 3) { await hop() }
                 state.recorded.withLock { $0.append(value) }
                 return []
             },
@@ -133,7 +141,7 @@ final class EchoService: Sendable {
                         guard let volume = value.doubleValue, (0...1).contains(volume) else {
                             throw DBusError.invalidArgs("volume out of range")
                         }
-                        for _ in 0..<Int(volume * 100) % 7 * 5 { await Task.yield() }
+                        for _ in 0..<Int(volume * 1000) % 3 { await hop() }
                         state.volume.withLock { $0 = volume }
                         state.volumesSet.withLock { $0.append(volume) }
                     }),

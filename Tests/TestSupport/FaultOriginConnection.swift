@@ -210,7 +210,9 @@ struct OriginConnection {
         var sent = 0
         var stalled = false
         var replaced = false
-        let started = Date()
+        // Monotonic: the wall clock slews (NTP, up to 500 ppm), and a client timing the transfer
+        // with a monotonic clock then saw it end before the cap allows.
+        let started = ContinuousClock.now
         // The points where something happens, in body bytes.
         func limit(_ threshold: Int?, pending: Bool = true) -> Int? {
             guard pending, let threshold, threshold > sent else { return nil }
@@ -241,7 +243,7 @@ struct OriginConnection {
             }
             if let rate = faults.bytesPerSecond, rate > 0 {
                 piece = min(piece, max(1, rate / 20))
-                let due = Double(sent) / Double(rate) - Date().timeIntervalSince(started)
+                let due = Double(sent) / Double(rate) - Self.seconds(ContinuousClock.now - started)
                 if due > 0, !pause(due) { return (sent, false) }
             }
             // The link all responses share (FaultOrigin.setLinkRate).
@@ -264,15 +266,20 @@ struct OriginConnection {
     /// Waits `seconds` (nil: indefinitely) unless the client hangs up or the origin stops
     /// (which shuts the socket down); true when the full time passed.
     private func pause(_ seconds: Double?) -> Bool {
-        let deadline = seconds.map { Date().addingTimeInterval($0) }
+        let deadline = seconds.map { ContinuousClock.now + .nanoseconds(Int64(($0 * 1e9).rounded(.up))) }
         while true {
-            let remaining = deadline.map { max(0, $0.timeIntervalSinceNow) }
+            let remaining = deadline.map { max(0, Self.seconds($0 - ContinuousClock.now)) }
             if remaining == 0 { return !core.isStopped }
             var descriptor = pollfd(fd: fd, events: Self.peerHangUp, revents: 0)
             let ready = poll(&descriptor, 1, remaining.map { Int32(($0 * 1000).rounded(.up)) } ?? -1)
             if ready > 0 || core.isStopped { return false }
             if ready < 0 && errno != EINTR { return false }
         }
+    }
+
+    /// `duration` in seconds.
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
     }
 
     /// Linux's POLLRDHUP (the peer closed its end), which Glibc does not export to Swift.
