@@ -20,7 +20,7 @@ enum EngineEventRoute: Equatable, Sendable {
     /// insert, a removal, loop or shuffle): the loaded track ended, and what follows it now loads.
     case committedTrackStale(ended: TrackID?)
     /// The loaded track's tags and length.
-    case described(TagsAndLength)
+    case described(TrackTags, duration: Duration?)
     /// The prepared track's tags, heard before its audio started.
     case describedAhead(TrackID, TrackTags)
     /// The loaded track waits for bytes (true), or no longer.
@@ -39,14 +39,6 @@ enum EngineEventRoute: Equatable, Sendable {
     case soundServer(SoundServerRequest)
     /// About no track the player has, or nothing it acts on.
     case ignored
-
-    /// A description's parts.
-    struct TagsAndLength: Equatable, Sendable {
-        /// Tags read so far.
-        var tags: TrackTags
-        /// The length, when known.
-        var duration: Duration?
-    }
 
     /// The player's tracks an event may be about.
     struct Tracks: Equatable, Sendable {
@@ -81,7 +73,7 @@ enum EngineEventRoute: Equatable, Sendable {
         case .trackStarted(let id) where id == tracks.committed:
             return .committedTrackStale(ended: loaded)
         case .described(let id, let tags, let duration) where id == loaded:
-            return .described(TagsAndLength(tags: tags, duration: duration))
+            return .described(tags, duration: duration)
         case .described(let id, let tags, duration: _) where id == tracks.prepared:
             return .describedAhead(id, tags)
         case .buffering(let id, let waiting) where id == loaded:

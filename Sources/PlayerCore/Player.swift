@@ -659,11 +659,11 @@ public actor Player {
             )
             committedID = nil
             if let ended { trackEnded(ended) }
-        case .described(let heard):
+        case .described(let tags, let duration):
             // One update: the title and the length reach clients together.
             update { state in
-                if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = Self.merge(heard.tags, into: known) }
-                if let duration = heard.duration { state.nowPlaying?.duration = duration }
+                if let known = state.nowPlaying?.tags { state.nowPlaying?.tags = Self.merge(tags, into: known) }
+                if let duration { state.nowPlaying?.duration = duration }
             }
         case .describedAhead(let id, let tags):
             pendingTags[id] = Self.merge(tags, into: pendingTags[id] ?? TrackTags())

@@ -66,7 +66,7 @@ struct EngineEventRouteTests {
             testDescription: "a start of no track of the player's"),
         Row(
             event: .described(loaded, TrackTags(), duration: .seconds(3)), tracks: tracks(),
-            route: .described(.init(tags: TrackTags(), duration: .seconds(3))),
+            route: .described(TrackTags(), duration: .seconds(3)),
             testDescription: "the loaded track described"),
         Row(
             event: .described(prepared, TrackTags(), duration: nil), tracks: tracks(),

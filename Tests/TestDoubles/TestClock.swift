@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// A clock whose time moves only when a test advances it: the player's timers (saves, retries,
@@ -26,6 +27,8 @@ public final class TestClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var sleepers: [Sleeper] = []
         var nextID: UInt64 = 0
+        /// Tests waiting for that many sleepers, each resumed once (true) or at its time limit (false).
+        var watchers: [(count: Int, id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
     }
 
     private let state = Mutex(State())
@@ -49,12 +52,16 @@ public final class TestClock: Clock, Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let due = state.withLock { state -> Bool in
-                    if deadline <= state.now || Task.isCancelled { return true }
+                let (due, armed) = state.withLock { state -> (Bool, [CheckedContinuation<Bool, Never>]) in
+                    if deadline <= state.now || Task.isCancelled { return (true, []) }
                     state.sleepers.append(Sleeper(deadline: deadline, id: id, continuation: continuation))
-                    return false
+                    let count = state.sleepers.count
+                    let armed = state.watchers.filter { $0.count <= count }.map(\.continuation)
+                    state.watchers.removeAll { $0.count <= count }
+                    return (false, armed)
                 }
                 if due { continuation.resume() }
+                for watcher in armed { watcher.resume(returning: true) }
             }
             try Task.checkCancellation()
         } onCancel: {
@@ -78,12 +85,24 @@ public final class TestClock: Clock, Sendable {
         for sleeper in due { sleeper.continuation.resume() }
     }
 
-    /// Returns once at least `count` sleeps are waiting: a timer the test advances past is armed.
+    /// Returns true once at least `count` sleeps are waiting (a timer the test advances past is
+    /// armed), false when none came within 10 s of real time.
     public func waitForSleepers(_ count: Int = 1) async -> Bool {
-        for _ in 0..<100_000 {
-            if sleepers >= count { return true }
-            await Task.yield()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let id = state.withLock { state -> UInt64? in
+                guard state.sleepers.count < count else { return nil }
+                state.nextID += 1
+                state.watchers.append((count, state.nextID, continuation))
+                return state.nextID
+            }
+            guard let id else { return continuation.resume(returning: true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 10) { [self] in
+                let late = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                    guard let index = state.watchers.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.watchers.remove(at: index).continuation
+                }
+                late?.resume(returning: false)
+            }
         }
-        return sleepers >= count
     }
 }
