@@ -2,7 +2,7 @@ import EngineAPI
 
 /// What an engine event means for the player, decided from which of its tracks the event is
 /// about: the loaded one, the one prepared to follow it, or the one the engine committed to at
-/// about-to-finish. Pure: `Player.handle` carries out the route and decides nothing about
+/// about-to-finish. Pure: `PlaybackMachine.handle` carries out the route and decides nothing about
 /// which track an event concerns. Table-tested.
 enum EngineEventRoute: Equatable, Sendable {
     /// The loaded track was queued as its own follower: loop Track restarts it at its end.
