@@ -308,7 +308,10 @@ struct MPRISClientContractTests {
         try await signals.waitUntilTrackIsKnown(title: second.title)
         got = try await signals.since(mark) { _ in true }
         var changes = got.filter(isPropertiesChanged).map(playerChanges)
-        #expect((1...2).contains(changes.count), "Next sent \(got.map(describe))")
+        #expect(
+            (1...2).contains(changes.count),
+            "Next sent \(got.map(describe)): \(changes.compactMap { $0["Metadata"]?.stringVariantDictValue?.keys.sorted() })"
+        )
         #expect(changes.first?["Metadata"]?.stringVariantDictValue?["mpris:trackid"] == trackIDs[1], "\(changes)")
         #expect(changes.first?["CanGoPrevious"]?.boolValue == true)
         #expect(
@@ -316,14 +319,27 @@ struct MPRISClientContractTests {
         #expect(!got.contains { $0.member == "Seeked" })
 
         // Stop, then Play: just the status each time (the track's metadata stays), and no Seeked for starting at 0.
+        let nextMetadata = try await daemon.property(playerInterface, "Metadata")?.stringVariantDictValue ?? [:]
         got = try await signalsOf({ try await daemon.mpris(playerInterface, "Stop") }, until: status("Stopped"))
-        #expect(got.map(describe) == ["PropertiesChanged[\"PlaybackStatus\"]"])
+        let stopMetadata = got.compactMap { playerChanges($0)["Metadata"]?.stringVariantDictValue }.last ?? [:]
+        #expect(
+            got.map(describe) == ["PropertiesChanged[\"PlaybackStatus\"]"],
+            "changed: \(Set(nextMetadata.keys).union(stopMetadata.keys).filter { !stopMetadata.isEmpty && nextMetadata[$0] != stopMetadata[$0] }.map { "\($0): \(String(describing: nextMetadata[$0])) → \(String(describing: stopMetadata[$0]))" })"
+        )
+        let stoppedMetadata = try await daemon.property(playerInterface, "Metadata")?.stringVariantDictValue ?? [:]
         mark = await signals.mark
         try await daemon.mpris(playerInterface, "Play")
         // Playing for a while: the engine has told all it learnt when loading the track again.
         #expect(try await daemon.waitForProperty(playerInterface, "Position") { ($0?.int64Value ?? 0) > 300_000 })
         got = try await signals.since(mark, until: status("Playing"))
-        #expect(got.map(describe) == ["PropertiesChanged[\"PlaybackStatus\"]"])
+        let playingMetadata = got.compactMap { playerChanges($0)["Metadata"]?.stringVariantDictValue }.last ?? [:]
+        let differing = Set(stoppedMetadata.keys).union(playingMetadata.keys).filter {
+            !playingMetadata.isEmpty && stoppedMetadata[$0] != playingMetadata[$0]
+        }
+        #expect(
+            got.map(describe) == ["PropertiesChanged[\"PlaybackStatus\"]"],
+            "Metadata keys that changed: \(differing.map { "\($0): \(String(describing: stoppedMetadata[$0])) → \(String(describing: playingMetadata[$0]))" })"
+        )
 
         // The automatic change to the third track, without a gap: one change, with the tags read ahead.
         mark = await signals.mark

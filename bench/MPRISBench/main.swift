@@ -4,7 +4,10 @@
 // (the daemon is the `spool` built next to this executable: build it in the same mode first).
 // - Get and GetAll latency over the bus while playing, p50/p99 of 1,000 calls each (target p99 < 1 ms);
 // - signals per second during steady playback of one track (target 0; Position is never signalled);
-// - PropertiesChanged per automatic (gapless) track change through a playlist (target ≤ 2).
+// - PropertiesChanged per automatic (gapless) track change through a playlist (target ≤ 2);
+// - with MPRISBENCH_SLOW_SYNC_MS=500, every fsync/fdatasync of the daemon takes that long (an
+//   LD_PRELOAD shim, compiled here with gcc): a disk whose sync hangs. Get stays under 1 ms and
+//   calls that save the session (Set Volume) reply at once, as saves run behind the player.
 import DBusKit
 import Foundation
 import Synchronization
@@ -25,6 +28,8 @@ struct MPRISBench {
             environment[variable] = home.file(folder).path
         }
         environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-bench-system-bus"
+        let slowSync = ProcessInfo.processInfo.environment["MPRISBENCH_SLOW_SYNC_MS"].flatMap { Int($0) } ?? 0
+        if slowSync > 0 { environment["LD_PRELOAD"] = try slowSyncShim(milliseconds: slowSync, in: home).path }
         let daemon = try ChildProcess(
             spool, ["daemon", "--audio-sink", "fakesink sync=true"], environment: environment, logDirectory: home.url,
             selfStopAfter: 300)
@@ -35,11 +40,16 @@ struct MPRISBench {
         let stream = try await client.subscribe(matching: "type='signal',path='\(objectPath)'")
         let listener = Task { for await message in stream { recorder.append(message) } }
         defer { listener.cancel() }
-        for _ in 0..<500 where try await !client.nameHasOwner(busName) {
+        let launched = ContinuousClock.now
+        for _ in 0..<3_000 where try await !client.nameHasOwner(busName) {
             guard daemon.isRunning else { throw RigError("spool daemon exited: \(daemon.standardError)") }
             try await Task.sleep(for: .milliseconds(10))
         }
-        print("MPRISBench: \(spool) on a private bus, fakesink sync=true")
+        let named = ContinuousClock.now - launched
+        print(
+            "MPRISBench: \(spool) on a private bus, fakesink sync=true"
+                + (slowSync > 0 ? ", every fsync/fdatasync of the daemon \(slowSync) ms" : "")
+                + "; the name owned \(ms(milliseconds(named))) after the launch")
 
         // A steady 20 s tone, played while the calls are timed and the signals counted.
         let media = try TemporaryDirectory(prefix: "spool-bench-media")
@@ -57,7 +67,7 @@ struct MPRISBench {
             let metadata = try await get(client, "Metadata")?.stringVariantDictValue ?? [:]
             let playing = try await get(client, "PlaybackStatus")?.stringValue == "Playing"
             let seekable = try await get(client, "CanSeek")?.boolValue == true
-            return playing && seekable && metadata["mpris:length"] != nil && metadata["xesam:audioBitrate"] != nil
+            return playing && seekable && metadata["mpris:length"] != nil
         }
 
         print("")
@@ -96,6 +106,21 @@ struct MPRISBench {
             "steady playback, \(Int(seconds)) s: \(changed.count) PropertiesChanged (\(rate(changed.count, seconds))/s), "
                 + "\(withPosition.count) with Position, \(steady.count) signals in all (\(rate(steady.count, seconds))/s); target 0"
         )
+
+        // Calls that save the session: each Set of Volume is stored (behind the player).
+        var saving: [Double] = []
+        for index in 0..<220 {
+            let start = ContinuousClock.now
+            try await call(
+                client, properties, "Set",
+                [.string(player), .string("Volume"), .variant(.double(index.isMultiple(of: 2) ? 0.5 : 0.6))])
+            if index >= 20 { saving.append(milliseconds(ContinuousClock.now - start)) }
+        }
+        saving.sort()
+        print("")
+        print(
+            pad("Set Player.Volume (saves the session)", 40) + pad(ms(percentile(saving, 0.5)), 10)
+                + pad(ms(percentile(saving, 0.99)), 10) + pad(ms(saving.last!), 10) + "no wait for the disk")
 
         // Automatic track changes through a playlist of the 3.5 s fixtures.
         let fixtures = try Fixtures.shared()
@@ -150,6 +175,35 @@ struct MPRISBench {
     }
 
     // MARK: helpers
+
+    /// An LD_PRELOAD library that makes every fsync and fdatasync of the process sleep first.
+    static func slowSyncShim(milliseconds: Int, in home: TemporaryDirectory) throws -> URL {
+        let source = home.file("slow-sync.c")
+        let library = home.file("slow-sync.so")
+        try Data(
+            """
+            #define _GNU_SOURCE
+            #include <dlfcn.h>
+            #include <unistd.h>
+            static void wait_for_disk(void) { usleep(\(milliseconds) * 1000); }
+            int fsync(int fd) {
+                static int (*real)(int);
+                if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+                wait_for_disk();
+                return real(fd);
+            }
+            int fdatasync(int fd) {
+                static int (*real)(int);
+                if (!real) real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+                wait_for_disk();
+                return real(fd);
+            }
+            """.utf8
+        ).write(to: source)
+        let built = try runCommand("gcc", ["-shared", "-fPIC", "-O2", "-o", library.path, source.path, "-ldl"])
+        guard built.status == 0 else { throw RigError("gcc: \(built.stderr)") }
+        return library
+    }
 
     @discardableResult
     static func call(_ client: DBusConnection, _ interface: String, _ method: String, _ arguments: [DBusValue] = [])
