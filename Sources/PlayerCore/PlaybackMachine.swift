@@ -253,8 +253,12 @@ public struct PlaybackMachine: Sendable {
         committedID = nil
         // Restarting the same entry (Stop then Play, a retry) keeps what is known of it, so clients see no flicker.
         let known = snapshot.nowPlaying?.entry.id == entry.id ? snapshot.nowPlaying : nil
+        // Until the engine says whether the track can seek, a seek goes to the engine, which
+        // starts the track there: it can, as far as anyone can tell. Showing it so from the load
+        // spares clients a CanSeek that flips off and on at every track change.
+        let fresh = NowPlaying(entry: entry, tags: entry.tags ?? TrackTags(), duration: entry.duration, seekable: true)
         update {
-            $0.nowPlaying = known ?? NowPlaying(entry: entry, tags: entry.tags ?? TrackTags(), duration: entry.duration)
+            $0.nowPlaying = known ?? fresh
             $0.status = playing ? .playing : .paused
             $0.buffering = false
         }

@@ -297,6 +297,18 @@ struct PlaybackMachineTests {
         #expect(MachineRig.commands(step).first == PlaybackMachineTests.load(rig, 1, at: .seconds(38)))
     }
 
+    @Test func aLoadedTrackCanSeekUntilTheEngineSaysOtherwise() {
+        var rig = MachineRig()
+        rig.apply(.open([(MachineRig.urls[0], nil)]))
+        #expect(rig.machine.snapshot.nowPlaying?.seekable == true, "a seek now would go to the engine")
+        rig.apply(.engine(.seekable(rig.id(0), false)))
+        #expect(rig.machine.snapshot.nowPlaying?.seekable == false)
+        rig.apply(.stop)
+        rig.apply(.play)
+        #expect(rig.machine.snapshot.nowPlaying?.seekable == false, "a reload keeps what the engine said")
+        #expect(rig.apply(.seek(to: .seconds(5))).refusal != nil)
+    }
+
     @Test func aHandOverMakesTheNextTrackCurrentWithWhatWasHeardOfIt() {
         var rig = MachineRig()
         rig.playing(at: 0)
