@@ -33,14 +33,12 @@ public final class MPRISService: Sendable {
     private let status: SpoolStatusProvider?
     private let supportedMimeTypes: [String]
     private let onQuit: @Sendable () -> Void
-    /// Fetches the `.lrc` beside an http(s) track (nil: none); given by the executable, which owns the fetcher.
-    let remoteLyrics: (@Sendable (URL) async -> String?)?
     let published = Mutex(Published())
     private let notifier: TrackNotifier?
     /// Saved playlists (the Playlists interface), when the daemon has a place for them.
     let playlists: PlaylistLibrary?
     private let signalQueue = DispatchQueue(label: "spool.mpris.signals")
-    /// Reads folders for cover art files, off the D-Bus and player threads.
+    /// Reads saved playlists, off the D-Bus and player threads.
     let artQueue = DispatchQueue(label: "spool.mpris.art", qos: .utility)
     /// Follows the current lyrics line: checks it and arms the timer for the next one.
     let lyricsQueue = DispatchQueue(label: "spool.mpris.lyrics")
@@ -51,18 +49,16 @@ public final class MPRISService: Sendable {
 
     /// Creates the service; call ``start()`` to export it. `resolver` turns
     /// OpenUri and AddTrack URIs (playlists, directories) into tracks; `status`,
-    /// when given, adds `org.spool.Spool1` (cache and downloads) to the object; `remoteLyrics`,
-    /// when given, fetches the `.lrc` file beside an http(s) track; with `notifications`, a track
+    /// when given, adds `org.spool.Spool1` (cache and downloads) to the object; with `notifications`, a track
     /// that starts playing shows a desktop notification; `playlists` adds the Playlists interface.
     public init(
         connection: any MPRISBus, player: Player, resolver: TrackResolver, supportedMimeTypes: [String],
-        status: SpoolStatusProvider? = nil, remoteLyrics: (@Sendable (URL) async -> String?)? = nil,
-        notifications: Bool = false, playlists: PlaylistLibrary? = nil, onQuit: @escaping @Sendable () -> Void
+        status: SpoolStatusProvider? = nil, notifications: Bool = false, playlists: PlaylistLibrary? = nil,
+        onQuit: @escaping @Sendable () -> Void
     ) {
         notifier = notifications ? TrackNotifier(connection: connection) : nil
         self.playlists = playlists
         self.status = status
-        self.remoteLyrics = remoteLyrics
         self.connection = connection
         self.player = player
         self.resolver = resolver
@@ -307,7 +303,6 @@ public final class MPRISService: Sendable {
             let schedule = published.withLock { state -> Bool in
                 // A playback error of the player's own is newer than an input's.
                 if snapshot.lastError != nil, snapshot.lastError != state.snapshot.lastError { state.inputError = nil }
-                let snapshot = withLyrics(withSidecarArt(withEstimatedLength(snapshot, &state), &state), &state)
                 state.snapshot = snapshot
                 // The first snapshot is what GetAll answers from the start: nothing changed yet.
                 if state.signalled == nil {

@@ -19,12 +19,7 @@ extension MPRISService {
         var replacements: UInt64 = 0
         /// `LastError` as last signalled.
         var signalledLastError: String?
-        /// The art file of each folder read (nil: none, or being read).
-        var sidecars: [String: URL?] = [:]
-        /// A length estimated from a local MP3's bitrate, and the track waiting for one.
-        var estimatedLength: (id: TrackID, length: Duration?)?
-        var estimatePending: TrackID?
-        /// The current track's lyrics and the line last signalled.
+        /// The lyrics line last signalled, and the timer that follows the lines.
         var lyrics = LyricsState()
         /// The playlist last activated, and the queue replacement it made (it stays active until the next).
         var activePlaylist: (name: String, replacement: UInt64)?

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 
 /// The length of a constant-bitrate MP3 that has no Xing, Info or VBRI header, from the
 /// bitrate of its first frame and the size of its audio, as other players estimate it.
@@ -7,6 +8,25 @@ import FoundationEssentials
 public enum MP3Length {
     /// How much of the file's start ``estimate(head:tail:fileSize:)`` wants.
     public static let headBytes = 64 << 10
+
+    /// The length of the file at `path`, reading its head and its last 128 bytes. Blocks on the
+    /// disk: call it off the player, D-Bus and streaming threads.
+    public static func estimate(atPath path: String) -> Duration? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_size > 0 else { return nil }
+        func read(_ count: Int, at offset: Int) -> [UInt8] {
+            var bytes = [UInt8](repeating: 0, count: count)
+            let got = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, count, off_t(offset)) }
+            return got > 0 ? Array(bytes.prefix(got)) : []
+        }
+        let size = Int(info.st_size)
+        let head = read(min(size, headBytes), at: 0)
+        let tail = size >= 128 ? read(128, at: size - 128) : []
+        return estimate(head: head, tail: tail, fileSize: Int64(size))
+    }
 
     /// The length, from the file's first bytes (`head`, up to ``headBytes``), its last 128 bytes
     /// (`tail`, for an ID3v1 tag) and its size; nil when the start is not an MPEG audio frame

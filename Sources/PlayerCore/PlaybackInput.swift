@@ -62,6 +62,13 @@ public enum PlaybackInput: Sendable {
     case preloadPlanned(handOverNext: Bool, following: TrackID?)
     /// A tag read of a queued entry ended (nil: nothing could be read).
     case tagsRead(ReadTags?, of: TrackID)
+    /// Folders were read for their art file (nil: none).
+    case foldersRead([String: URL?])
+    /// A local MP3's length was estimated from its bitrate (nil: it could not be).
+    case lengthEstimated(Duration?, of: TrackID)
+    /// A track's lyrics were read: `fromSidecar` from a `.lrc` file beside it, else from
+    /// `tagText`, the lyrics tag they were asked with.
+    case lyricsRead(Lyrics?, of: TrackID, tagText: String?, fromSidecar: Bool)
 }
 
 /// What ``PlaybackMachine`` asks its shell to do, in order.
@@ -94,6 +101,13 @@ public enum PlaybackEffect: Sendable, Equatable {
     case stopPreload
     /// Read the tags of a queued entry (the result comes back as ``PlaybackInput/tagsRead(_:of:)``).
     case readTags(TrackID, URL)
+    /// Read these folders for their art files (``PlaybackInput/foldersRead(_:)``).
+    case readFolders([String])
+    /// Estimate a local MP3's length from its bitrate (``PlaybackInput/lengthEstimated(_:of:)``).
+    case estimateLength(TrackID, URL)
+    /// Read a track's lyrics: its `.lrc`, else `tagText`; with `remote`, also fetch the `.lrc`
+    /// beside an http track (each answer is a ``PlaybackInput/lyricsRead(_:of:tagText:fromSidecar:)``).
+    case readLyrics(TrackID, URL, tagText: String?, remote: Bool)
     /// A log line.
     case log(LogLevel, String)
 }

@@ -26,6 +26,8 @@ public struct PlaybackMachine: Sendable {
         public var preloads = false
         /// A tag reader reads the tags of queued local and cached entries.
         public var readsTags = false
+        /// Folder art, MP3 lengths and lyrics are looked up (see ``TrackLookups``).
+        public var looksUp = false
         /// What the sound server's requests do.
         public var interruptions: InterruptionMode = .pause
         /// The engine's rates.
@@ -87,6 +89,8 @@ public struct PlaybackMachine: Sendable {
     /// The tag read running (one at a time), and the entries read or tried already.
     var tagReading: TrackID?
     var tagsTried: Set<TrackID> = []
+    /// What is looked up about the current track beside its stream.
+    var lookups = TrackLookups()
 
     /// What the step being applied asks for, and the world it reads.
     var step = PlaybackStep()
@@ -138,6 +142,10 @@ public struct PlaybackMachine: Sendable {
         case .retryDue(let id): retry(id)
         case .preloadPlanned(let handOver, let following): preloadPlanned(handOverNext: handOver, following: following)
         case .tagsRead(let found, let id): tagsRead(found, of: id)
+        case .foldersRead(let found): foldersRead(found)
+        case .lengthEstimated(let length, let id): lengthEstimated(length, of: id)
+        case .lyricsRead(let lyrics, let id, let tagText, let fromSidecar):
+            lyricsRead(lyrics, of: id, tagText: tagText, fromSidecar: fromSidecar)
         }
         return step
     }
@@ -161,11 +169,13 @@ public struct PlaybackMachine: Sendable {
     mutating func log(_ level: LogLevel, _ message: String) { emit(.log(level, message)) }
 
     /// Changes the snapshot; observers hear of it when it differs. Every published snapshot
-    /// carries the queue as it is, and what is known of the playing track is copied into its
-    /// entry, so it still shows once another track plays.
+    /// carries the queue as it is and the current track complete with what the lookups know, and
+    /// what is known of the playing track is copied into its entry, so it still shows once
+    /// another track plays.
     mutating func update(_ change: (inout PlayerSnapshot) -> Void) {
         var next = snapshot
         change(&next)
+        next = completed(next)
         rememberShownTags(next.nowPlaying)
         next.queue = queue.entries
         next.loop = queue.loop

@@ -1,4 +1,5 @@
 import Basics
+import Dispatch
 import EngineAPI
 import FoundationEssentials
 import Synchronization
@@ -24,6 +25,10 @@ public actor Player {
     private let preloader: Preloader?
     private let preloadPolicy: PreloadPolicy
     private let tagReader: (any QueueTagReader)?
+    /// Where folder art, MP3 lengths and lyrics are looked up (nil: they are not).
+    private let lookups: TrackLookupSources?
+    /// The disk reads of those lookups, one at a time, off the player's executor.
+    private let lookupQueue = DispatchQueue(label: "spool.player.lookups", qos: .utility)
     let log = Logger(label: "player")
     private var machine: PlaybackMachine
     private var observers: [@Sendable (PlayerUpdate) -> Void] = []
@@ -50,8 +55,9 @@ public actor Player {
     /// without one, the engine is given the following track as soon as it is known.
     /// The sound server's requests to make way for another stream are followed as
     /// `interruptions` says (``InterruptionPolicy``). With a `tagReader`, the tags of queued
-    /// local and completely cached tracks are read ahead for the queue to show. Its timers wait
-    /// on `clock`.
+    /// local and completely cached tracks are read ahead for the queue to show. With `lookups`,
+    /// the current track shows its folder's art, a local MP3 its length before the decoder
+    /// finds it, and its lyrics (``TrackLookups``). Its timers wait on `clock`.
     public init(
         engine: PlaybackEngine, memory: PlaybackMemory = TransientMemory(), policy: ResumePolicy = ResumePolicy(),
         retryDelay: Duration = .milliseconds(500), preloader: Preloader? = nil,
@@ -59,19 +65,22 @@ public actor Player {
         keyForURL: @escaping @Sendable (URL) -> String = { $0.absoluteString },
         networkUp: @escaping @Sendable (URL) -> Bool = { NetworkState.isUp(forHost: $0.host) },
         networkCheckInterval: Duration = .seconds(1), interruptions: InterruptionMode = .pause,
-        tagReader: (any QueueTagReader)? = nil, clock: any Clock<Duration> = ContinuousClock()
+        tagReader: (any QueueTagReader)? = nil, lookups: TrackLookupSources? = nil,
+        clock: any Clock<Duration> = ContinuousClock()
     ) {
         var settings = PlaybackMachine.Settings()
         settings.resume = policy
         settings.retryDelay = retryDelay
         settings.preloads = preloader != nil
         settings.readsTags = tagReader != nil
+        settings.looksUp = lookups != nil
         settings.interruptions = interruptions
         settings.rates = engine.supportedRates
         settings.key = keyForURL
         self.machine = PlaybackMachine(settings: settings)
         self.clock = clock
         self.tagReader = tagReader
+        self.lookups = lookups
         self.networkCheckInterval = networkCheckInterval
         self.engine = engine
         self.networkUp = networkUp
@@ -276,8 +285,45 @@ public actor Player {
                 let found = await tagReader.read(url)
                 await self?.run(.tagsRead(found, of: id))
             }
+        case .readFolders(let folders):
+            Task { [weak self, lookupQueue] in
+                let found = await lookupQueue.perform {
+                    Dictionary(uniqueKeysWithValues: folders.map { ($0, SidecarArt.find(in: $0)) })
+                }
+                await self?.run(.foldersRead(found))
+            }
+        case .estimateLength(let id, let url):
+            Task { [weak self, lookupQueue] in
+                let length = await lookupQueue.perform { MP3Length.estimate(atPath: url.path) }
+                await self?.run(.lengthEstimated(length, of: id))
+            }
+        case .readLyrics(let id, let url, let tagText, let remote):
+            readLyrics(of: id, url: url, tagText: tagText, remote: remote)
         case .log(let level, let message): log.log(level, message)
         }
+    }
+
+    /// Reads track `id`'s lyrics on the lookup queue (its `.lrc`, else `tagText`) and, for an http
+    /// track with `remote`, fetches its `.lrc` too; each answer goes to the machine.
+    private func readLyrics(of id: TrackID, url: URL, tagText: String?, remote: Bool) {
+        Task { [weak self, lookupQueue] in
+            let (lyrics, fromSidecar) = await lookupQueue.perform {
+                let sidecar = LyricsFile.sidecarPath(for: url).flatMap(LyricsFile.read(atPath:))
+                return (Self.parsed(sidecar ?? tagText), sidecar != nil)
+            }
+            await self?.run(.lyricsRead(lyrics, of: id, tagText: tagText, fromSidecar: fromSidecar))
+        }
+        guard remote, let fetch = lookups?.remoteLyrics else { return }
+        Task { [weak self, lookupQueue] in
+            guard let text = await fetch(url) else { return }
+            let lyrics = await lookupQueue.perform { Self.parsed(text) }
+            await self?.run(.lyricsRead(lyrics, of: id, tagText: tagText, fromSidecar: true))
+        }
+    }
+
+    /// `text` parsed as lyrics; nil when there is no text or no line in it.
+    private static func parsed(_ text: String?) -> Lyrics? {
+        text.map(Lyrics.parse).flatMap { $0.isEmpty ? nil : $0 }
     }
 
     private func send(_ command: EngineCommand) {

@@ -144,7 +144,8 @@ final class Daemon: Sendable {
         player = Player(
             engine: engine, memory: memory, policy: resume, preloader: preloader, preload: preload,
             keyForURL: keyForURL, interruptions: options.interruptions,
-            tagReader: QueueTagReading(cache: try? cache.get(), namespace: namespace))
+            tagReader: QueueTagReading(cache: try? cache.get(), namespace: namespace),
+            lookups: TrackLookupSources(remoteLyrics: { await remoteLyrics.lyrics(for: $0) }))
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
         let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
         status = CacheStatus(
@@ -154,7 +155,7 @@ final class Daemon: Sendable {
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
             supportedMimeTypes: GStreamer.supportedMimeTypes(), status: status,
-            remoteLyrics: { await remoteLyrics.lyrics(for: $0) }, notifications: options.configuration.notify,
+            notifications: options.configuration.notify,
             playlists: PlaylistLibrary(
                 folder: directories.dataHome.appendingPathComponent("spool/playlists"),
                 musicFolder: directories.music()?.appendingPathComponent("Playlists")),

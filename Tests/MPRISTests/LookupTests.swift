@@ -7,7 +7,7 @@ import Testing
 
 @testable import MPRIS
 
-@Suite("What the service looks up off the D-Bus thread: lengths and remote playlists")
+@Suite("What is looked up off the D-Bus thread: lengths and remote playlists")
 struct LookupTests {
     /// 100 frames of MPEG-1 Layer III at 128 kbit/s (417 bytes each), no Xing header.
     static let constantBitrateMP3: [UInt8] = Array(
@@ -24,7 +24,8 @@ struct LookupTests {
         let metadata = try rig.bus.get(ServiceRig.player, "Metadata").stringVariantDictValue
         #expect(metadata?["mpris:length"] == .int64(41_700 * 8 * 1_000_000 / 128_000))
         #expect(
-            await rig.player.state.nowPlaying?.duration == nil, "an estimate of the MPRIS layer; the player keeps none")
+            await rig.player.state.nowPlaying?.duration == .microseconds(41_700 * 8 * 1_000_000 / 128_000),
+            "the player's track carries it: every client reads the same")
     }
 
     @Test func aRemotePlaylistThatCannotBeFetchedShowsAsLastErrorAfterTheCall() async throws {

@@ -20,7 +20,7 @@ struct ServiceRig {
         status: SpoolStatusProvider? = nil
     ) async {
         self.engine = engine
-        player = Player(engine: engine, retryDelay: .zero, networkUp: { _ in true })
+        player = Player(engine: engine, retryDelay: .zero, networkUp: { _ in true }, lookups: TrackLookupSources())
         service = MPRISService(
             connection: bus, player: player, resolver: TrackResolver { _ in throw PlaylistError("no network here") },
             supportedMimeTypes: ["audio/mpeg"], status: status, playlists: playlists, onQuit: {})

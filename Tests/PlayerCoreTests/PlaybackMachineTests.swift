@@ -14,9 +14,10 @@ struct MachineRig {
     var networkUp = true
     var saved: [String: SavedPosition] = [:]
 
-    init(preloads: Bool = false, rates: ClosedRange<Double> = 0.5...2) {
+    init(preloads: Bool = false, looksUp: Bool = false, rates: ClosedRange<Double> = 0.5...2) {
         var settings = PlaybackMachine.Settings()
         settings.preloads = preloads
+        settings.looksUp = looksUp
         settings.rates = rates
         machine = PlaybackMachine(settings: settings)
     }
