@@ -74,6 +74,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var released: Released?
         /// The player wants the output stream kept (see ``keepOutput(_:)``): no idle release.
         var outputKept = false
+        /// The position last reported and the load it is of (see ``HandOverTiming/steadied``).
+        var lastHeard: (ticket: LoadTicket, position: Duration)?
     }
 
     let playbin: UnsafeMutablePointer<GstElement>
@@ -320,7 +322,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Seeks the loaded track accurately to `target`, at the current rate.
     public func seek(to target: Duration) {
-        shared.withLock { $0.pendingSeek = target }
+        shared.withLock {
+            $0.pendingSeek = target
+            $0.lastHeard = nil  // the position moves: what was heard before says nothing of it
+        }
         control.async { [self] in
             enum Plan {
                 case seek(exact: Bool)
@@ -437,12 +442,13 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// The position and the track it is heard in: the previous one while its last samples
     /// still sound after a hand-over.
     public func heardPosition() -> HeardPosition? {
-        let (phase, current, unannounced, released, pendingSeek) = shared.withLock {
+        let (phase, ticket, unannounced, released, pendingSeek, handingOver, last) = shared.withLock {
             (
-                $0.lifecycle.current?.phase, $0.lifecycle.current?.track.id, $0.lifecycle.unannounced,
-                $0.released?.position, $0.pendingSeek
+                $0.lifecycle.current?.phase, $0.lifecycle.current?.ticket, $0.lifecycle.unannounced,
+                $0.released?.position, $0.pendingSeek, $0.lifecycle.isHandedOver, $0.lastHeard
             )
         }
+        let current = ticket?.track
         // Let go of after a long pause; it comes back there.
         if let released { return HeardPosition(track: current, position: released) }
         // A seek asked for and not yet on its way: the listener asked to be there.
@@ -451,15 +457,21 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             // The previous track's last samples are still playing.
             return HeardPosition(track: unannounced.previous, position: previousEnd)
         }
-        guard let phase else { return nil }
-        let position = phase.reportedPosition { [playbin] in
+        guard let phase, let ticket else { return nil }
+        let reported = phase.reportedPosition { [playbin] in
             var position: gint64 = 0
             guard gst_element_query_position(playbin, GST_FORMAT_TIME, &position) != 0, position >= 0 else {
                 return nil
             }
             return .nanoseconds(Int64(position))
         }
-        return position.map { HeardPosition(track: current, position: $0) }
+        guard
+            let position = HandOverTiming.steadied(reported, last: last, ticket: ticket, handingOver: handingOver)
+        else { return nil }
+        shared.withLock { state in
+            if state.lifecycle.current?.ticket == ticket { state.lastHeard = (ticket, position) }
+        }
+        return HeardPosition(track: current, position: position)
     }
 
     /// Stops playback, ends the bus thread and frees the pipeline.

@@ -19,4 +19,19 @@ enum HandOverTiming {
         let tail = (previousLength - positionAtSwitch) / rate
         return tail <= longestTail ? tail : .zero
     }
+
+    /// The position to report for the loaded track's load `ticket`, given what its phase or the
+    /// pipeline answered (`reported`) and the position last reported for that load (`last`).
+    /// playbin may answer nothing for a moment while it switches streams, and once it has
+    /// switched to a handed-over track (`handingOver`) it answers the new stream's time before
+    /// the bus has said so: in both cases the last position heard of this load is still what
+    /// sounds, not zero.
+    static func steadied(
+        _ reported: Duration?, last: (ticket: LoadTicket, position: Duration)?, ticket: LoadTicket,
+        handingOver: Bool
+    ) -> Duration? {
+        guard let last, last.ticket == ticket else { return reported }
+        guard let reported else { return last.position }
+        return handingOver && reported < last.position ? last.position : reported
+    }
 }
