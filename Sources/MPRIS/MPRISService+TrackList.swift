@@ -41,9 +41,9 @@ extension MPRISService {
                     let anchor = after == Self.noTrack ? nil : idFor(after)
                     if after != Self.noTrack && anchor == nil { throw DBusError.invalidArgs("no track \(after)") }
                     try await service?.queueInputs([uri]) { items in
-                        // NoTrack means "at the start"; AddTrack never reorders what is there.
-                        let ids = await player.add(items, after: anchor, atStart: after == Self.noTrack)
-                        if makeCurrent, let first = ids.first { await player.jump(to: first) }
+                        // NoTrack means "at the start"; AddTrack never reorders what is there. Added
+                        // and made current in one step of the player: no other call runs between.
+                        await player.add(items, after: anchor, atStart: after == Self.noTrack, play: makeCurrent)
                     }
                     return []
                 },

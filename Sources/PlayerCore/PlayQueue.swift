@@ -59,9 +59,20 @@ public struct PlayQueue: Sendable, Equatable {
     /// The shuffled play order (ids), when shuffle is on; the current entry is in it.
     private var shuffledOrder: [TrackID]?
     private var nextRawID: UInt64 = 1
+    /// Where shuffled orders come from: the system's randomness, or a seed that replays them.
+    private var randomness: ShuffleRandomness
 
-    /// An empty queue.
-    public init() {}
+    /// An empty queue; with `shuffleSeed`, its shuffled orders are the same every time.
+    public init(shuffleSeed: UInt64? = nil) {
+        randomness = ShuffleRandomness(seed: shuffleSeed ?? UInt64.random(in: .min ... .max))
+    }
+
+    /// Queues are equal when they hold the same entries in the same order and state; where their
+    /// next shuffle would come from is not part of them.
+    public static func == (lhs: PlayQueue, rhs: PlayQueue) -> Bool {
+        lhs.entries == rhs.entries && lhs.currentID == rhs.currentID && lhs.loop == rhs.loop
+            && lhs.shuffledOrder == rhs.shuffledOrder && lhs.nextRawID == rhs.nextRawID
+    }
 
     /// Whether shuffle is on.
     public var shuffle: Bool { shuffledOrder != nil }
@@ -98,7 +109,7 @@ public struct PlayQueue: Sendable, Equatable {
         if var order = shuffledOrder {
             // New entries go at random places among those still to play.
             let start = currentID.flatMap { order.firstIndex(of: $0) }.map { $0 + 1 } ?? 0
-            for entry in new { order.insert(entry.id, at: Int.random(in: start...order.count)) }
+            for entry in new { order.insert(entry.id, at: Int.random(in: start...order.count, using: &randomness)) }
             shuffledOrder = order
         }
         if currentID == nil { currentID = new.first?.id }
@@ -161,7 +172,7 @@ public struct PlayQueue: Sendable, Equatable {
     public mutating func setShuffle(_ on: Bool) {
         guard on != shuffle else { return }
         if on {
-            let rest = entries.map(\.id).filter { $0 != currentID }.shuffled()
+            let rest = entries.map(\.id).filter { $0 != currentID }.shuffled(using: &randomness)
             shuffledOrder = (currentID.map { [$0] } ?? []) + rest
         } else {
             shuffledOrder = nil
@@ -192,7 +203,7 @@ public struct PlayQueue: Sendable, Equatable {
         guard loop == .playlist, !entries.isEmpty else { return nil }
         if shuffle {
             // A new round: every entry once more, not starting with the one just played.
-            var order = entries.map(\.id).shuffled()
+            var order = entries.map(\.id).shuffled(using: &randomness)
             if order.count > 1, order.first == currentID { order.swapAt(0, order.count - 1) }
             shuffledOrder = order
         }
@@ -242,13 +253,28 @@ public struct PlayQueue: Sendable, Equatable {
 
     /// Rebuilds a queue from saved entries (ids renumbered from 1), with `current` the list index.
     public static func restored(
-        _ items: [(url: URL, title: String?)], current: Int?, loop: LoopMode, shuffle: Bool
+        _ items: [(url: URL, title: String?)], current: Int?, loop: LoopMode, shuffle: Bool, shuffleSeed: UInt64? = nil
     ) -> PlayQueue {
-        var queue = PlayQueue()
+        var queue = PlayQueue(shuffleSeed: shuffleSeed)
         queue.add(items)
         if let current, current < queue.entries.count { queue.currentID = queue.entries[current].id }
         queue.loop = loop
         queue.setShuffle(shuffle)
         return queue
+    }
+}
+
+/// SplitMix64: the queue's source of shuffled orders, seedable so a test replays them.
+struct ShuffleRandomness: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }

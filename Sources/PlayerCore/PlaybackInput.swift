@@ -10,8 +10,9 @@ public enum PlaybackInput: Sendable {
     case restore(SavedSession)
     /// Replaces the queue with these items and plays the first.
     case open([(url: URL, title: String?)])
-    /// Adds items after an entry (nil: at the end; `atStart`: before everything); nothing starts.
-    case add([(url: URL, title: String?)], after: TrackID?, atStart: Bool)
+    /// Adds items after an entry (nil: at the end; `atStart`: before everything); nothing starts,
+    /// unless `play`: then the first of them plays, in the same step.
+    case add([(url: URL, title: String?)], after: TrackID?, atStart: Bool, play: Bool = false)
     /// Removes an entry; removing the current one moves on, keeping play/pause.
     case remove(TrackID)
     /// Moves an entry to a list position.

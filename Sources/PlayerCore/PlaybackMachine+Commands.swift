@@ -12,7 +12,7 @@ extension PlaybackMachine {
         guard saved.version == 1, !saved.entries.isEmpty else { return }
         queue = .restored(
             saved.entries.map { ($0.url, $0.title) }, current: saved.currentIndex, loop: saved.loop,
-            shuffle: saved.shuffle)
+            shuffle: saved.shuffle, shuffleSeed: settings.shuffleSeed)
         // What the queue showed comes back with it: no entry is read for its tags again.
         for (entry, savedEntry) in zip(queue.entries, saved.entries)
         where savedEntry.tags != nil || savedEntry.duration != nil {

@@ -34,6 +34,8 @@ public struct PlaybackMachine: Sendable {
         public var rates: ClosedRange<Double> = 1...1
         /// The stable key a URL's position is saved under.
         public var key: @Sendable (URL) -> String = { $0.absoluteString }
+        /// Where shuffled orders come from (nil: the system's randomness; tests replay a seed).
+        public var shuffleSeed: UInt64?
 
         /// The defaults.
         public init() {}
@@ -100,6 +102,7 @@ public struct PlaybackMachine: Sendable {
     /// A machine with an empty queue.
     public init(settings: Settings = Settings()) {
         self.settings = settings
+        queue = PlayQueue(shuffleSeed: settings.shuffleSeed)
         failures = FailurePolicy(retryDelay: settings.retryDelay)
         interruptions = InterruptionPolicy(mode: settings.interruptions)
         snapshot.minimumRate = settings.rates.lowerBound
@@ -114,7 +117,9 @@ public struct PlaybackMachine: Sendable {
         switch input {
         case .restore(let saved): restore(saved)
         case .open(let items): open(items)
-        case .add(let items, let after, let atStart): step.added = add(items, after: after, atStart: atStart)
+        case .add(let items, let after, let atStart, let play):
+            step.added = add(items, after: after, atStart: atStart)
+            if play, let first = step.added.first { jump(to: first) }
         case .remove(let id): remove(id)
         case .move(let id, let position): move(id, to: position)
         case .clear: clear()

@@ -153,10 +153,13 @@ public actor Player {
     public func open(_ url: URL) { open([(url, nil)]) }
 
     /// Adds tracks after entry `after` (default: at the end; `atStart`: before everything).
-    /// Nothing starts playing.
+    /// Nothing starts playing, unless `play`: then the first added plays, decided in the same
+    /// step as the addition (MPRIS `AddTrack` with `SetAsCurrent`). Returns the new entries' ids.
     @discardableResult
-    public func add(_ items: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false) -> [TrackID] {
-        run(.add(items, after: after, atStart: atStart)).added
+    public func add(
+        _ items: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false, play: Bool = false
+    ) -> [TrackID] {
+        run(.add(items, after: after, atStart: atStart, play: play)).added
     }
 
     /// Appends URLs to the queue.

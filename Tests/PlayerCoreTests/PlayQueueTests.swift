@@ -121,4 +121,19 @@ struct PlayQueueTests {
         queue.loop = .playlist
         #expect(queue.upcoming(2) == [ids[0], ids[1]])
     }
+
+    @Test func aShuffleSeedReplaysTheSameOrdersAndOtherSeedsDiffer() {
+        func orders(seed: UInt64) -> [[TrackID]] {
+            var queue = PlayQueue(shuffleSeed: seed)
+            queue.add(urls(12))
+            queue.loop = .playlist
+            queue.setShuffle(true)
+            var rounds = [queue.playOrder]
+            for _ in 0..<12 { _ = queue.advance(automatic: false) }  // past the end: a new round
+            rounds.append(queue.playOrder)
+            return rounds
+        }
+        #expect(orders(seed: 42) == orders(seed: 42))
+        #expect(Set((0..<8).map { orders(seed: $0) }.map { $0[0] }).count > 1, "a seed changes the order")
+    }
 }

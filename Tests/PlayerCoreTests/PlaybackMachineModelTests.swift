@@ -12,6 +12,7 @@ import Testing
 /// - a failure never leaves the player stuck: Playing means a track is loaded, or a retry or a
 ///   network wait is pending;
 /// - every engine command names an entry of the queue.
+/// Shuffled orders come from the seed too, so a failing sequence replays from it.
 @Suite("PlaybackMachine: invariants over random sequences")
 struct PlaybackMachineModelTests {
     /// The engine as the machine's commands leave it.
@@ -92,7 +93,10 @@ struct PlaybackMachineModelTests {
         let engine = model.engine
         switch random.next(below: 30) {
         case 0: return .open(urls.prefix(1 + random.next(below: urls.count)).map { ($0, nil) })
-        case 1: return .add([(urls[random.next(below: urls.count)], nil)], after: nil, atStart: false)
+        case 1:
+            return .add(
+                [(urls[random.next(below: urls.count)], nil)], after: ids.isEmpty ? nil : anyID,
+                atStart: random.next(below: 4) == 0, play: random.next(below: 4) == 0)
         case 2: return .remove(anyID)
         case 3: return .jump(anyID)
         case 4: return .setLoop(LoopMode.allCases[random.next(below: LoopMode.allCases.count)])
@@ -109,7 +113,7 @@ struct PlaybackMachineModelTests {
         case 15: return .clear
         case 16:
             model.networkUp.toggle()
-            return .saveDue
+            return .setShuffle(random.next(below: 2) == 0)
         case 17:
             // A due retry, or one the machine never asked for.
             if let id = model.retries.popFirst() ?? model.networkWait { return .retryDue(id) }
@@ -169,6 +173,7 @@ struct PlaybackMachineModelTests {
         var random = SeededGenerator(seed: seed)
         var settings = PlaybackMachine.Settings()
         settings.rates = 0.5...2
+        settings.shuffleSeed = seed
         var model = Model(machine: PlaybackMachine(settings: settings))
         var trace: [String] = []
         for index in 0..<80 {

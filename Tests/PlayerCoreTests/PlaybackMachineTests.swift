@@ -149,6 +149,11 @@ struct PlaybackMachineTests {
             commands: { rig in [.load(EngineTrack(id: rig.id(0), url: MachineRig.urls[2]), at: .zero, playing: true)] },
             status: .playing, current: 0),
         Row(
+            name: "AddTrack with SetAsCurrent plays what it added, in one step", setup: { $0.playing(at: 0) },
+            input: { .add([(MachineRig.urls[2], nil)], after: $0.id(0), atStart: false, play: true) },
+            commands: { rig in [.load(EngineTrack(id: rig.id(1), url: MachineRig.urls[2]), at: .zero, playing: true)] },
+            status: .playing, current: 1),
+        Row(
             name: "Next at the last track with loop off does nothing", setup: { $0.playing(at: 2) },
             input: { _ in .next }, commands: { _ in [] }, status: .playing, current: 2),
         Row(
