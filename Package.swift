@@ -100,7 +100,7 @@ let package = Package(
 
         // MARK: Tests
         // Shared rig: child processes, private bus, nginx, the fault-injecting origin, fixtures.
-        .target(name: "TestSupport", dependencies: ["DBusKit", "CDBus"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["DBusKit", "CDBus", "Basics"], path: "Tests/TestSupport"),
         // In-process doubles: the fake engine and a recorder of player updates.
         .target(name: "TestDoubles", dependencies: ["EngineAPI", "PlayerCore"], path: "Tests/TestDoubles"),
         .testTarget(name: "RigTests", dependencies: ["TestSupport"]),

@@ -1,5 +1,6 @@
 import ByteSourceAPI
 internal import CGStreamer
+import Dispatch
 import EngineAPI
 
 /// How a failure's kind crosses GStreamer's bus: the feeder posts a source's error as a
@@ -29,6 +30,16 @@ enum FailureKinds {
         // the others come from GStreamer's own elements.
         case .outputLost, .unsupported, .corrupt: GST_RESOURCE_ERROR_WRITE
         }
+    }
+
+    /// How long a track's failure waits when its first error is a generic one, for the exact
+    /// error of the element that failed (posted from another streaming thread, in either order).
+    static let exactErrorGrace: DispatchTimeInterval = .milliseconds(100)
+
+    /// Whether an error says only that a stream failed (GStreamer's generic stream error, which
+    /// decodebin posts when no stream brought a buffer), not what failed.
+    static func isGeneric(domain: GQuark, code: gint) -> Bool {
+        domain == gst_stream_error_quark() && code == gint(GST_STREAM_ERROR_FAILED.rawValue)
     }
 
     /// The kind of an error posted on the bus, from its domain and code.

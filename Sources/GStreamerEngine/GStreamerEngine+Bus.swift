@@ -68,6 +68,7 @@ extension GStreamerEngine {
                 fromOutput
                 ? .outputLost
                 : error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
+            let generic = error.map { FailureKinds.isGeneric(domain: $0.pointee.domain, code: $0.pointee.code) } ?? true
             if let error { g_error_free(error) }
             let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
             switch shared.withLock({ $0.lifecycle.route(errorFrom: from) }) {
@@ -92,7 +93,13 @@ extension GStreamerEngine {
                     state.pendingFailure = (ticket, text, kind)
                     return true
                 }
-                if first { control.async { [self] in fail(ticket) } }
+                // A generic stream error (decodebin's "all streams without buffers") may come just
+                // ahead of the element's own, which says what is wrong: it gets a moment to arrive.
+                if first, generic {
+                    control.asyncAfter(deadline: .now() + FailureKinds.exactErrorGrace) { [self] in fail(ticket) }
+                } else if first {
+                    control.async { [self] in fail(ticket) }
+                }
             case .none:
                 break
             }

@@ -1,3 +1,4 @@
+import Basics
 import EngineAPI
 import FoundationEssentials
 
@@ -60,11 +61,11 @@ public struct PlayQueue: Sendable, Equatable {
     private var shuffledOrder: [TrackID]?
     private var nextRawID: UInt64 = 1
     /// Where shuffled orders come from: the system's randomness, or a seed that replays them.
-    private var randomness: ShuffleRandomness
+    private var randomness: SplitMix64
 
     /// An empty queue; with `shuffleSeed`, its shuffled orders are the same every time.
     public init(shuffleSeed: UInt64? = nil) {
-        randomness = ShuffleRandomness(seed: shuffleSeed ?? UInt64.random(in: .min ... .max))
+        randomness = SplitMix64(seed: shuffleSeed ?? UInt64.random(in: .min ... .max))
     }
 
     /// Queues are equal when they hold the same entries in the same order and state; where their
@@ -261,20 +262,5 @@ public struct PlayQueue: Sendable, Equatable {
         queue.loop = loop
         queue.setShuffle(shuffle)
         return queue
-    }
-}
-
-/// SplitMix64: the queue's source of shuffled orders, seedable so a test replays them.
-struct ShuffleRandomness: RandomNumberGenerator, Sendable {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

@@ -183,64 +183,77 @@ struct RandomKillTests {
         moments.shuffle(using: &random)
         for (round, moment) in moments.enumerated() {
             let context = "round \(round) (\(moment)), \(replay)"
-            if try daemon.query("status") != "Playing" {
-                let restored = try await daemon.sessionView().position
-                #expect(try daemon.playerctl("play").status == 0)
-                _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
-                let playing = Double(try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }) ?? 0
-                #expect(playing >= restored - 2.5, "Play went on from \(playing), restored \(restored); \(context)")
+            // A daemon that is gone is named with how it ended and what it said last.
+            func gone(_ error: any Error) -> any Error {
+                let state =
+                    daemon.process.isRunning
+                    ? "still running" : "exited (\(daemon.process.waitForExit(timeout: 0) ?? -1))"
+                let tail = daemon.process.standardError.split(separator: "\n").suffix(30).joined(separator: "\n")
+                return RigError(
+                    "\(error); \(context); the daemon (pid \(daemon.process.pid)) is \(state); its log ends:\n\(tail)")
             }
-            switch moment {
-            case .playing:
-                // The random moment itself; up to past the second periodic save.
-                try await Task.sleep(for: .seconds(uniform(0.5...11)))
-            case .afterQueueEdit:
-                try await Task.sleep(for: .seconds(uniform(0.3...2)))
-                let view = try await daemon.sessionView()
-                let ids = try await daemon.trackIDs()
-                let removable = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
-                if view.queue.count > 3, !removable.isEmpty, random.next(below: 2) == 0 {
-                    try await daemon.mpris(
-                        "org.mpris.MediaPlayer2.TrackList", "RemoveTrack",
-                        [removable[random.next(below: removable.count)]])
-                } else {
-                    try await daemon.mpris("org.spool.Spool1", "Add", [.stringArray([files[4].absoluteString])])
+            do {
+                if try daemon.query("status") != "Playing" {
+                    let restored = try await daemon.sessionView().position
+                    #expect(try daemon.playerctl("play").status == 0)
+                    _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+                    let playing = Double(try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }) ?? 0
+                    #expect(playing >= restored - 2.5, "Play went on from \(playing), restored \(restored); \(context)")
                 }
-            case .afterSeek:
-                try await Task.sleep(for: .seconds(uniform(0.3...1.5)))
-                let view = try await daemon.sessionView()
-                let length = view.current.flatMap { seconds[$0] } ?? 15
-                let forward = uniform(4...10)
-                let offset = view.position + forward < length - 3 ? forward : -min(view.position, uniform(3...6))
-                try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Seek", [.int64(Int64(offset * 1_000_000))])
-                try await Task.sleep(for: .seconds(uniform(0...0.2)))
-            case .duringTrackChange:
-                try await Task.sleep(for: .seconds(uniform(0.3...1.5)))
-                let view = try await daemon.sessionView()
-                let ids = try await daemon.trackIDs()
-                let others = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
-                try await daemon.mpris(
-                    "org.mpris.MediaPlayer2.TrackList", "GoTo", [others[random.next(below: others.count)]])
-                try await Task.sleep(for: .seconds(uniform(0...0.4)))
-            case .paused:
-                try await Task.sleep(for: .seconds(uniform(0.5...2)))
-                #expect(try daemon.playerctl("pause").status == 0)
-                try await Task.sleep(for: .seconds(uniform(0...1)))
-            }
+                switch moment {
+                case .playing:
+                    // The random moment itself; up to past the second periodic save.
+                    try await Task.sleep(for: .seconds(uniform(0.5...11)))
+                case .afterQueueEdit:
+                    try await Task.sleep(for: .seconds(uniform(0.3...2)))
+                    let view = try await daemon.sessionView()
+                    let ids = try await daemon.trackIDs()
+                    let removable = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
+                    if view.queue.count > 3, !removable.isEmpty, random.next(below: 2) == 0 {
+                        try await daemon.mpris(
+                            "org.mpris.MediaPlayer2.TrackList", "RemoveTrack",
+                            [removable[random.next(below: removable.count)]])
+                    } else {
+                        try await daemon.mpris("org.spool.Spool1", "Add", [.stringArray([files[4].absoluteString])])
+                    }
+                case .afterSeek:
+                    try await Task.sleep(for: .seconds(uniform(0.3...1.5)))
+                    let view = try await daemon.sessionView()
+                    let length = view.current.flatMap { seconds[$0] } ?? 15
+                    let forward = uniform(4...10)
+                    let offset = view.position + forward < length - 3 ? forward : -min(view.position, uniform(3...6))
+                    try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Seek", [.int64(Int64(offset * 1_000_000))])
+                    try await Task.sleep(for: .seconds(uniform(0...0.2)))
+                case .duringTrackChange:
+                    try await Task.sleep(for: .seconds(uniform(0.3...1.5)))
+                    let view = try await daemon.sessionView()
+                    let ids = try await daemon.trackIDs()
+                    let others = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
+                    try await daemon.mpris(
+                        "org.mpris.MediaPlayer2.TrackList", "GoTo", [others[random.next(below: others.count)]])
+                    try await Task.sleep(for: .seconds(uniform(0...0.4)))
+                case .paused:
+                    try await Task.sleep(for: .seconds(uniform(0.5...2)))
+                    #expect(try daemon.playerctl("pause").status == 0)
+                    try await Task.sleep(for: .seconds(uniform(0...1)))
+                }
 
-            let before = try await daemon.sessionView()
-            daemon.process.send(SIGKILL)
-            #expect(daemon.process.waitForExit(timeout: 10) != nil, "\(context)")
-            daemon = try RunningDaemon(bus: bus, home: home.url)
-            try await daemon.waitUntilReady()
-            let after = try await daemon.sessionView()
-            print("round \(round) (\(moment)): killed with \(before); restored \(after)")
-            #expect(after.queue == before.queue, "killed with \(before), restored \(after); \(context)")
-            #expect(after.current == before.current, "killed with \(before), restored \(after); \(context)")
-            #expect(
-                after.position <= before.position + 0.5 && after.position >= before.position - 5,
-                "killed at \(before.position) s, restored at \(after.position) s; \(context)")
-            #expect(after.status == "Paused", "\(context)")
+                let before = try await daemon.sessionView()
+                daemon.process.send(SIGKILL)
+                #expect(daemon.process.waitForExit(timeout: 10) != nil, "\(context)")
+                daemon = try RunningDaemon(bus: bus, home: home.url)
+                try await daemon.waitUntilReady()
+                let after = try await daemon.sessionView()
+                print("round \(round) (\(moment)): killed with \(before); restored \(after)")
+                #expect(after.queue == before.queue, "killed with \(before), restored \(after); \(context)")
+                #expect(after.current == before.current, "killed with \(before), restored \(after); \(context)")
+                #expect(
+                    after.position <= before.position + 0.5 && after.position >= before.position - 5,
+                    "killed at \(before.position) s, restored at \(after.position) s; \(context)")
+                #expect(after.status == "Paused", "\(context)")
+            } catch {
+                throw gone(error)
+            }
         }
 
         // Play continues from the last restored position.

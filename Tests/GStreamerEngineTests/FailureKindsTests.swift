@@ -63,6 +63,13 @@ struct FailureKindsTests {
         #expect(FailureKinds.kind(domain: row.domain(), code: gint(row.code)) == row.kind)
     }
 
+    @Test(arguments: rows)
+    func onlyTheGenericStreamErrorWaitsForAnExactOne(row: Row) {
+        GStreamer.initialize()
+        let generic = row.testDescription == "stream failed"
+        #expect(FailureKinds.isGeneric(domain: row.domain(), code: gint(row.code)) == generic)
+    }
+
     @Test(arguments: [
         MediaSourceError.gone("404"), .unreachable("refused"), .unavailable("503"), .readFailed("EIO"),
         .versionChanged("new ETag"),

@@ -1,5 +1,6 @@
 import EngineAPI
 import FoundationEssentials
+import TestSupport
 import Testing
 
 @testable import GStreamerEngine
@@ -9,18 +10,6 @@ import Testing
 /// events it returned must hold the rules the player relies on.
 @Suite("The tracks' lifecycle under random inputs")
 struct TrackLifecycleModelTests {
-    /// A seeded generator (SplitMix64): a failing sequence is found again from its seed.
-    struct SeededGenerator: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     /// What the shell remembers to feed back later: tickets and URIs, some of them stale.
     struct World {
         var machine = TrackLifecycle()
@@ -130,7 +119,7 @@ struct TrackLifecycleModelTests {
 
     @Test(arguments: 0..<400)
     func theRulesHoldOverARandomSequence(seed: UInt64) {
-        var random = SeededGenerator(state: seed)
+        var random = SeededGenerator(seed: seed)
         var world = World()
         for index in 0..<60 {
             let before = world.machine

@@ -1,19 +1,15 @@
-/// SplitMix64: a small, seedable random generator, so a failing property or
-/// fuzz test can be replayed from its seed.
+import Basics
+
+/// A seeded generator (``SplitMix64``), so a failing property or fuzz test can be replayed
+/// from its seed.
 public struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
+    private var generator: SplitMix64
 
     /// Creates a generator; the same seed gives the same sequence.
-    public init(seed: UInt64) { state = seed }
+    public init(seed: UInt64) { generator = SplitMix64(seed: seed) }
 
     /// The next 64 random bits.
-    public mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
+    public mutating func next() -> UInt64 { generator.next() }
 
     /// A random integer in `0..<bound`.
     public mutating func next(below bound: Int) -> Int { Int(next() % UInt64(bound)) }
