@@ -42,6 +42,13 @@ enum FailureKinds {
         domain == gst_stream_error_quark() && code == gint(GST_STREAM_ERROR_FAILED.rawValue)
     }
 
+    /// Whether a generic stream error's details say that no stream brought a single buffer
+    /// (decodebin's "all streams without buffers"): the track holds nothing that decodes, and
+    /// trying it again finds the same. The parser's own "no valid frames" may never be posted.
+    static func noStreamHadData(_ details: String) -> Bool {
+        details.contains("all streams without buffers")
+    }
+
     /// The kind of an error posted on the bus, from its domain and code.
     static func kind(domain: GQuark, code: gint) -> FailureKind {
         if domain == gst_resource_error_quark() {

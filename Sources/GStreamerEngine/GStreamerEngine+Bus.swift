@@ -64,22 +64,24 @@ extension GStreamerEngine {
             let text = error.map { String(cString: $0.pointee.message) } ?? "unknown error"
             // The output bin's own elements (the sink, its converters) fail for no track's sake.
             let fromOutput = gst_object_has_as_ancestor(message.pointee.src, outputObject) != 0
-            let kind =
+            let details = takeGString(debug) ?? ""
+            let generic = error.map { FailureKinds.isGeneric(domain: $0.pointee.domain, code: $0.pointee.code) } ?? true
+            let kind: FailureKind =
                 fromOutput
                 ? .outputLost
-                : error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
-            let generic = error.map { FailureKinds.isGeneric(domain: $0.pointee.domain, code: $0.pointee.code) } ?? true
+                : generic && FailureKinds.noStreamHadData(details)
+                    ? .unsupported
+                    : error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
             if let error { g_error_free(error) }
             let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
             switch shared.withLock({ $0.lifecycle.route(errorFrom: from) }) {
             case .next(let uri, let track):
                 // The next track's stream broke while the current one still plays: it plays to its
                 // end, and the player loads the next track again then and hears its own error.
-                log.error(
-                    "\(track.map { "\($0)" } ?? "a dropped track") (next): \(text) (\(takeGString(debug) ?? ""))")
+                log.error("\(track.map { "\($0)" } ?? "a dropped track") (next): \(text) (\(details))")
                 control.async { [self] in dropBrokenNext(uri: uri) }
             case .current(let ticket):
-                log.error("\(ticket.track): \(text) (\(takeGString(debug) ?? ""))")
+                log.error("\(ticket.track): \(text) (\(details))")
                 // One failure per track: errors that follow before it is handled only make its kind
                 // more exact (an element's own error and the generic one its stream's end posts
                 // come from two threads, in either order).
@@ -95,7 +97,7 @@ extension GStreamerEngine {
                 }
                 // A generic stream error (decodebin's "all streams without buffers") may come just
                 // ahead of the element's own, which says what is wrong: it gets a moment to arrive.
-                if first, generic {
+                if first, generic, kind == .transient {
                     control.asyncAfter(deadline: .now() + FailureKinds.exactErrorGrace) { [self] in fail(ticket) }
                 } else if first {
                     control.async { [self] in fail(ticket) }

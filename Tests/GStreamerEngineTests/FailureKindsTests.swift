@@ -70,6 +70,15 @@ struct FailureKindsTests {
         #expect(FailureKinds.isGeneric(domain: row.domain(), code: gint(row.code)) == generic)
     }
 
+    @Test func aStreamErrorSayingNoStreamHadDataIsNotWorthAnotherTry() {
+        let decodebin =
+            "../gst/playback/gstdecodebin2.c(4720): gst_decode_bin_expose (): /GstPlayBin:spool-player/"
+            + "GstURIDecodeBin:uridecodebin363/GstDecodeBin:decodebin539: all streams without buffers"
+        #expect(FailureKinds.noStreamHadData(decodebin))
+        #expect(
+            !FailureKinds.noStreamHadData("gstbasesrc.c(3132): gst_base_src_loop (): streaming stopped, reason error"))
+    }
+
     @Test(arguments: [
         MediaSourceError.gone("404"), .unreachable("refused"), .unavailable("503"), .readFailed("EIO"),
         .versionChanged("new ETag"),
