@@ -103,7 +103,9 @@ extension GStreamerEngine {
                     control.async { [self] in fail(ticket) }
                 }
             case .none:
-                break
+                // A stream no track has any more (a dropped next, a load replaced): said, so a track
+                // that waits on an error which went elsewhere can be traced.
+                log.debug("an error of a stream no track has (\(from ?? "no URI")): \(text) (\(details))")
             }
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
