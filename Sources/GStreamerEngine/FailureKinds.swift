@@ -1,6 +1,5 @@
 import ByteSourceAPI
 internal import CGStreamer
-import Dispatch
 import EngineAPI
 
 /// How a failure's kind crosses GStreamer's bus: the feeder posts a source's error as a
@@ -31,10 +30,6 @@ enum FailureKinds {
         case .outputLost, .unsupported, .corrupt: GST_RESOURCE_ERROR_WRITE
         }
     }
-
-    /// How long a track's failure waits when its first error is a generic one, for the exact
-    /// error of the element that failed (posted from another streaming thread, in either order).
-    static let exactErrorGrace: DispatchTimeInterval = .milliseconds(100)
 
     /// Whether an error says only that a stream failed (GStreamer's generic stream error, which
     /// decodebin posts when no stream brought a buffer), not what failed.

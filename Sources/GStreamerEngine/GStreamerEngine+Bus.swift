@@ -95,13 +95,7 @@ extension GStreamerEngine {
                     state.pendingFailure = (ticket, text, kind)
                     return true
                 }
-                // A generic stream error (decodebin's "all streams without buffers") may come just
-                // ahead of the element's own, which says what is wrong: it gets a moment to arrive.
-                if first, generic, kind == .transient {
-                    control.asyncAfter(deadline: .now() + FailureKinds.exactErrorGrace) { [self] in fail(ticket) }
-                } else if first {
-                    control.async { [self] in fail(ticket) }
-                }
+                if first { control.async { [self] in fail(ticket) } }
             case .none:
                 // A stream no track has any more (a dropped next, a load replaced): said, so a track
                 // that waits on an error which went elsewhere can be traced.
