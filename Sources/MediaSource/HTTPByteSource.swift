@@ -224,6 +224,7 @@ public final class HTTPByteSource: ByteSource {
     public func read(
         at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void
     ) -> ReadOutcome {
+        var redecided = 0
         while true {
             var actions: [DownloadPlanner.Action] = []
             let decision = state.withLock { state in
@@ -239,8 +240,16 @@ public final class HTTPByteSource: ByteSource {
                 let bytes = entry?.read(at: offset, maxLength: count)
                 guard state.withLock({ $0.generation == generation }) else { continue }
                 if let bytes, !bytes.isEmpty { return .data(bytes) }
-                return .failed(.readFailed("cached bytes at \(offset) could not be read"))
+                redecided += 1
+                if redecided > 3 { return .failed(.readFailed("cached bytes at \(offset) could not be read")) }
+            case .vanished:
+                redecided += 1
+                if redecided > 3 { return .failed(.readFailed("held bytes at \(offset) could not be read")) }
             }
+            // The entry is emptied outside the state lock (the fetcher's thread forgets a changed
+            // version after deciding the event under it), so the bytes a decision counted on
+            // can be gone: decide again on what is held now, which answers the change's failure.
+            // Only a new change empties the entry again, so this ends.
         }
     }
 
@@ -249,6 +258,8 @@ public final class HTTPByteSource: ByteSource {
         case answer(ReadOutcome)
         /// `count` bytes from the disk, if the entry's version is still `generation`.
         case fromDisk(count: Int, generation: Int)
+        /// The bytes counted as held left the entry while the decision was made.
+        case vanished
     }
 
     private func decide(
@@ -281,7 +292,7 @@ public final class HTTPByteSource: ByteSource {
             if let bytes = state.memory.read(at: offset, maxLength: count), !bytes.isEmpty {
                 return .answer(.data(bytes))
             }
-            return .answer(.failed(.readFailed("held bytes at \(offset) could not be read")))
+            return .vanished
         case .wait:
             state.wake = wake
             if state.unreachable != nil, state.info?.randomAccess == true {
