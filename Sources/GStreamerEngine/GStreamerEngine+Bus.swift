@@ -79,7 +79,7 @@ extension GStreamerEngine {
                 // The next track's stream broke while the current one still plays: it plays to its
                 // end, and the player loads the next track again then and hears its own error.
                 log.error("\(track.map { "\($0)" } ?? "a dropped track") (next): \(text) (\(details))")
-                control.async { [self] in dropBrokenNext(uri: uri) }
+                onControl { [self] in dropBrokenNext(uri: uri) }
             case .current(let ticket):
                 log.error("\(ticket.track): \(text) (\(details))")
                 // One failure per track: errors that follow before it is handled only make its kind
@@ -95,7 +95,7 @@ extension GStreamerEngine {
                     state.pendingFailure = (ticket, text, kind)
                     return true
                 }
-                if first { control.async { [self] in fail(ticket) } }
+                if first { onControl { [self] in fail(ticket) } }
             case .none:
                 // A stream no track has any more (a dropped next, a load replaced): said, so a track
                 // that waits on an error which went elsewhere can be traced.
@@ -187,12 +187,12 @@ extension GStreamerEngine {
             previousFeeder?.detach()  // the old track's bytes are all read by now
             shared.withLock { $0.feeders[started.uri] }?.source.setBackground(false)
             let heard = DispatchTime.now() + .nanoseconds(Int(nanoseconds(audibleIn)))
-            control.asyncAfter(deadline: heard) { [self] in announceStart(of: id) }
+            onControl(at: heard) { [self] in announceStart(of: id) }
             // Formats whose length is known up front post no DURATION_CHANGED for the new
             // stream, and playbin answers the query only once the stream has settled.
             // After the last try its tags go without a length.
             for delay in [0, 50, 200, 1000] {
-                control.asyncAfter(deadline: heard + .milliseconds(delay)) { [self] in
+                onControl(at: heard + .milliseconds(delay)) { [self] in
                     if let now = shared.withLock({ $0.lifecycle.current }), now.ticket == started.ticket,
                         now.duration == nil
                     {
@@ -205,7 +205,7 @@ extension GStreamerEngine {
             // A new stream starts at rate 1.0; carry the listener's rate over. The filter
             // may not fit the new track (one that could not seek kept its rate change as
             // a plain seek, without a rebuild): rebuild then.
-            control.async { [self] in
+            onControl { [self] in
                 enum Plan { case seek, rebuild, nothing }
                 let plan = shared.withLock { state -> Plan in
                     guard state.lifecycle.isCurrent(started.ticket) else { return .nothing }
@@ -231,7 +231,7 @@ extension GStreamerEngine {
         reportDuration(of: current)
         // Prerolled without a length (a live stream): its tags go without one.
         if let event = shared.withLock({ $0.lifecycle.settled(current.ticket) }) { emit(event) }
-        control.async { [self] in
+        onControl { [self] in
             enum Next {
                 case seek(Duration, exact: Bool)
                 case reconfigure(Duration)

@@ -122,7 +122,7 @@ extension GStreamerEngine {
         guard let next else { return }
         setProperty(playbin, "uri", next.uri)
         emit(.nextQueued(next.track.id))
-        control.async { [self] in watchHandOver(to: next.uri, last: nil) }
+        onControl { [self] in watchHandOver(to: next.uri, last: nil) }
     }
 
     /// How long playback may stand still at the boundary while the next track's bytes are all
@@ -135,7 +135,7 @@ extension GStreamerEngine {
     /// track that reports its error.
     func watchHandOver(to uri: String, last: Duration?, stalledFor stalled: Duration = .zero) {
         let step = Duration.milliseconds(500)
-        control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
+        onControl(at: .now() + .milliseconds(500)) { [self] in
             let waiting = shared.withLock { state -> Bool? in
                 guard state.lifecycle.next?.uri == uri, state.lifecycle.isHandedOver, state.lifecycle.wantPlaying
                 else { return nil }

@@ -113,7 +113,7 @@ extension GStreamerEngine {
     /// that reached PAUSED started, so it is never failed for this.
     func watchPreroll(of ticket: LoadTicket, stalledFor stalled: Duration = .zero) {
         let step = Duration.milliseconds(500)
-        control.asyncAfter(deadline: .now() + .milliseconds(500)) { [self] in
+        onControl(at: .now() + .milliseconds(500)) { [self] in
             let check = shared.withLock { state -> (id: TrackID, waiting: Bool)? in
                 guard state.lifecycle.isCurrent(ticket), let current = state.lifecycle.current,
                     !current.phase.isPrerolled, !current.reachedPaused

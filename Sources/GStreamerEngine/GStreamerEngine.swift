@@ -156,7 +156,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             asGObject(playbin), "deep-element-added",
             unsafeBitCast(GStreamerEngine.onElementAdded, to: GCallback.self), context, nil, GConnectFlags(rawValue: 0))
         startThread(name: "spool.engine.bus") { [self] in self.runBus() }
-        control.async { [self] in
+        onControl { [self] in
             GStreamer.warmUp()
             warmPipeline()
         }
@@ -183,7 +183,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             state.lifecycle.withPhase { $0.replaced(startingAt: position) }
             return state.latestLoad
         }
-        control.async { [self] in
+        onControl { [self] in
             // Superseded, or shut down.
             guard shared.withLock({ $0.latestLoad == ticket && $0.busRunning }) else { return }
             transportChanged(to: playing ? .playing : .paused)
@@ -231,7 +231,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Opens the following track's source ahead of time for a gapless hand-over.
     public func setNext(_ track: EngineTrack?) {
-        control.async { [self] in
+        onControl { [self] in
             // Let go of with its track: prepared again when that track comes back.
             if shared.withLock({ state -> Bool in
                 guard let released = state.released, !released.resuming else { return false }
@@ -278,7 +278,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Starts or resumes playback of the loaded track.
     public func play() {
-        control.async { [self] in
+        onControl { [self] in
             transportChanged(to: .playing)
             if resumeReleased() { return }
             let loaded = shared.withLock { state -> Bool in
@@ -291,7 +291,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Pauses playback, keeping the position.
     public func pause() {
-        control.async { [self] in
+        onControl { [self] in
             transportChanged(to: .paused)
             let loaded = shared.withLock { state -> Bool in
                 state.lifecycle.wantPlaying = false
@@ -309,7 +309,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
 
     /// Unloads the track (and the prepared next one).
     public func stop() {
-        control.async { [self] in
+        onControl { [self] in
             shared.withLock { state in
                 state.lifecycle.cancelOpening()
                 state.released = nil
@@ -326,7 +326,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             $0.pendingSeek = target
             $0.lastHeard = nil  // the position moves: what was heard before says nothing of it
         }
-        control.async { [self] in
+        onControl { [self] in
             enum Plan {
                 case seek(exact: Bool)
                 case later
@@ -379,7 +379,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// without scaletempo, so decoders output exactly what they would without Spool.
     public func setRate(_ rate: Double) {
         let clamped = min(Self.rates.upperBound, max(Self.rates.lowerBound, rate))
-        control.async { [self] in
+        onControl { [self] in
             enum Plan {
                 case seek(exact: Bool)
                 case reconfigure, nothing
@@ -474,6 +474,21 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         return HeardPosition(track: current, position: position)
     }
 
+    /// Runs `work` on the control queue (at `deadline`, if given) unless the engine has shut
+    /// down by then: shutdown frees the pipeline the work would touch, and a watchdog or a
+    /// deferred report can come due after it.
+    func onControl(at deadline: DispatchTime? = nil, _ work: @escaping @Sendable () -> Void) {
+        let unlessShutDown: @Sendable () -> Void = { [self] in
+            guard shared.withLock({ $0.busRunning }) else { return }
+            work()
+        }
+        if let deadline {
+            control.asyncAfter(deadline: deadline, execute: unlessShutDown)
+        } else {
+            control.async(execute: unlessShutDown)
+        }
+    }
+
     /// Stops playback, ends the bus thread and frees the pipeline.
     public func shutdown() {
         let first = shared.withLock { state -> Bool in
@@ -487,8 +502,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         guard first else { return }
         control.sync {
             teardown()
-            // Opened ahead of a track, the device may still be open with no track loaded; GStreamer
-            // wants an element at NULL (its device closed) before its last reference goes.
+            // A load whose source failed to open left the pipeline in READY with no track, and
+            // the device may be open ahead of a track: GStreamer wants every element at NULL
+            // (its device closed) before its last reference goes.
+            gst_element_set_state(playbin, GST_STATE_NULL)
             gst_element_set_state(output, GST_STATE_NULL)
         }
         // The pipeline at NULL leaves its bus flushing, which drops posts: the wake-up is let
