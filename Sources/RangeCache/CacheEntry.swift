@@ -173,7 +173,8 @@ public final class CacheEntry: Sendable {
         cache.releaseInBackground(id)
     }
 
-    /// Flushes and releases the handle; an entry left without bytes is removed.
+    /// Flushes and releases the handle; an entry left without bytes is removed unless it
+    /// remembers that its resource's sidecar is missing.
     public func close() {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         cache.release(id)
@@ -247,10 +248,13 @@ extension RangeCache {
         return try state.withLock { (state) throws(CacheError) -> Bool in
             try state.requireWritable(configuration)
             guard let record = state.records[id], let index = state.index else { throw CacheError.entryRemoved }
-            if state.sidecarMissesAhead.remove(CacheState.slot(record.namespace, record.key)) != nil,
-                record.metadata.validator.named == nil, metadata.validator.named != nil
+            // A mark made while no version was held goes to the first one bound. Empty metadata
+            // (a version forgotten) binds nothing, so the mark waits for the next response.
+            if record.metadata.validator.named == nil, metadata != EntryMetadata(),
+                state.sidecarMissesAhead.remove(CacheState.slot(record.namespace, record.key)) != nil,
+                metadata.validator.named != nil
             {
-                metadata.sidecarMissing = true  // marked before its first version was bound
+                metadata.sidecarMissing = true
             }
             // What is known of a version stays known through its later responses, even when the
             // caller read the metadata before the mark was written; a new version starts without.
@@ -460,8 +464,10 @@ extension RangeCache {
                 state.records[id] = record
                 return
             }
-            if record.available.isEmpty, record.committed.isEmpty, !state.isInUse(record), state.index != nil,
-                configuration.mode == .readWrite
+            // An empty entry that knows its resource's sidecar is missing stays (a track replaced
+            // or quit before its first byte): the knowledge costs a request otherwise.
+            if record.available.isEmpty, record.committed.isEmpty, !record.metadata.sidecarMissing,
+                !state.isInUse(record), state.index != nil, configuration.mode == .readWrite
             {
                 state.remove([id], dataDirectory: dataDirectory)
                 return

@@ -190,10 +190,17 @@ struct LyricsEndToEndTests {
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "list.m3u").absoluteString)])
             #expect(try await daemon.waitForText("Over http\nsecond"), "the sibling .lrc of an http track")
             #expect(lyricsLines(try await daemon.property(spoolInterface, "Lyrics")).map(\.0) == [500_000, 1_000_000])
-            // nginx sends the first track at once, which fires the preload of the next one.
+            // nginx sends the first track at once, which fires the preload of the next one: its
+            // head first, then (the first track's download over) the whole of it.
+            var rows: [PreloadRow] = []
             #expect(
-                eventually(timeout: 10) { lrcRequests("other") == 1 && audioRequests("other") > 0 },
-                "\(server.accessLog())")
+                try await eventuallyAsync(timeout: 10) {
+                    rows = try await daemon.preloads()
+                    let whole = rows.contains {
+                        $0.url.hasSuffix("/other.flac") && $0.length > 0 && $0.cachedBytes == $0.length
+                    }
+                    return whole && lrcRequests("other") == 1
+                }, "\(rows) \(server.accessLog())")
             let before = server.accessLog().count
             try await daemon.mpris(playerInterface, "Next")
             #expect(try await daemon.waitForText("Other words"))

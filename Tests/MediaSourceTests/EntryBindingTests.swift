@@ -108,6 +108,29 @@ struct EntryBindingTests {
         #expect(try cache.markSidecarMissing(of: cache.key(for: other)) == false, "nor can its bytes")
     }
 
+    /// The entry that took a mark made ahead can be closed before its first byte (its track
+    /// replaced at once, the daemon quit): it stays, with the mark, through a restart; a version
+    /// forgotten before the first response does not use the mark up.
+    @Test func anEmptyEntryThatTookAMarkStaysWithItThroughARestart() throws {
+        #expect(try cache.markSidecarMissing(of: cache.key(for: url)))
+        let entry = try cache.entry(for: url)
+        entry.forgetVersion()
+        entry.bind(to: head(), from: url, fetcher: fetcher)
+        #expect(entry.metadata.sidecarMissing)
+        entry.close()
+        #expect(cache.info(for: cache.key(for: url))?.metadata.sidecarMissing == true, "kept without bytes")
+        cache.close()
+        let reopened = try RangeCache(directory: directory.url)
+        defer { reopened.close() }
+        #expect(reopened.info(for: reopened.key(for: url))?.metadata.sidecarMissing == true, "and after a restart")
+
+        let plain = URL(string: "http://127.0.0.1:9/plain.mp3")!
+        let unmarked = try reopened.entry(for: plain)
+        unmarked.bind(to: head(), from: plain, fetcher: fetcher)
+        unmarked.close()
+        #expect(reopened.info(for: reopened.key(for: plain)) == nil, "an empty entry that knows nothing goes")
+    }
+
     @Test func aChangedResourceIsForgotten() throws {
         let entry = try cache.entry(for: url)
         defer { entry.close() }
