@@ -112,15 +112,16 @@ extension GStreamerEngine {
             var new = GST_STATE_NULL
             var pending = GST_STATE_NULL
             gst_message_parse_state_changed(message, &old, &new, &pending)
-            let state: TrackLifecycle.PipelineState =
-                switch new {
+            func lifecycleState(_ state: GstState) -> TrackLifecycle.PipelineState {
+                switch state {
                 case GST_STATE_PLAYING: .playing
                 case GST_STATE_PAUSED: .paused
                 case GST_STATE_READY: .ready
                 default: .null
                 }
-            let settled = pending == GST_STATE_VOID_PENDING
-            if let event = shared.withLock({ $0.lifecycle.pipelineChanged(to: state, settled: settled) }) {
+            }
+            let next = pending == GST_STATE_VOID_PENDING ? nil : lifecycleState(pending)
+            if let event = shared.withLock({ $0.lifecycle.pipelineChanged(to: lifecycleState(new), pending: next) }) {
                 emit(event)
             }
         case GST_MESSAGE_TAG:

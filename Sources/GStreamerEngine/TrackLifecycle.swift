@@ -156,7 +156,7 @@ struct TrackLifecycle: Sendable {
     }
 
     /// A pipeline state, as the bus reports it.
-    enum PipelineState: Equatable, Sendable {
+    enum PipelineState: Comparable, Sendable {
         case null, ready, paused, playing
     }
 
@@ -390,10 +390,14 @@ struct TrackLifecycle: Sendable {
         return current?.description.send(ticket.track)
     }
 
-    /// playbin changed state to `new` (`settled`: nothing pending). The transport event to
-    /// report, if any; a rebuild's state changes are not the track's.
-    mutating func pipelineChanged(to new: PipelineState, settled: Bool) -> EngineEvent? {
+    /// playbin changed state to `new`, on its way to `pending` (nil: settled). The transport
+    /// event to report, if any; a rebuild's state changes are not the track's, nor is a step
+    /// down to READY or NULL: the previous track's teardown, whose PAUSED reaches the bus after
+    /// the new track is loaded (taken as its start, a new track that hangs was never failed).
+    mutating func pipelineChanged(to new: PipelineState, pending: PipelineState?) -> EngineEvent? {
         guard let loaded = current, !loaded.phase.isRebuilding else { return nil }
+        if let pending, pending < new { return nil }
+        let settled = pending == nil
         if new == .paused || new == .playing { current?.reachedPaused = true }
         if new == .playing { return .stateChanged(.playing) }
         if new == .paused && settled { return .stateChanged(.paused) }

@@ -104,7 +104,9 @@ struct TrackLifecycleModelTests {
             }
         case 12:
             let state = [TrackLifecycle.PipelineState.null, .ready, .paused, .playing].randomElement(using: &random)!
-            return world.machine.pipelineChanged(to: state, settled: Bool.random(using: &random)).map { [$0] } ?? []
+            let pending = [nil, TrackLifecycle.PipelineState.null, .ready, .paused, .playing].randomElement(
+                using: &random)!
+            return world.machine.pipelineChanged(to: state, pending: pending).map { [$0] } ?? []
         case 13:
             var tags = TrackTags()
             tags.title = "Title \(number)"

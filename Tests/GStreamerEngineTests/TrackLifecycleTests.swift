@@ -290,14 +290,16 @@ struct TrackLifecycleTests {
 
     @Test func transportEventsComeFromTheTracksOwnStateChanges() {
         var (machine, ticket) = Self.started(1)
-        #expect(machine.pipelineChanged(to: .paused, settled: false) == nil, "on its way to PLAYING")
+        #expect(machine.pipelineChanged(to: .paused, pending: .ready) == nil, "the previous track's teardown")
+        #expect(machine.current?.reachedPaused == false, "which is not this track's start")
+        #expect(machine.pipelineChanged(to: .paused, pending: .playing) == nil, "on its way to PLAYING")
         #expect(machine.current?.reachedPaused == true)
-        #expect(machine.pipelineChanged(to: .playing, settled: true) == .stateChanged(.playing))
-        #expect(machine.pipelineChanged(to: .paused, settled: true) == .stateChanged(.paused))
+        #expect(machine.pipelineChanged(to: .playing, pending: nil) == .stateChanged(.playing))
+        #expect(machine.pipelineChanged(to: .paused, pending: nil) == .stateChanged(.paused))
         machine.withPhase { $0.rebuild(at: .seconds(1), marker: 1, rateIsOne: false) }
-        #expect(machine.pipelineChanged(to: .paused, settled: true) == nil, "a rebuild's")
+        #expect(machine.pipelineChanged(to: .paused, pending: nil) == nil, "a rebuild's")
         _ = machine.load(Self.track(2))
-        #expect(machine.pipelineChanged(to: .playing, settled: true) == nil, "nothing loaded")
+        #expect(machine.pipelineChanged(to: .playing, pending: nil) == nil, "nothing loaded")
         #expect(!machine.isCurrent(ticket))
     }
 }
