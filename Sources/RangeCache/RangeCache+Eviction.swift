@@ -24,13 +24,16 @@ extension RangeCache {
         }
     }
 
-    /// Removes the files in `CacheState.doomedFiles`, with the lock released.
+    /// Removes the files in `CacheState.doomedFiles`, with the state lock released; returns once
+    /// they, and those another caller is removing, are gone (``fileRemoval``).
     func removeDoomedFiles() {
-        let paths = state.withLock { state in
-            defer { state.doomedFiles = [] }
-            return state.doomedFiles
+        fileRemoval.withLock { _ in
+            let paths = state.withLock { state in
+                defer { state.doomedFiles = [] }
+                return state.doomedFiles
+            }
+            for path in paths { storage.remove(path) }
         }
-        for path in paths { storage.remove(path) }
     }
 
     /// ``removeDoomedFiles()`` on the sync queue: for callers on the fetcher's thread or

@@ -74,6 +74,10 @@ public final class RangeCache: Sendable {
     /// The data files' storage (``Configuration/storage``).
     var storage: any CacheStorage { configuration.storage }
     let state: Mutex<CacheState>
+    /// Held while doomed files are removed: a caller returns once every file doomed before its
+    /// call is gone, even those another thread took to remove first (a clear, then a listing of
+    /// the directory, sees none of them).
+    let fileRemoval = Mutex(())
     /// Runs fdatasync + commit jobs, so writers (the fetcher's thread) never wait for the disk.
     let syncQueue = DispatchQueue(label: "spool.range-cache.sync")
     /// Marks `syncQueue`, so work already on it never waits for it (a deadlock).
