@@ -167,8 +167,12 @@ struct PlayerInterruptionTests {
         await player.stop()
         #expect(await player.state.interrupted == false)
         engine.send(.soundServerRequest(.play))
-        // Nothing is loaded to mark the end of the events with: give the player its turns.
-        #expect(await !recorder.waitUntil { _ in recorder.snapshots.last?.status != .stopped })
+        // Nothing is loaded to mark the end of the events with (see `drain`): the request gets
+        // 100 ms, many times what the player takes for an event.
+        #expect(
+            await !recorder.waitUntil(timeout: .milliseconds(100)) { _ in
+                recorder.snapshots.last?.status != .stopped
+            })
         #expect(!engine.commands.contains(.play), "\(engine.commands)")
     }
 

@@ -27,8 +27,11 @@ public final class TestClock: Clock, Sendable {
         var now = Instant(offset: .zero)
         var sleepers: [Sleeper] = []
         var nextID: UInt64 = 0
-        /// Tests waiting for that many sleepers, each resumed once (true) or at its time limit (false).
-        var watchers: [(count: Int, id: UInt64, continuation: CheckedContinuation<Bool, Never>)] = []
+        /// Tests waiting for the sleepers to satisfy `accepts`, each resumed once (true) or at its
+        /// time limit (false).
+        var watchers:
+            [(accepts: @Sendable ([Instant]) -> Bool, id: UInt64, continuation: CheckedContinuation<Bool, Never>)] =
+                []
     }
 
     private let state = Mutex(State())
@@ -55,9 +58,9 @@ public final class TestClock: Clock, Sendable {
                 let (due, armed) = state.withLock { state -> (Bool, [CheckedContinuation<Bool, Never>]) in
                     if deadline <= state.now || Task.isCancelled { return (true, []) }
                     state.sleepers.append(Sleeper(deadline: deadline, id: id, continuation: continuation))
-                    let count = state.sleepers.count
-                    let armed = state.watchers.filter { $0.count <= count }.map(\.continuation)
-                    state.watchers.removeAll { $0.count <= count }
+                    let deadlines = state.sleepers.map(\.deadline)
+                    let armed = state.watchers.filter { $0.accepts(deadlines) }.map(\.continuation)
+                    state.watchers.removeAll { $0.accepts(deadlines) }
                     return (false, armed)
                 }
                 if due { continuation.resume() }
@@ -88,11 +91,23 @@ public final class TestClock: Clock, Sendable {
     /// Returns true once at least `count` sleeps are waiting (a timer the test advances past is
     /// armed), false when none came within 10 s of real time.
     public func waitForSleepers(_ count: Int = 1) async -> Bool {
+        await waitForSleepers { $0.count >= count }
+    }
+
+    /// Returns true once a sleep is waiting until `deadline` (one timer among others, told by
+    /// when it is due), false when none came within 10 s of real time.
+    public func waitForSleeper(dueAt deadline: Instant) async -> Bool {
+        await waitForSleepers { $0.contains(deadline) }
+    }
+
+    /// Returns true once the deadlines of the waiting sleeps satisfy `accepts`, false when they
+    /// did not within 10 s of real time.
+    private func waitForSleepers(where accepts: @escaping @Sendable ([Instant]) -> Bool) async -> Bool {
         await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let id = state.withLock { state -> UInt64? in
-                guard state.sleepers.count < count else { return nil }
+                guard !accepts(state.sleepers.map(\.deadline)) else { return nil }
                 state.nextID += 1
-                state.watchers.append((count, state.nextID, continuation))
+                state.watchers.append((accepts, state.nextID, continuation))
                 return state.nextID
             }
             guard let id else { return continuation.resume(returning: true) }
