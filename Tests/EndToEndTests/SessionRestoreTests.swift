@@ -145,8 +145,11 @@ extension RunningDaemon {
     }
 
     /// The MPRIS track ids of the queue, in order.
-    fileprivate func trackIDs() async throws -> [DBusValue] {
-        try await property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues ?? []
+    /// The TrackList ids of the queue's entries other than the current one, and the queue's length.
+    fileprivate func otherTrackIDs() async throws -> (others: [DBusValue], queueLength: Int) {
+        let view = try await sessionView()
+        let ids = try await property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues ?? []
+        return (zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1), view.queue.count)
     }
 }
 
@@ -206,10 +209,8 @@ struct RandomKillTests {
                     try await Task.sleep(for: .seconds(uniform(0.5...11)))
                 case .afterQueueEdit:
                     try await Task.sleep(for: .seconds(uniform(0.3...2)))
-                    let view = try await daemon.sessionView()
-                    let ids = try await daemon.trackIDs()
-                    let removable = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
-                    if view.queue.count > 3, !removable.isEmpty, random.next(below: 2) == 0 {
+                    let (removable, queueLength) = try await daemon.otherTrackIDs()
+                    if queueLength > 3, !removable.isEmpty, random.next(below: 2) == 0 {
                         try await daemon.mpris(
                             "org.mpris.MediaPlayer2.TrackList", "RemoveTrack",
                             [removable[random.next(below: removable.count)]])
@@ -226,9 +227,7 @@ struct RandomKillTests {
                     try await Task.sleep(for: .seconds(uniform(0...0.2)))
                 case .duringTrackChange:
                     try await Task.sleep(for: .seconds(uniform(0.3...1.5)))
-                    let view = try await daemon.sessionView()
-                    let ids = try await daemon.trackIDs()
-                    let others = zip(view.queue, ids).filter { $0.0 != view.current }.map(\.1)
+                    let others = try await daemon.otherTrackIDs().others
                     try await daemon.mpris(
                         "org.mpris.MediaPlayer2.TrackList", "GoTo", [others[random.next(below: others.count)]])
                     try await Task.sleep(for: .seconds(uniform(0...0.4)))
