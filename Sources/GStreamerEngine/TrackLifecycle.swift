@@ -345,6 +345,9 @@ struct TrackLifecycle: Sendable {
     func route(errorFrom uri: String?) -> ErrorRoute {
         if let uri, uri == next?.uri || uri == dropped { return .next(uri: uri, track: next?.track.id) }
         guard let current else { return .none }
+        // A stream of no track now (a broken next one, reloaded away from, posting late) is not
+        // the loaded track's; an element of no stream (the output, playbin itself) is.
+        if let uri, uri != current.uri { return .none }
         return .current(current.ticket)
     }
 

@@ -204,6 +204,9 @@ struct TrackLifecycleTests {
         #expect(machine.nextBroke(uri: next.uri)?.track == Self.track(1))
         _ = machine.prepareNext(nil, uri: Self.uri)
         #expect(machine.route(errorFrom: next.uri) == .next(uri: next.uri, track: nil), "a dropped stream's own")
+        #expect(
+            machine.route(errorFrom: "appsrc://spool/9-9.mp4") == .none,
+            "a stream of no track now: not the loaded one's")
         _ = machine.teardown()
         #expect(machine.route(errorFrom: nil) == .none)
     }
