@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test, in two lanes: first every suite not listed in scripts/serial-tests, in
-# parallel, as many at once as there are cores; then the listed ones, one at a time, on a
-# machine the other tests no longer share. Tests block threads (child processes, sockets,
-# polls), so the parallel lane lets the Swift runtime's executor grow threads rather than
-# keep one per core (its children, the daemon first, run with the runtime's own settings).
+# parallel, twice as many at once as there are cores (most of a test's time is a daemon
+# playing in real time, so the cores are half idle at one per core); then the listed ones, one
+# at a time, on a machine the other tests no longer share. The parallel lane works only while
+# tests wait as tasks: the Swift executor keeps about one thread per core and adds none for a
+# blocked one, so a test blocking a thread stalls the tests beside it (TestSupport's waits
+# await, and its blocking ones run on threads of their own).
 # When some fail, their failure lines are repeated at the end (CI keeps only the tail of a
 # run's output, and Swift Testing prints a failure where the test ran), and the failed tests
 # run once more on their own, to tell a race from a plain failure: one that passes then is
@@ -17,13 +19,13 @@ swift=${SWIFT:-swift}
 log=.build/test-output.log
 mkdir -p .build
 serial=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' scripts/serial-tests | paste -sd'|')
-width=${TEST_WIDTH:-$(nproc)}
+width=${TEST_WIDTH:-$(($(nproc) * 2))}
 
 export GST_REGISTRY="$PWD/.build/gst-registry-$(uname -m).bin"
 gst-inspect-1.0 coreelements >/dev/null 2>&1 || true
 
 started=$(date +%s)
-SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$width SWIFT_DEBUG_CONCURRENCY_ENABLE_COOPERATIVE_QUEUES=false \
+SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$width \
 	"$swift" test --skip-build "$@" --skip "($serial)" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 parallel_seconds=$(($(date +%s) - started))

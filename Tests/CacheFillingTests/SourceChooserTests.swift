@@ -42,7 +42,7 @@ struct SourceChooserTests {
         #expect(playback.source(for: url) === source)
     }
 
-    @Test func httpWithoutACacheStreamsFromMemory() throws {
+    @Test func httpWithoutACacheStreamsFromMemory() async throws {
         let origin = try FaultOrigin()
         let body = patternedBody(100_000)
         origin.serve(OriginResource(body, etag: "\"v1\""), at: "/a.mp3")
@@ -52,7 +52,7 @@ struct SourceChooserTests {
         source.open { _ in opened.signal() }
         #expect(opened.wait(timeout: .now() + 10) == .success)
         // The bytes arrive in memory, not on a disk: nothing waits for them there.
-        let arrived = eventually(timeout: 10) { source.bytesInMemory == Int64(body.count) }
+        let arrived = await eventually(timeout: 10) { source.bytesInMemory == Int64(body.count) }
         #expect(arrived, "\(source.bytesInMemory) bytes in memory")
         #expect(source.read(at: 0, maxLength: 16) {} == .data(body.prefix(16)))
     }
@@ -75,7 +75,7 @@ struct SourceChooserTests {
         #expect(source is FileByteSource)
     }
 
-    @Test func anUnsupportedSchemeIsRefusedForGood() throws {
+    @Test func anUnsupportedSchemeIsRefusedForGood() async throws {
         let url = try #require(URL(string: "ftp://example.org/a.mp3"))
         #expect(throws: MediaSourceError.gone("unsupported URL scheme 'ftp'")) {
             try chooser(cache: nil).source(for: url)

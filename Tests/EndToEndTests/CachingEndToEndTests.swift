@@ -15,10 +15,10 @@ struct CachingEndToEndTests {
         do {
             let daemon = try RunningDaemon(bus: bus, home: home.url)
             try await daemon.waitUntilReady()
-            #expect(try daemon.playerctl("open", url).status == 0)
-            _ = try daemon.waitForPlayerctl(["status"], timeout: 20) { $0 == "Stopped" }  // played to the end
+            #expect(try await daemon.playerctl("open", url).status == 0)
+            _ = try await daemon.waitForPlayerctl(["status"], timeout: 20) { $0 == "Stopped" }  // played to the end
             daemon.process.send(SIGTERM)
-            #expect(daemon.process.waitForExit(timeout: 10) == 0)
+            #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         }
         let fetched = server.accessLog().filter { $0.path.hasSuffix(track.fileName) }
         #expect(!fetched.isEmpty)
@@ -28,9 +28,9 @@ struct CachingEndToEndTests {
 
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", url).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
-        #expect(try daemon.playerctl("metadata", "title").stdout.contains(track.title))
+        #expect(try await daemon.playerctl("open", url).status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
+        #expect(try await daemon.playerctl("metadata", "title").stdout.contains(track.title))
         let replay = server.accessLog().filter { $0.path.hasSuffix(track.fileName) }.dropFirst(fetched.count)
         // At most a background revalidation: conditional, answered 304, no body.
         #expect(replay.count <= 1, "\(Array(replay))")
@@ -59,12 +59,12 @@ struct PreloadWindowEndToEndTests {
         let server = try NginxServer(serving: dir.url)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", server.url(for: "list.m3u").absoluteString).status == 0)
+        #expect(try await daemon.playerctl("open", server.url(for: "list.m3u").absoluteString).status == 0)
         let size = try Data(contentsOf: third.url).count
         let head = 512 * 1024 + 64 * 1024
         #expect(size > head)
         var fetched = 0
-        let cached = eventually(timeout: 20, interval: 0.05) {
+        let cached = await eventually(timeout: 20, interval: 0.05) {
             fetched = server.accessLog().filter { $0.path.hasSuffix(third.fileName) }.reduce(0) {
                 $0 + $1.bodyBytesSent
             }
@@ -73,7 +73,7 @@ struct PreloadWindowEndToEndTests {
         #expect(cached, "track 3 fetched \(fetched) bytes")
         let secondSize = try Data(contentsOf: second.url).count
         #expect(
-            eventually(timeout: 10, interval: 0.05) {
+            await eventually(timeout: 10, interval: 0.05) {
                 server.accessLog().filter { $0.path.hasSuffix(second.fileName) }.reduce(0) { $0 + $1.bodyBytesSent }
                     == secondSize
             })
@@ -95,7 +95,7 @@ struct PreloadWindowEndToEndTests {
             !server.accessLog().contains { $0.status == 304 || $0.ifNoneMatch != nil }, "no revalidation of fresh bytes"
         )
         #expect(
-            try daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent),
+            try await daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent),
             "still on the first track")
     }
 }

@@ -13,13 +13,13 @@ struct CommandEdgesTests {
         #expect(try daemon.spool("shuffle").stdout == "off\n")
 
         #expect(try daemon.spool("loop", "playlist").status == 0)
-        _ = try daemon.waitForPlayerctl(["loop"]) { $0 == "Playlist" }
+        _ = try await daemon.waitForPlayerctl(["loop"]) { $0 == "Playlist" }
         #expect(try daemon.spool("loop").stdout == "playlist\n")
 
         for (word, shown) in [("yes", "on"), ("0", "off"), ("true", "on"), ("no", "off"), ("1", "on")] {
             let result = try daemon.spool("shuffle", word)
             #expect(result.status == 0, "shuffle \(word): \(result)")
-            _ = try daemon.waitForSpool("shuffle") { $0 == shown + "\n" }
+            _ = try await daemon.waitForSpool("shuffle") { $0 == shown + "\n" }
         }
     }
 
@@ -38,7 +38,7 @@ struct CommandEdgesTests {
         let (daemon, server, track) = try await daemonWithNginx(serving: .flac)
         let url = server.url(for: track.fileName).absoluteString
         #expect(try daemon.spool("play", url).status == 0)
-        _ = try daemon.waitForSpool("queue") { $0.contains("[cached]") }
+        _ = try await daemon.waitForSpool("queue") { $0.contains("[cached]") }
 
         let stats = try daemon.spool("cache", "stats").stdout
         let values = Dictionary(
@@ -64,7 +64,7 @@ struct CommandEdgesTests {
 
         #expect(try daemon.spool("stop").status == 0)
         #expect(try daemon.spool("cache", "clear").status == 0)
-        let queue = try daemon.waitForSpool("queue") { !$0.contains("[cached") }
+        let queue = try await daemon.waitForSpool("queue") { !$0.contains("[cached") }
         #expect(queue.hasSuffix("  [not cached]\n"), "\(queue)")
     }
 }

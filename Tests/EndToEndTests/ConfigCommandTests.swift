@@ -102,7 +102,7 @@ struct ConfigCommandTests {
 
     @Test func theDaemonTakesItsAudioSinkFromTheFile() async throws {
         let daemon = try RunningDaemon(configFile: "audio.sink = no-such-sink-from-the-file\n", standardOptions: false)
-        let status = daemon.process.waitForExit(timeout: 20)
+        let status = await daemon.process.waitForExit(timeout: 20)
         #expect(status == 2)  // no audio pipeline: a failure at run time
         #expect(daemon.process.standardError.contains("no-such-sink-from-the-file"), "\(daemon.process.standardError)")
     }
@@ -118,7 +118,7 @@ struct ConfigCommandTests {
             _ = try await daemon.client.call(
                 destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2",
                 method: "Quit")
-            #expect(daemon.process.waitForExit(timeout: 10) == 0)
+            #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         }
         #expect(!quiet.process.standardError.contains("NOTICE"), "\(quiet.process.standardError)")
         #expect(loud.process.standardError.contains("NOTICE daemon: Spool"), "\(loud.process.standardError)")

@@ -58,14 +58,17 @@ final class RunningDaemon {
     }
 
     /// Runs playerctl against the daemon.
-    func playerctl(_ arguments: String...) throws -> CommandResult {
-        try runCommand("playerctl", ["-p", "spool"] + arguments, environment: bus.environment, timeout: 20)
+    func playerctl(_ arguments: String...) async throws -> CommandResult {
+        try await runCommandAwaiting(
+            "playerctl", ["-p", "spool"] + arguments, environment: bus.environment, timeout: 20)
     }
 
     /// Polls a playerctl query until `accept` holds (it reflects the daemon's state, in another process).
-    func waitForPlayerctl(_ arguments: [String], timeout: Double = 10, _ accept: (String) -> Bool) throws -> String {
+    func waitForPlayerctl(_ arguments: [String], timeout: Double = 10, _ accept: (String) -> Bool) async throws
+        -> String
+    {
         var last = ""
-        let reached = try eventually(timeout: timeout, interval: 0.05) {
+        let reached = try await eventually(timeout: timeout, interval: 0.05) {
             last = try runCommand("playerctl", ["-p", "spool"] + arguments, environment: bus.environment)
                 .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             return accept(last)
@@ -94,20 +97,21 @@ struct DaemonEndToEndTests {
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
 
-        let opened = try daemon.playerctl("open", server.url(for: track.fileName).absoluteString)
+        let opened = try await daemon.playerctl("open", server.url(for: track.fileName).absoluteString)
         #expect(opened.status == 0, "\(opened.stderr)")
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
 
         // The position advances while playing.
-        let first = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > (Double(first) ?? 0) + 0.2 }
-        let title = try daemon.playerctl("metadata", "title").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let first = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > (Double(first) ?? 0) + 0.2 }
+        let title = try await daemon.playerctl("metadata", "title").stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
         #expect(title == track.title)
 
-        #expect(try daemon.playerctl("pause").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
-        let pausedAt = try daemon.playerctl("position").stdout
-        let stillPausedAt = try daemon.playerctl("position").stdout
+        #expect(try await daemon.playerctl("pause").status == 0)
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        let pausedAt = try await daemon.playerctl("position").stdout
+        let stillPausedAt = try await daemon.playerctl("position").stdout
         #expect(pausedAt == stillPausedAt)
 
         // Every byte came through Spool's reader: nginx saw range requests for the track.
@@ -118,7 +122,7 @@ struct DaemonEndToEndTests {
         _ = try await daemon.client.call(
             destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2",
             method: "Quit")
-        let status = daemon.process.waitForExit(timeout: 10)
+        let status = await daemon.process.waitForExit(timeout: 10)
         #expect(status == 0, "daemon log:\n\(daemon.process.standardError)")
         #expect(try await daemon.client.nameHasOwner(busName) == false)
     }
@@ -128,10 +132,10 @@ struct DaemonEndToEndTests {
         let track = fixtures.fixture(.mp3CBR)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
-        #expect(try daemon.playerctl("metadata", "artist").stdout.contains(track.artist))
+        #expect(try await daemon.playerctl("open", track.url.absoluteString).status == 0)
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
+        #expect(try await daemon.playerctl("metadata", "artist").stdout.contains(track.artist))
     }
 
     /// Issue #5: libcurl's global set-up (OpenSSL's, about 2 MiB resident) and the fetcher's
@@ -152,14 +156,14 @@ struct DaemonEndToEndTests {
         #expect(threadNames().contains("spool.engine.bu"), "\(threadNames())")
 
         let local = fixtures.fixture(.mp3CBR)
-        #expect(try daemon.playerctl("open", local.url.absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
+        #expect(try await daemon.playerctl("open", local.url.absoluteString).status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
         #expect(!threadNames().contains("spool.fetcher"), "\(threadNames())")
 
         let remote = fixtures.fixture(.flac)
-        #expect(try daemon.playerctl("open", server.url(for: remote.fileName).absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == remote.title }
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
+        #expect(try await daemon.playerctl("open", server.url(for: remote.fileName).absoluteString).status == 0)
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == remote.title }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.1 }
         #expect(threadNames().contains("spool.fetcher"), "\(threadNames())")
     }
 
@@ -167,7 +171,7 @@ struct DaemonEndToEndTests {
         let first = try RunningDaemon()
         try await first.waitUntilReady()
         let second = try RunningDaemon(bus: first.bus)
-        let status = second.process.waitForExit(timeout: 10)
+        let status = await second.process.waitForExit(timeout: 10)
         #expect(status == 2)  // a failure at run time, not a usage error
         #expect(second.process.standardError.contains("already owns \(busName)"))
         #expect(first.process.isRunning)
@@ -179,7 +183,7 @@ struct DaemonEndToEndTests {
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
         daemon.process.send(signal)
-        #expect(daemon.process.waitForExit(timeout: 10) == 0, "daemon log:\n\(daemon.process.standardError)")
+        #expect(await daemon.process.waitForExit(timeout: 10) == 0, "daemon log:\n\(daemon.process.standardError)")
         #expect(try await daemon.client.nameHasOwner(busName) == false)
     }
 
@@ -198,7 +202,8 @@ struct DaemonEndToEndTests {
                 method: "OpenUri", arguments: [.string("gopher://example")])
         }
         #expect(daemon.process.isRunning)
-        #expect(try daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Stopped")
+        #expect(
+            try await daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Stopped")
     }
 
     /// The plugins every track's pipeline is built from (the source, the type finder, the
@@ -224,7 +229,7 @@ struct DaemonEndToEndTests {
             "libgstapp.so", "libgstcoreelements.so", "libgstaudioconvert.so", "libgstaudioparsers.so",
             "libgstid3demux.so", "libgstmpg123.so",
         ]
-        #expect(eventually(timeout: 10) { mappedPlugins().isSuperset(of: wanted) }, "\(mappedPlugins().sorted())")
+        #expect(await eventually(timeout: 10) { mappedPlugins().isSuperset(of: wanted) }, "\(mappedPlugins().sorted())")
         #expect(
             mappedPlugins().isDisjoint(with: ["libgstlibav.so", "libgstflac.so", "libgstvorbis.so", "libgstopus.so"]),
             "\(mappedPlugins().sorted())")

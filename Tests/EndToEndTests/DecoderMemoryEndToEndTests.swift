@@ -14,13 +14,13 @@ struct DecoderMemoryEndToEndTests {
         let remote = DBusMPRISRemote(connection: daemon.client, busName: busName)
         let pid = try #require(daemon.process.programPID)
         // The fixtures last a few seconds: looped, none ends (and stops) before the poll sees it play.
-        _ = try daemon.playerctl("loop", "Track")
+        _ = try await daemon.playerctl("loop", "Track")
         for format in FixtureFormat.allCases {
             try await remote.openURI(fixtures.fixture(format).url.absoluteString)
-            _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) {
+            _ = try await daemon.waitForPlayerctl(["metadata", "xesam:url"]) {
                 $0 == fixtures.fixture(format).url.absoluteString
             }
-            _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+            _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
             // Read to the end: /proc files report a size of 0.
             let handle = try #require(FileHandle(forReadingAtPath: "/proc/\(pid)/maps"))
             let maps = String(decoding: handle.readDataToEndOfFile(), as: UTF8.self)

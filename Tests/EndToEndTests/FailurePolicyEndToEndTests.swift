@@ -24,9 +24,9 @@ struct FailurePolicyEndToEndTests {
         _ = try await daemon.client.call(
             destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.spool.Spool1", method: "Play",
             arguments: [.stringArray(queue)])
-        _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"], timeout: 15) { $0 == good.url.absoluteString }
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
-        #expect(try daemon.playerctl("status").stdout == "Playing\n")
+        _ = try await daemon.waitForPlayerctl(["metadata", "xesam:url"], timeout: 15) { $0 == good.url.absoluteString }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
+        #expect(try await daemon.playerctl("status").stdout == "Playing\n")
         let log = daemon.process.standardError
         let loads = { (name: String) in
             log.components(separatedBy: "\n").filter { $0.contains("loading") && $0.contains(name) }.count

@@ -35,10 +35,10 @@ struct HTTPCachingEndToEndTests {
     ) async throws {
         let daemon = try RunningDaemon(bus: bus, home: home)
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", url).status == 0)
-        _ = try daemon.waitForPlayerctl(arguments, timeout: 30, accept)
+        #expect(try await daemon.playerctl("open", url).status == 0)
+        _ = try await daemon.waitForPlayerctl(arguments, timeout: 30, accept)
         daemon.process.send(SIGTERM)
-        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        #expect(await daemon.process.waitForExit(timeout: 10) == 0)
     }
 
     /// Plays `url` to its end in a daemon of `home`, then stops it: the whole file is cached.
@@ -72,12 +72,12 @@ struct HTTPCachingEndToEndTests {
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
         for play in 1...2 {
-            #expect(try daemon.playerctl("open", served.url).status == 0)
-            #expect(eventually(timeout: 10) { served.requests.count == first + play }, "play \(play)")
-            _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 0.5 }
+            #expect(try await daemon.playerctl("open", served.url).status == 0)
+            #expect(await eventually(timeout: 10) { served.requests.count == first + play }, "play \(play)")
+            _ = try await daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 0.5 }
         }
         daemon.process.send(SIGTERM)
-        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         let replay = Array(served.requests.dropFirst(first))
         #expect(replay.count == 2, "\(replay)")
         #expect(
@@ -91,12 +91,12 @@ struct HTTPCachingEndToEndTests {
         let data = home.url.appendingPathComponent("cache/spool/data")
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", served.url).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 1.5 }
+        #expect(try await daemon.playerctl("open", served.url).status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 1.5 }
         let whilePlaying = try files(in: data)
         #expect(whilePlaying.isEmpty, "written while playing: \(whilePlaying)")
         daemon.process.send(SIGTERM)
-        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         let afterwards = try files(in: data)
         #expect(afterwards.isEmpty, "left after the daemon stopped: \(afterwards)")
         let sent = served.requests.reduce(0) { $0 + $1.bodyBytesSent }
@@ -114,15 +114,16 @@ struct HTTPCachingEndToEndTests {
             at: "/\(served.fixture.fileName)", faults: OriginFaults(firstByteLatency: 0.4))
         let daemon = try RunningDaemon(bus: bus, home: home.url, extraEnvironment: ["SPOOL_REVALIDATE_WAIT": "3s"])
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", served.url).status == 0)
+        #expect(try await daemon.playerctl("open", served.url).status == 0)
         // The new version is 12 s long, the cached one not.
-        _ = try daemon.waitForPlayerctl(["metadata", "mpris:length"], timeout: 20) {
+        _ = try await daemon.waitForPlayerctl(["metadata", "mpris:length"], timeout: 20) {
             abs((Double($0) ?? 0) - 12_000_000) < 200_000
         }
-        _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 0.5 }
-        #expect(try daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Playing")
+        _ = try await daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 0.5 }
+        #expect(
+            try await daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Playing")
         daemon.process.send(SIGTERM)
-        #expect(daemon.process.waitForExit(timeout: 10) == 0)
+        #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         let log = daemon.process.standardError
         #expect(log.contains("starting it again"), "\(log)")
         #expect(!log.contains("playback failed"), "a new version is no failure for the listener: \(log)")

@@ -97,7 +97,7 @@ struct HandOverWindowTests {
         let queue = [tones[300]!, tones[500]!, tones[700]!]
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray(queue.map(\.absoluteString))])
         guard
-            eventually(
+            await eventually(
                 timeout: 15, interval: 0.01, { daemon.process.standardError.contains("committed track 2 as the next") })
         else {
             throw RigError("the engine never committed the second track; log:\n\(daemon.process.standardError)")
@@ -124,7 +124,7 @@ struct HandOverWindowTests {
         }
         let urls = await named.value
         deadline.cancel()
-        try recording.waitToGrow(byMilliseconds: 300)  // the tail the server still held
+        try await recording.waitToGrow(byMilliseconds: 300)  // the tail the server still held
         let pcm = try recording.stop()
         let heard = runs(tonesPer10ms(pcm, frequencies: [300, 500, 700, 900])).compactMap { run in
             run.0.map { ($0, run.1) }
@@ -184,10 +184,13 @@ struct HandOverWindowTests {
             standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray([first, broken, last].map(\.absoluteString))])
-        #expect(
-            try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Metadata") {
-                $0?.stringVariantDictValue?["xesam:url"]?.stringValue == last.absoluteString
-            } || eventually(timeout: 10) { daemon.process.standardError.contains("loading track 3") })
+        var lastLoaded = try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Metadata") {
+            $0?.stringVariantDictValue?["xesam:url"]?.stringValue == last.absoluteString
+        }
+        if !lastLoaded {
+            lastLoaded = await eventually(timeout: 10) { daemon.process.standardError.contains("loading track 3") }
+        }
+        #expect(lastLoaded)
         let stopped = try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "PlaybackStatus") {
             $0?.stringValue == "Stopped"
         }
@@ -195,7 +198,7 @@ struct HandOverWindowTests {
             stopped,
             "\(daemon.process.standardError.components(separatedBy: "\n").filter { !$0.contains("DEBUG mpris") }.suffix(60).joined(separator: "\n"))"
         )
-        try recording.waitToGrow(byMilliseconds: 300)
+        try await recording.waitToGrow(byMilliseconds: 300)
         let pcm = try recording.stop()
         let all = runs(tonesPer10ms(pcm, frequencies: [300, 700]))
         let summary = all.map { "\($0.0.map(String.init) ?? "-")×\($0.1)" }.joined(separator: " ")

@@ -42,9 +42,9 @@ struct IdleReleaseEndToEndTests {
         let remote = DBusMPRISRemote(connection: daemon.client, busName: busName)
         let pid = try #require(daemon.process.programPID)
         try await remote.openURI(file.absoluteString)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.0 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.0 }
         try await remote.pause()
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
         let pausedAt = try await remote.positionMicroseconds()
         #expect(holdsOpen(file, pid: pid), "the paused pipeline reads the file")
 
@@ -58,7 +58,7 @@ struct IdleReleaseEndToEndTests {
 
         let started = Date()
         try await remote.play()
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         // Until the track advances past where it was, every Position read lies within what
         // played since Play; a restart from the beginning reads near 0.
         var resumed: [(at: Double, position: Int64)] = []
@@ -84,14 +84,14 @@ struct IdleReleaseEndToEndTests {
         try await daemon.waitUntilReady()
         let remote = DBusMPRISRemote(connection: daemon.client, busName: busName)
         try await remote.openURI(file.absoluteString)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
         try await remote.stop()
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Stopped" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Stopped" }
         _ = try await awaitRelease(daemon, remote)
         #expect(try await remote.playbackStatus() == "Stopped")
         try await remote.play()
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
         #expect(try await remote.metadata().url == file.absoluteString)
     }
 }

@@ -97,7 +97,7 @@ struct InterfaceContractTests {
             await log.waitFor { $0.contains { accept(changedProperties($0)) } }
         }
 
-        #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
+        #expect(try await daemon.playerctl("open", track.url.absoluteString).status == 0)
         #expect(await waitForChange { $0["PlaybackStatus"]?.stringValue == "Playing" })
         #expect(await waitForChange { $0["CanPlay"]?.boolValue == true })
         #expect(
@@ -108,7 +108,7 @@ struct InterfaceContractTests {
             await waitForChange {
                 $0["Metadata"]?.stringVariantDictValue?["mpris:length"]?.int64Value.map { $0 > 3_000_000 } == true
             })
-        #expect(try daemon.playerctl("pause").status == 0)
+        #expect(try await daemon.playerctl("pause").status == 0)
         #expect(await waitForChange { $0["PlaybackStatus"]?.stringValue == "Paused" })
 
         let all = await log.items

@@ -85,8 +85,8 @@ final class CallRig {
     }
 
     /// Waits until the daemon's log holds `line` (what the engine and the player log as they act).
-    func logContains(_ line: String, timeout: Double = 10) -> Bool {
-        eventually(timeout: timeout, interval: 0.01) { self.daemon.process.standardError.contains(line) }
+    func logContains(_ line: String, timeout: Double = 10) async -> Bool {
+        await eventually(timeout: timeout, interval: 0.01) { self.daemon.process.standardError.contains(line) }
     }
 
     var log: String { daemon.process.standardError }
@@ -111,7 +111,7 @@ struct InterruptionEndToEndTests {
         #expect(status.stdout.hasPrefix("Paused (interrupted by the sound server): "), "\(status.stdout)")
         #expect(try await rig.position() == pausedPosition, "the position holds during the call")
 
-        let exit = call.waitForExit(timeout: 10)
+        let exit = await call.waitForExit(timeout: 10)
         let callEnded = Date()
         #expect(exit == 0, "paplay: \(call.standardError)")
         let playingAt = try #require(
@@ -143,10 +143,10 @@ struct InterruptionEndToEndTests {
         let callStarted = Date()
         let call = try rig.pulse.playCall(rig.callFile)
         #expect(
-            try eventually(timeout: 10, interval: 0.01) {
+            try await eventually(timeout: 10, interval: 0.01) {
                 try rig.pulse.sinkInputs().contains { $0.properties["media.role"] == "phone" }
             }, "the call never reached the server")
-        #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
+        #expect(await call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
         // A corked stream is left alone by the server: no request comes, so there is no event to
         // await. Twice the time allowed for a resume is the window where one would show.
         try await Task.sleep(for: .milliseconds(400))
@@ -170,10 +170,11 @@ struct InterruptionEndToEndTests {
             #expect(await rig.signalled("Paused", after: callStarted) != nil, "\(action): no pause; log:\n\(rig.log)")
             try await rig.daemon.mpris(playerInterface, action)
             #expect(try await rig.interrupted() == false, "\(action): the listener's action ends the interruption")
-            #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
+            #expect(await call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
             // The server's request to play again arrives, and is turned down.
-            #expect(rig.logContains("the sound server asks to play again"), "\(action): no uncork; log:\n\(rig.log)")
-            #expect(rig.logContains("asks to play; nothing to do"), "\(action): \(rig.log)")
+            #expect(
+                await rig.logContains("the sound server asks to play again"), "\(action): no uncork; log:\n\(rig.log)")
+            #expect(await rig.logContains("asks to play; nothing to do"), "\(action): \(rig.log)")
             #expect(
                 try await rig.daemon.property(playerInterface, "PlaybackStatus")?.stringValue == "Paused", "\(action)")
             let statuses = await rig.statuses.items
@@ -186,12 +187,12 @@ struct InterruptionEndToEndTests {
         try await rig.playMusic()
         let callStarted = Date()
         let call = try rig.pulse.playCall(rig.callFile)
-        #expect(rig.logContains("the sound server asks to pause"), "no cork request; log:\n\(rig.log)")
-        #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
+        #expect(await rig.logContains("the sound server asks to pause"), "no cork request; log:\n\(rig.log)")
+        #expect(await call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
         // The server only unmutes a stream it did not see corked: no request; the call is over
         // once its stream is gone.
         #expect(
-            try eventually(timeout: 10, interval: 0.01) {
+            try await eventually(timeout: 10, interval: 0.01) {
                 try !rig.pulse.sinkInputs().contains { $0.properties["media.role"] == "phone" }
             }, "the call's stream stayed")
         let statuses = await rig.statuses.items
@@ -207,7 +208,7 @@ struct InterruptionEndToEndTests {
         let callStarted = Date()
         let call = try rig.pulse.playCall(rig.callFile)
         let pausedAt = try #require(await rig.signalled("Paused", after: callStarted), "no pause; log:\n\(rig.log)")
-        #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
+        #expect(await call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
         #expect(await rig.signalled("Playing", after: pausedAt) != nil, "never played on; log:\n\(rig.log)")
         #expect(!rig.log.contains("released the pipeline"), "\(rig.log)")
     }
@@ -222,10 +223,10 @@ struct InterruptionEndToEndTests {
         let pausedAt = try #require(await rig.signalled("Paused", after: callStarted), "no pause; log:\n\(rig.log)")
         try await rig.daemon.mpris(playerInterface, "Play")
         #expect(await rig.signalled("Playing", after: pausedAt) != nil)
-        #expect(call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
+        #expect(await call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
         try await rig.daemon.mpris(playerInterface, "Pause")
         #expect(
-            rig.logContains("released the pipeline", timeout: 5),
+            await rig.logContains("released the pipeline", timeout: 5),
             "the pause after the call kept the pipeline; log:\n\(rig.log)")
     }
 }

@@ -77,7 +77,7 @@ struct LyricsEndToEndTests {
 
         // Paused, a seek back still moves the line.
         try await daemon.mpris(playerInterface, "Pause")
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
         let beforeBack = await signals.items.count
         try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(6_000_000)])
         #expect(
@@ -139,7 +139,7 @@ struct LyricsEndToEndTests {
 
         try await daemon.mpris(playerInterface, "OpenUri", [.string(track.absoluteString)])
         try await daemon.mpris(playerInterface, "Pause")
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
         #expect(try await daemon.waitForProperty(spoolInterface, "Lyrics") { $0?.arrayValues?.count == 4 })
         let trackID = try #require(
             try await daemon.property(playerInterface, "Metadata")?.stringVariantDictValue?["mpris:trackid"])
@@ -156,13 +156,15 @@ struct LyricsEndToEndTests {
             selfStopAfter: 60)
         defer { follow.stop(grace: 1) }
         #expect(
-            eventually(timeout: 10) { follow.standardOutput == "Second\n" },
+            await eventually(timeout: 10) { follow.standardOutput == "Second\n" },
             "\(follow.standardOutput)\(follow.standardError)")
         try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(11_000_000)])
-        #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Third\n") }, "\(follow.standardOutput)")
+        #expect(
+            await eventually(timeout: 10) { follow.standardOutput.hasSuffix("Third\n") }, "\(follow.standardOutput)")
         try await daemon.mpris(playerInterface, "SetPosition", [trackID, .int64(14_600_000)])
         try await daemon.mpris(playerInterface, "Play")
-        #expect(eventually(timeout: 10) { follow.standardOutput.hasSuffix("Fourth\n") }, "\(follow.standardOutput)")
+        #expect(
+            await eventually(timeout: 10) { follow.standardOutput.hasSuffix("Fourth\n") }, "\(follow.standardOutput)")
         #expect(follow.standardOutput == "Second\nThird\nFourth\n")
     }
 
@@ -209,11 +211,11 @@ struct LyricsEndToEndTests {
             )
 
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
-            #expect(eventually(timeout: 10) { lrcRequests("plain") == 1 }, "the missing sibling is asked for")
+            #expect(await eventually(timeout: 10) { lrcRequests("plain") == 1 }, "the missing sibling is asked for")
             #expect(server.accessLog().first { $0.path == "/plain.lrc" }?.status == 404)
             // Recorded at once, for the version known or the one the track's response brings.
             #expect(
-                eventually(timeout: 10) {
+                await eventually(timeout: 10) {
                     daemon.process.standardError.contains("the cache remembers that \(server.url(for: "plain.lrc"))")
                 }, "\(daemon.process.standardError)")
             #expect(try await daemon.waitForText(nil), "no lyrics for a track without a sibling")
@@ -222,7 +224,7 @@ struct LyricsEndToEndTests {
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
             #expect(try await daemon.waitForText(nil))
             daemon.process.send(SIGTERM)
-            #expect(daemon.process.waitForExit(timeout: 10) == 0)
+            #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         }
         #expect(lrcRequests("plain") == 1, "a 404 is remembered")
         #expect(lrcRequests("song") == 1, "a sibling found is kept")
@@ -234,7 +236,7 @@ struct LyricsEndToEndTests {
         #expect(lrcRequests("song") == 1, "a restarted daemon reads the kept file")
         try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
         #expect(
-            eventually(timeout: 10) { daemon.process.standardError.contains("known missing for this version") },
+            await eventually(timeout: 10) { daemon.process.standardError.contains("known missing for this version") },
             "\(daemon.process.standardError)")
         #expect(lrcRequests("plain") == 1, "a restarted daemon remembers the 404 of an unchanged track")
     }

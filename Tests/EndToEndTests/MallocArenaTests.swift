@@ -16,12 +16,12 @@ struct MallocArenaTests {
         // Several formats and a track change: demuxer, decoder and sink threads come and go
         // while the D-Bus, fetcher and engine threads run.
         let tracks = [fixtures.fixture(.flac), fixtures.fixture(.oggVorbis), fixtures.fixture(.mp3CBR)]
-        #expect(try daemon.playerctl("open", tracks[0].url.absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+        #expect(try await daemon.playerctl("open", tracks[0].url.absoluteString).status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
         for track in tracks.dropFirst() {
-            #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
-            _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == track.title }
-            _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+            #expect(try await daemon.playerctl("open", track.url.absoluteString).status == 0)
+            _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == track.title }
+            _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
         }
         let pid = try #require(daemon.process.programPID)
         let heaps = try MallocHeaps.threadArenaHeaps(of: pid)

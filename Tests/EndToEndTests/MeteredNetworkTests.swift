@@ -70,8 +70,8 @@ extension RunningDaemon {
     }
 
     /// The play head in seconds, as playerctl reads it.
-    func waitForPosition(beyond seconds: Double) throws {
-        _ = try waitForPlayerctl(["position"], timeout: 30) { (Double($0) ?? 0) > seconds }
+    func waitForPosition(beyond seconds: Double) async throws {
+        _ = try await waitForPlayerctl(["position"], timeout: 30) { (Double($0) ?? 0) > seconds }
     }
 }
 
@@ -106,7 +106,7 @@ struct MeteredNetworkTests {
         try await daemon.mpris("org.spool.Spool1", "Play", [.array(elementSignature: "s", urls.map(DBusValue.string))])
 
         // Metered, more than 30 s left: the playing track only a window ahead, nothing of the others.
-        try daemon.waitForPosition(beyond: 2)
+        try await daemon.waitForPosition(beyond: 2)
         let status = try daemon.spool("status").stdout
         #expect(status.contains("network: metered"), "\(status)")
         let rows = try await daemon.preloads()
@@ -133,7 +133,7 @@ struct MeteredNetworkTests {
         )
 
         // Within the last 30 s: the next track's head (prefix and tail) and nothing more.
-        #expect(try daemon.playerctl("position", "16").status == 0)
+        #expect(try await daemon.playerctl("position", "16").status == 0)
         let headFetched = try await eventuallyAsync(timeout: 10) {
             origin.requests().filter { $0.path == paths[1] }.count >= 2
         }
@@ -171,7 +171,7 @@ struct MeteredNetworkTests {
             "unmetered: \(origin.bytesSent(paths[0])) bytes of the playing track; metered again: the next one's download stopped at \(nextBytes)"
         )
         let position = Double(try daemon.query("position")) ?? 0
-        try daemon.waitForPosition(beyond: position + 1)
+        try await daemon.waitForPosition(beyond: position + 1)
         // The engine's own reads of it (its parser prerolls) still get their bytes: a probe or two.
         #expect(origin.bytesSent(paths[1]) - nextBytes <= 64 * 1024, "no read-ahead of it while metered")
 
@@ -210,7 +210,7 @@ struct MeteredNetworkTests {
             "DBUS_SYSTEM_BUS_ADDRESS": networkManager.bus.address, "SPOOL_NETWORK_METERED": "no",
         ])
         try await never.waitUntilReady()
-        let decided = eventually { never.process.standardError.contains("network.metered = no") }
+        let decided = await eventually { never.process.standardError.contains("network.metered = no") }
         #expect(decided, "the setting was applied")
         #expect(try await never.spoolProperty("Metered")?.boolValue == false, "NetworkManager's yes is overridden")
     }

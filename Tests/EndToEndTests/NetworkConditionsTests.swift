@@ -226,7 +226,7 @@ struct NetworkConditionsTests {
                 "curl", ["-s", "-o", "/dev/null", origin.url(for: $0).absoluteString], logDirectory: logs.url,
                 selfStopAfter: 20)
         }
-        for client in clients { #expect(client.waitForExit(timeout: 15) == 0) }
+        for client in clients { #expect(await client.waitForExit(timeout: 15) == 0) }
         let elapsed = seconds(from: started)
         // 200 kB over a 100 kB/s link: 2 s, not the 1 s a per-response cap would give.
         #expect(elapsed >= 1.8 && elapsed < 3.5, "took \(elapsed) s")

@@ -64,7 +64,7 @@ struct NotificationsEndToEndTests {
         try await daemon.waitUntilReady()
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray(tracks.map(\.url.absoluteString))])
 
-        #expect(eventually(timeout: 10) { server.calls.count >= 1 })
+        #expect(await eventually(timeout: 10) { server.calls.count >= 1 })
         let first = try #require(server.calls.first)
         #expect(first.summary == covered.title)
         #expect(first.body == "\(covered.artist) — \(covered.album)")
@@ -75,16 +75,17 @@ struct NotificationsEndToEndTests {
             "\(first.hints)")
 
         // Paused and played again: the same track is on screen, nothing new.
-        _ = try daemon.playerctl("pause")
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
-        _ = try daemon.playerctl("play")
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.playerctl("pause")
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.playerctl("play")
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
 
         // Three track changes within a second: one notification a second, the last one naming the last track.
         for _ in 0..<3 { try await daemon.mpris("org.mpris.MediaPlayer2.Player", "Next") }
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == tracks[3].title }
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == tracks[3].title }
         #expect(
-            eventually(timeout: 5) { server.calls.last?.summary == tracks[3].title }, "\(server.calls.map(\.summary))")
+            await eventually(timeout: 5) { server.calls.last?.summary == tracks[3].title },
+            "\(server.calls.map(\.summary))")
         let calls = server.calls
         #expect(calls.count <= 3, "at most one a second: \(calls.map(\.summary))")
         #expect(zip(calls, calls.dropFirst()).allSatisfy { $1.at - $0.at >= .milliseconds(950) }, "\(calls.map(\.at))")

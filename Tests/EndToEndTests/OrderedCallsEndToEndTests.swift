@@ -13,8 +13,8 @@ struct OrderedCallsEndToEndTests {
     /// A daemon playing a 60-s tone, once its length is known; returns its track id.
     static func playing(_ daemon: RunningDaemon, _ url: URL) async throws -> DBusValue {
         _ = try await daemon.mpris(player, "OpenUri", [.string(url.absoluteString)])
-        _ = try daemon.waitForPlayerctl(["metadata", "mpris:length"]) { !$0.isEmpty }
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["metadata", "mpris:length"]) { !$0.isEmpty }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         let metadata = try await daemon.property(player, "Metadata")?.stringVariantDictValue
         return try #require(metadata?["mpris:trackid"])
     }
@@ -100,7 +100,7 @@ struct OrderedCallsEndToEndTests {
         _ = try await daemon.mpris(player, "Seek", [.int64(2_000_000)])
         // One track, loop off: past the end is Next with nothing next, so playback stops.
         _ = try await daemon.mpris(player, "Seek", [.int64(120_000_000)])
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Stopped" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Stopped" }
 
         // Two tracks: past the end of the first plays the second.
         let list = media.file("two.m3u")
@@ -109,7 +109,7 @@ struct OrderedCallsEndToEndTests {
         let first = try await Self.playing(daemon, list)
         _ = try await daemon.mpris(player, "SetPosition", [first, .int64(12_000_000)])
         _ = try await daemon.mpris(player, "Seek", [.int64(50_000_000)])
-        let url = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0.hasSuffix(second.fileName) }
+        let url = try await daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0.hasSuffix(second.fileName) }
         #expect(url.hasSuffix(second.fileName))
         #expect(try await daemon.property(player, "PlaybackStatus")?.stringValue == "Playing")
     }

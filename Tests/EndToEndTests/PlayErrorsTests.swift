@@ -109,7 +109,9 @@ struct PlayErrorsTests {
         try await daemon.waitUntilReady()
         #expect(try daemon.spool("play", "--no-wait", origin.url(for: "/slow.m3u").absoluteString).status == 0)
         #expect(try daemon.spool("play", later.url.path).status == 0)
-        let dropped = eventually(timeout: 5) { daemon.process.standardError.contains("dropping the playlist slow.m3u") }
+        let dropped = await eventually(timeout: 5) {
+            daemon.process.standardError.contains("dropping the playlist slow.m3u")
+        }
         #expect(dropped, "\(daemon.process.standardError)")
         let queue = try daemon.spool("queue").stdout
         #expect(queue.hasPrefix("> 1. \(later.title)") && queue.split(separator: "\n").count == 1, "\(queue)")

@@ -22,16 +22,16 @@ extension RunningDaemon {
     }
 
     /// Runs a playerctl command, then polls `query` until it shows `expected`.
-    func playerctl(_ command: [String], shows expected: String, in query: [String]) throws {
+    func playerctl(_ command: [String], shows expected: String, in query: [String]) async throws {
         let result = try runCommand("playerctl", ["-p", "spool"] + command, environment: bus.environment, timeout: 20)
         #expect(result.status == 0, "playerctl \(command.joined(separator: " ")): \(result.stderr)")
-        _ = try waitForPlayerctl(query) { $0 == expected }
+        _ = try await waitForPlayerctl(query) { $0 == expected }
     }
 
     /// Polls `playerctl position` until it is within 20 ms of `seconds`.
     @discardableResult
-    func waitForPosition(near seconds: Double) throws -> Double {
-        Double(try waitForPlayerctl(["position"]) { abs((Double($0) ?? -1) - seconds) < 0.02 }) ?? -1
+    func waitForPosition(near seconds: Double) async throws -> Double {
+        Double(try await waitForPlayerctl(["position"]) { abs((Double($0) ?? -1) - seconds) < 0.02 }) ?? -1
     }
 }
 
@@ -45,42 +45,42 @@ struct PlayerctlCommandsTests {
         try await daemon.waitUntilReady()
         #expect(try daemon.playerctlOutput("status") == "Stopped")
 
-        try daemon.playerctl(["open", list.path], shows: "Playing", in: ["status"])
-        try daemon.playerctl(["pause"], shows: "Paused", in: ["status"])
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == "Tone 523" }
+        try await daemon.playerctl(["open", list.path], shows: "Playing", in: ["status"])
+        try await daemon.playerctl(["pause"], shows: "Paused", in: ["status"])
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == "Tone 523" }
 
         // position N (SetPosition), N+ and N- (Seek), while paused so nothing moves on its own.
         #expect(try daemon.playerctlOutput("position", "1") == "")
-        try daemon.waitForPosition(near: 1.0)
+        try await daemon.waitForPosition(near: 1.0)
         #expect(try daemon.playerctlOutput("position", "0.5+") == "")
-        try daemon.waitForPosition(near: 1.5)
+        try await daemon.waitForPosition(near: 1.5)
         #expect(try daemon.playerctlOutput("position", "1-") == "")
-        try daemon.waitForPosition(near: 0.5)
+        try await daemon.waitForPosition(near: 0.5)
 
         // play-pause toggles, and the position moves only while playing.
-        try daemon.playerctl(["play-pause"], shows: "Playing", in: ["status"])
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.7 }
-        try daemon.playerctl(["play-pause"], shows: "Paused", in: ["status"])
+        try await daemon.playerctl(["play-pause"], shows: "Playing", in: ["status"])
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.7 }
+        try await daemon.playerctl(["play-pause"], shows: "Paused", in: ["status"])
 
         // Next and Previous change the track and leave paused playback paused.
-        try daemon.playerctl(["next"], shows: "Tone 587", in: ["metadata", "title"])
+        try await daemon.playerctl(["next"], shows: "Tone 587", in: ["metadata", "title"])
         #expect(try daemon.playerctlOutput("status") == "Paused")
-        try daemon.waitForPosition(near: 0)
-        try daemon.playerctl(["previous"], shows: "Tone 523", in: ["metadata", "title"])
+        try await daemon.waitForPosition(near: 0)
+        try await daemon.playerctl(["previous"], shows: "Tone 523", in: ["metadata", "title"])
         #expect(try daemon.playerctlOutput("status") == "Paused")
 
         // Stop keeps the track and forgets the position; Next while stopped stays stopped.
-        try daemon.playerctl(["play"], shows: "Playing", in: ["status"])
-        try daemon.playerctl(["stop"], shows: "Stopped", in: ["status"])
+        try await daemon.playerctl(["play"], shows: "Playing", in: ["status"])
+        try await daemon.playerctl(["stop"], shows: "Stopped", in: ["status"])
         #expect(Double(try daemon.playerctlOutput("position")) == 0)
         #expect(try daemon.playerctlOutput("metadata", "title") == "Tone 523")
         // (Nothing is loaded while stopped: the URL shows the new track, the tags come when it plays.)
         let second = fixtures.fixture(.oggVorbis).url.absoluteString
-        try daemon.playerctl(["next"], shows: second, in: ["metadata", "xesam:url"])
+        try await daemon.playerctl(["next"], shows: second, in: ["metadata", "xesam:url"])
         #expect(try daemon.playerctlOutput("status") == "Stopped")
-        try daemon.playerctl(["play"], shows: "Playing", in: ["status"])
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == "Tone 587" }
-        try daemon.playerctl(["stop"], shows: "Stopped", in: ["status"])
+        try await daemon.playerctl(["play"], shows: "Playing", in: ["status"])
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == "Tone 587" }
+        try await daemon.playerctl(["stop"], shows: "Stopped", in: ["status"])
     }
 
     @Test func openAndMetadataShowTheFixtureTags() async throws {
@@ -88,9 +88,9 @@ struct PlayerctlCommandsTests {
         let track = fixtures.fixture(.flac)
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
-        try daemon.playerctl(["open", track.url.path], shows: "Playing", in: ["status"])
-        try daemon.playerctl(["pause"], shows: "Paused", in: ["status"])
-        _ = try daemon.waitForPlayerctl(["metadata", "mpris:length"]) { !$0.isEmpty }
+        try await daemon.playerctl(["open", track.url.path], shows: "Playing", in: ["status"])
+        try await daemon.playerctl(["pause"], shows: "Paused", in: ["status"])
+        _ = try await daemon.waitForPlayerctl(["metadata", "mpris:length"]) { !$0.isEmpty }
 
         // Plain `metadata`: one "player key value" line per entry.
         var entries: [String: String] = [:]
@@ -125,20 +125,20 @@ struct PlayerctlCommandsTests {
         let player = "org.mpris.MediaPlayer2.Player"
 
         #expect(try daemon.playerctlOutput("volume") == "1.000000")
-        try daemon.playerctl(["volume", "0.25"], shows: "0.250000", in: ["volume"])
-        try daemon.playerctl(["volume", "0.1+"], shows: "0.350000", in: ["volume"])
-        try daemon.playerctl(["volume", "0.05-"], shows: "0.300000", in: ["volume"])
+        try await daemon.playerctl(["volume", "0.25"], shows: "0.250000", in: ["volume"])
+        try await daemon.playerctl(["volume", "0.1+"], shows: "0.350000", in: ["volume"])
+        try await daemon.playerctl(["volume", "0.05-"], shows: "0.300000", in: ["volume"])
         #expect(abs((try await daemon.property(player, "Volume")?.doubleValue ?? -1) - 0.3) < 1e-9)
 
         #expect(try daemon.playerctlOutput("loop") == "None")
         for mode in ["Track", "Playlist", "None"] {
-            try daemon.playerctl(["loop", mode], shows: mode, in: ["loop"])
+            try await daemon.playerctl(["loop", mode], shows: mode, in: ["loop"])
             #expect(try await daemon.property(player, "LoopStatus")?.stringValue == mode)
         }
 
         #expect(try daemon.playerctlOutput("shuffle") == "Off")
         for (command, expected) in [("On", "On"), ("Toggle", "Off"), ("Toggle", "On"), ("Off", "Off")] {
-            try daemon.playerctl(["shuffle", command], shows: expected, in: ["shuffle"])
+            try await daemon.playerctl(["shuffle", command], shows: expected, in: ["shuffle"])
             #expect(try await daemon.property(player, "Shuffle")?.boolValue == (expected == "On"))
         }
     }
@@ -153,9 +153,9 @@ struct PlayerctlCommandsTests {
             logDirectory: media.url, selfStopAfter: 60)
         defer { follow.stop(grace: 2) }
         var expected: [String] = []
-        func waitForLine(_ line: String) throws {
+        func waitForLine(_ line: String) async throws {
             expected.append(line)
-            let printed = eventually(timeout: 10) {
+            let printed = await eventually(timeout: 10) {
                 follow.standardOutput.split(separator: "\n").map(String.init) == expected
             }
             #expect(
@@ -164,16 +164,16 @@ struct PlayerctlCommandsTests {
             if !printed { throw RigError("playerctl --follow: \(follow.standardError)") }
         }
 
-        try waitForLine("Stopped")  // the state when it attaches
+        try await waitForLine("Stopped")  // the state when it attaches
         #expect(try daemon.playerctlOutput("open", long.path) == "")
-        try waitForLine("Playing")
+        try await waitForLine("Playing")
         #expect(try daemon.playerctlOutput("pause") == "")
-        try waitForLine("Paused")
+        try await waitForLine("Paused")
         // A change that does not touch the status prints nothing.
         #expect(try daemon.playerctlOutput("volume", "0.5") == "")
         #expect(try daemon.playerctlOutput("play") == "")
-        try waitForLine("Playing")
+        try await waitForLine("Playing")
         #expect(try daemon.playerctlOutput("stop") == "")
-        try waitForLine("Stopped")
+        try await waitForLine("Stopped")
     }
 }

@@ -39,7 +39,7 @@ struct PlaylistsEndToEndTests {
         }
 
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray(tracks.prefix(2).map(\.url.path))])
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == tracks[0].title }
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == tracks[0].title }
         let saved = try runSpool(["playlist", "save", "mix"], environment: daemon.bus.environment)
         #expect(saved.status == 0 && saved.stdout == "saved 2 tracks as mix\n", "\(saved)")
         let file = try String(contentsOf: data.appendingPathComponent("spool/playlists/mix.m3u"), encoding: .utf8)
@@ -61,7 +61,7 @@ struct PlaylistsEndToEndTests {
 
         let loaded = try runSpool(["playlist", "load", "Road trip"], environment: daemon.bus.environment)
         #expect(loaded.status == 0, "\(loaded)")
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == tracks[2].title }
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == tracks[2].title }
         #expect(try await active() == (true, "Road trip"))
         #expect(try await daemon.property("org.mpris.MediaPlayer2.TrackList", "Tracks")?.arrayValues?.count == 2)
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray([tracks[0].url.path])])

@@ -154,9 +154,9 @@ struct PreloadEndToEndTests {
 
         // Next plays it from the cache: not one request more.
         let before = origin.requests().count
-        _ = try daemon.playerctl("next")
-        _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0.hasSuffix("/2.wav") }
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
+        _ = try await daemon.playerctl("next")
+        _ = try await daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0.hasSuffix("/2.wav") }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
         #expect(origin.requests().count == before, "\(origin.requests().dropFirst(before))")
     }
 }

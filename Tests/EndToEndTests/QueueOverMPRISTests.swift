@@ -67,16 +67,18 @@ struct QueueOverMPRISTests {
         let maps = metadata.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
         #expect(maps.count == 3)
         #expect(maps.last?["xesam:url"]?.stringValue == server.url(for: fixtures.fixture(.wav).fileName).absoluteString)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
-        #expect(try daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent))
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        #expect(try await daemon.playerctl("metadata", "xesam:url").stdout.contains(first.lastPathComponent))
         #expect(
-            try daemon.playerctl("metadata", "title").stdout.contains("First In List"),
+            try await daemon.playerctl("metadata", "title").stdout.contains("First In List"),
             "the EXTINF title until tags say otherwise")
         #expect(try await daemon.property("org.mpris.MediaPlayer2.Player", "CanGoNext")?.boolValue == true)
 
         // GoTo the last, then remove it: playback moves on (nothing after it: stopped).
         try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "GoTo", [tracks[2]])
-        _ = try daemon.waitForPlayerctl(["metadata", "xesam:url"]) { $0.contains(fixtures.fixture(.wav).fileName) }
+        _ = try await daemon.waitForPlayerctl(["metadata", "xesam:url"]) {
+            $0.contains(fixtures.fixture(.wav).fileName)
+        }
         try await daemon.mpris("org.mpris.MediaPlayer2.TrackList", "RemoveTrack", [tracks[2]])
         #expect(
             try await daemon.waitForProperty("org.mpris.MediaPlayer2.TrackList", "Tracks") {
@@ -98,7 +100,7 @@ struct QueueOverMPRISTests {
         }
         try await daemon.set("org.mpris.MediaPlayer2.Player", "Shuffle", .boolean(true))
         #expect(try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Shuffle") { $0?.boolValue == true })
-        #expect(try daemon.playerctl("loop").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Playlist")
+        #expect(try await daemon.playerctl("loop").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Playlist")
         #expect(daemon.process.isRunning)
     }
 
@@ -113,12 +115,12 @@ struct QueueOverMPRISTests {
         let listener = Task { for await message in stream { await log.append(message) } }
         defer { listener.cancel() }
 
-        #expect(try daemon.playerctl("open", long.absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
-        #expect(try daemon.playerctl("pause").status == 0)
-        #expect(try daemon.playerctl("play").status == 0)
-        #expect(try daemon.playerctl("position", "10").status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) >= 10 }
+        #expect(try await daemon.playerctl("open", long.absoluteString).status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
+        #expect(try await daemon.playerctl("pause").status == 0)
+        #expect(try await daemon.playerctl("play").status == 0)
+        #expect(try await daemon.playerctl("position", "10").status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) >= 10 }
         #expect(await log.waitFor { !$0.isEmpty }, "no Seeked arrived")
         // A duplicate would already be queued behind the first: a Ping round trip
         // orders after everything the daemon has sent so far.

@@ -23,7 +23,9 @@ struct QueueTagsEndToEndTests {
 
         // Nothing plays: both are read from their files.
         #expect(try daemon.spool("add", first.url.path, second.url.path).status == 0)
-        let queued = try daemon.waitForSpool("queue") { $0.contains("2. \(second.title) – \(second.artist) (0:03)") }
+        let queued = try await daemon.waitForSpool("queue") {
+            $0.contains("2. \(second.title) – \(second.artist) (0:03)")
+        }
         #expect(queued.hasPrefix("> 1. \(first.title) – \(first.artist) (0:03)  [local]"), "\(queued)")
         // MPRIS TrackList clients hear of it.
         let announced = await log.waitFor { messages in
@@ -31,16 +33,16 @@ struct QueueTagsEndToEndTests {
         }
         let heard = await log.items.map(\.arguments)
         #expect(announced, "no TrackMetadataChanged named \(second.title): \(heard)")
-        #expect(try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == first.title } == first.title)
+        #expect(try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == first.title } == first.title)
 
         // While one plays (paused before its end, so the engine has not opened what follows).
         let third = fixtures.fixture(.oggVorbis)
         let fourth = fixtures.fixture(.m4aFaststart)
         #expect(try daemon.spool("play", third.url.path, fourth.url.path).status == 0)
         #expect(try daemon.spool("pause").status == 0)
-        let playing = try daemon.waitForSpool("queue") { $0.contains("2. \(fourth.title) – \(fourth.artist)") }
+        let playing = try await daemon.waitForSpool("queue") { $0.contains("2. \(fourth.title) – \(fourth.artist)") }
         #expect(playing.hasPrefix("> 1. \(third.title)"), "\(playing)")
-        let status = try daemon.waitForSpool("status") { $0.contains("next: ") }
+        let status = try await daemon.waitForSpool("status") { $0.contains("next: ") }
         #expect(status.contains("next: \(fourth.title) – \(fourth.artist)  [local]"), "\(status)")
 
         // An http track the cache holds completely is read from the cache; one it does not hold, not at all.
@@ -49,7 +51,7 @@ struct QueueTagsEndToEndTests {
         #expect(try daemon.spool("cache", "prefetch", cached).status == 0)
         let uncached = server.url(for: fixtures.fixture(.wav).fileName).absoluteString
         #expect(try daemon.spool("add", cached, uncached).status == 0)
-        let withHTTP = try daemon.waitForSpool("queue") { $0.contains("3. \(cachedTrack.title)") }
+        let withHTTP = try await daemon.waitForSpool("queue") { $0.contains("3. \(cachedTrack.title)") }
         let lines = withHTTP.split(separator: "\n").map(String.init)
         #expect(lines.count == 4 && lines[2].hasSuffix("[cached]"), "\(withHTTP)")
         #expect(
@@ -79,7 +81,7 @@ struct QueueTagsEndToEndTests {
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
         #expect(try runSpool(["add"] + files.map(\.path), environment: daemon.bus.environment).status == 0)
-        _ = try daemon.waitForSpool("queue", timeout: 60) { $0.contains("\(files.count). \(good.title)") }
+        _ = try await daemon.waitForSpool("queue", timeout: 60) { $0.contains("\(files.count). \(good.title)") }
         #expect(daemon.process.isRunning, "\(daemon.process.standardError.suffix(4000))")
         let reply = try await daemon.client.call(
             destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.spool.Spool1", method: "Queue")

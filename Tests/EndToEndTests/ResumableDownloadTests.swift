@@ -25,10 +25,10 @@ struct ResumableDownloadTests {
         do {
             let daemon = try RunningDaemon(bus: bus, home: home.url)
             try await daemon.waitUntilReady()
-            #expect(try daemon.playerctl("open", url).status == 0)
-            _ = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 1.5 }
+            #expect(try await daemon.playerctl("open", url).status == 0)
+            _ = try await daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 1.5 }
             daemon.process.send(SIGKILL)
-            #expect(daemon.process.waitForExit(timeout: 10) != nil)
+            #expect(await daemon.process.waitForExit(timeout: 10) != nil)
         }
         // Every response of the killed daemon (GStreamer's type finders also read the middle and
         // the end of the file, so its download is several ranges, not one).
@@ -40,10 +40,10 @@ struct ResumableDownloadTests {
 
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("play").status == 0)  // the restored session
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        #expect(try await daemon.playerctl("play").status == 0)  // the restored session
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         var first: ServedRequest?
-        _ = eventually(timeout: 5) {
+        _ = await eventually(timeout: 5) {
             first = origin.requests().first { $0.path == "/long.wav" }
             return first != nil
         }

@@ -11,9 +11,9 @@ struct SecondDaemonTests {
         let first = try RunningDaemon()
         try await first.waitUntilReady()
         #expect(try first.spool("play", track.url.path).status == 0)
-        _ = try first.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+        _ = try await first.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
         #expect(try first.spool("pause").status == 0)
-        _ = try first.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await first.waitForPlayerctl(["status"]) { $0 == "Paused" }
         let state = first.logs.url.appendingPathComponent("state/spool")
         let before = try snapshot(of: state)
         #expect(!before.isEmpty)
@@ -22,7 +22,7 @@ struct SecondDaemonTests {
         let second = try RunningDaemon(
             bus: first.bus, home: first.logs.url, standardOptions: false,
             extraEnvironment: ["SPOOL_AUDIO_SINK": "fakesink sync=true"])
-        #expect(second.process.waitForExit(timeout: 10) == 2)
+        #expect(await second.process.waitForExit(timeout: 10) == 2)
         let lines = second.process.standardError.split(separator: "\n")
         #expect(lines.count == 1, "\(second.process.standardError)")
         #expect(lines.first?.hasPrefix("spool: another Spool daemon already owns \(busName)") == true, "\(lines)")

@@ -28,20 +28,20 @@ struct SessionRestoreTests {
         do {
             let daemon = try RunningDaemon(bus: bus, home: home.url)
             try await daemon.waitUntilReady()
-            #expect(try daemon.playerctl("open", long.absoluteString).status == 0)
-            _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
-            let reached = try daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 6.5 }
+            #expect(try await daemon.playerctl("open", long.absoluteString).status == 0)
+            _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+            let reached = try await daemon.waitForPlayerctl(["position"], timeout: 20) { (Double($0) ?? 0) > 6.5 }
             before = Double(reached) ?? 0
             daemon.process.send(SIGKILL)
-            #expect(daemon.process.waitForExit(timeout: 10) != nil)
+            #expect(await daemon.process.waitForExit(timeout: 10) != nil)
         }
 
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Paused")
-        #expect(try daemon.playerctl("metadata", "xesam:url").stdout.contains(long.lastPathComponent))
+        #expect(try await daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Paused")
+        #expect(try await daemon.playerctl("metadata", "xesam:url").stdout.contains(long.lastPathComponent))
         let restored =
-            Double(try daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+            Double(try await daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
         #expect(restored <= before && restored >= before - 5, "restored at \(restored), killed at \(before)")
         let canPlay = try await daemon.client.call(
             destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties",
@@ -49,9 +49,9 @@ struct SessionRestoreTests {
         #expect(canPlay.first?.variantValue?.boolValue == true)
 
         // Play continues from there.
-        #expect(try daemon.playerctl("play").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
-        let resumed = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }
+        #expect(try await daemon.playerctl("play").status == 0)
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        let resumed = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }
         // Play rewinds by resume.rewind (2 s), as a track's own resume does.
         #expect((Double(resumed) ?? 0) >= restored - 2.5, "played from \(resumed), restored \(restored)")
     }
@@ -64,26 +64,27 @@ struct SessionRestoreTests {
         do {
             let daemon = try RunningDaemon(bus: bus, home: home.url)
             try await daemon.waitUntilReady()
-            #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
-            _ = try daemon.waitForPlayerctl(["metadata", "mpris:artUrl"]) { !$0.isEmpty }
-            _ = try daemon.waitForPlayerctl(["metadata", "mpris:length"]) { (Int($0) ?? 0) > 0 }
-            #expect(try daemon.playerctl("pause").status == 0)
-            _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+            #expect(try await daemon.playerctl("open", track.url.absoluteString).status == 0)
+            _ = try await daemon.waitForPlayerctl(["metadata", "mpris:artUrl"]) { !$0.isEmpty }
+            _ = try await daemon.waitForPlayerctl(["metadata", "mpris:length"]) { (Int($0) ?? 0) > 0 }
+            #expect(try await daemon.playerctl("pause").status == 0)
+            _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
             daemon.process.send(SIGTERM)
-            #expect(daemon.process.waitForExit(timeout: 10) == 0)
+            #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         }
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("status").stdout == "Paused\n")
+        #expect(try await daemon.playerctl("status").stdout == "Paused\n")
         // Before Play: the tags, the length and the art, not the file name and "?".
-        #expect(try daemon.playerctl("metadata", "title").stdout == "\(track.title)\n")
-        #expect(try daemon.playerctl("metadata", "artist").stdout == "\(track.artist)\n")
+        #expect(try await daemon.playerctl("metadata", "title").stdout == "\(track.title)\n")
+        #expect(try await daemon.playerctl("metadata", "artist").stdout == "\(track.artist)\n")
         let length =
             Double(
-                try daemon.playerctl("metadata", "mpris:length").stdout.trimmingCharacters(in: .whitespacesAndNewlines))
+                try await daemon.playerctl("metadata", "mpris:length").stdout.trimmingCharacters(
+                    in: .whitespacesAndNewlines))
             ?? 0
         #expect(abs(length / 1e6 - track.duration) < 0.1, "length \(length) µs")
-        let art = try daemon.playerctl("metadata", "mpris:artUrl").stdout.trimmingCharacters(
+        let art = try await daemon.playerctl("metadata", "mpris:artUrl").stdout.trimmingCharacters(
             in: .whitespacesAndNewlines)
         #expect(URL(string: art).map { FileManager.default.fileExists(atPath: $0.path) } == true, "art \(art)")
     }
@@ -97,17 +98,17 @@ struct SessionRestoreTests {
         do {
             let daemon = try RunningDaemon(bus: bus, home: home.url)
             try await daemon.waitUntilReady()
-            #expect(try daemon.playerctl("open", long.absoluteString).status == 0)
-            _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.0 }
-            #expect(try daemon.playerctl("pause").status == 0)
-            _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
-            pausedAt = try daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(try await daemon.playerctl("open", long.absoluteString).status == 0)
+            _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.0 }
+            #expect(try await daemon.playerctl("pause").status == 0)
+            _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+            pausedAt = try await daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             daemon.process.send(SIGTERM)
-            #expect(daemon.process.waitForExit(timeout: 10) == 0)
+            #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         }
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
-        let restored = try daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let restored = try await daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(
             abs((Double(restored) ?? -1) - (Double(pausedAt) ?? -2)) < 0.05,
             "paused at \(pausedAt), restored \(restored)")
@@ -180,17 +181,17 @@ struct RandomKillTests {
         var daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray(files.prefix(4).map(\.absoluteString))])
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
 
         var moments = KillMoment.allCases
         moments.shuffle(using: &random)
         for (round, moment) in moments.enumerated() {
             let context = "round \(round) (\(moment)), \(replay)"
             // A daemon that is gone is named with how it ended and what it said last.
-            func gone(_ error: any Error) -> any Error {
+            func gone(_ error: any Error) async -> any Error {
                 let state =
                     daemon.process.isRunning
-                    ? "still running" : "exited (\(daemon.process.waitForExit(timeout: 0) ?? -1))"
+                    ? "still running" : "exited (\(await daemon.process.waitForExit(timeout: 0) ?? -1))"
                 let tail = daemon.process.standardError.split(separator: "\n").suffix(30).joined(separator: "\n")
                 return RigError(
                     "\(error); \(context); the daemon (pid \(daemon.process.pid)) is \(state); its log ends:\n\(tail)")
@@ -198,9 +199,9 @@ struct RandomKillTests {
             do {
                 if try daemon.query("status") != "Playing" {
                     let restored = try await daemon.sessionView().position
-                    #expect(try daemon.playerctl("play").status == 0)
-                    _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
-                    let playing = Double(try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }) ?? 0
+                    #expect(try await daemon.playerctl("play").status == 0)
+                    _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+                    let playing = Double(try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0 }) ?? 0
                     #expect(playing >= restored - 2.5, "Play went on from \(playing), restored \(restored); \(context)")
                 }
                 switch moment {
@@ -233,13 +234,13 @@ struct RandomKillTests {
                     try await Task.sleep(for: .seconds(uniform(0...0.4)))
                 case .paused:
                     try await Task.sleep(for: .seconds(uniform(0.5...2)))
-                    #expect(try daemon.playerctl("pause").status == 0)
+                    #expect(try await daemon.playerctl("pause").status == 0)
                     try await Task.sleep(for: .seconds(uniform(0...1)))
                 }
 
                 let before = try await daemon.sessionView()
                 daemon.process.send(SIGKILL)
-                #expect(daemon.process.waitForExit(timeout: 10) != nil, "\(context)")
+                #expect(await daemon.process.waitForExit(timeout: 10) != nil, "\(context)")
                 daemon = try RunningDaemon(bus: bus, home: home.url)
                 try await daemon.waitUntilReady()
                 let after = try await daemon.sessionView()
@@ -251,14 +252,14 @@ struct RandomKillTests {
                     "killed at \(before.position) s, restored at \(after.position) s; \(context)")
                 #expect(after.status == "Paused", "\(context)")
             } catch {
-                throw gone(error)
+                throw await gone(error)
             }
         }
 
         // Play continues from the last restored position.
         let restored = try await daemon.sessionView()
-        #expect(try daemon.playerctl("play").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        #expect(try await daemon.playerctl("play").status == 0)
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         let resumed = try await daemon.sessionView()
         #expect(
             resumed.current == restored.current && resumed.position >= restored.position - 2.5,

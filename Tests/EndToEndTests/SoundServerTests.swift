@@ -77,12 +77,12 @@ struct SoundServerTests {
         let track = try Fixtures.shared().fixture(.flac)
         let daemon = try daemon(["PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", track.url.absoluteString).status == 0)
+        #expect(try await daemon.playerctl("open", track.url.absoluteString).status == 0)
         try await waitForStatus(daemon, "Playing")
 
         var streams: [PulseStream] = []
         #expect(
-            try eventually(timeout: 10, interval: 0.02) {
+            try await eventually(timeout: 10, interval: 0.02) {
                 streams = try pulse.sinkInputs()
                 return !streams.isEmpty
             }, "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
@@ -98,7 +98,7 @@ struct SoundServerTests {
         #expect(!log.contains("null sink"), "\(log)")
 
         // And the track's tone is what the server plays.
-        try recording.waitToGrow(byMilliseconds: 500)
+        try await recording.waitToGrow(byMilliseconds: 500)
         let samples = leftChannel(try recording.stop())
         let loud = samples.filter { abs(Int($0)) > 10_000 }.count
         #expect(loud > 2_000, "the recording holds the tone: \(loud) loud samples of \(samples.count)")
@@ -113,10 +113,10 @@ struct SoundServerTests {
         let tone = try steadyTone(frequency: 440, seconds: 30, amplitude: 0.5, in: dir)
         let daemon = try daemon(["PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", tone.absoluteString).status == 0)
+        #expect(try await daemon.playerctl("open", tone.absoluteString).status == 0)
         try await waitForStatus(daemon, "Playing")
         #expect(
-            try eventually(timeout: 10, interval: 0.02) { !(try pulse.sinkInputs()).isEmpty },
+            try await eventually(timeout: 10, interval: 0.02) { !(try pulse.sinkInputs()).isEmpty },
             "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
         // Half a second heard, so the place to keep is not the start.
         var heard: Int64 = 0
@@ -152,11 +152,11 @@ struct SoundServerTests {
             "PULSE_SERVER": "unix:\(dir.file("no-server").path)", "ALSA_CONFIG_PATH": emptyALSAConfig.path,
         ])
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", track.absoluteString).status == 0)
+        #expect(try await daemon.playerctl("open", track.absoluteString).status == 0)
         try await waitForStatus(daemon, "Playing")
 
         // Positions advance with the wall clock: the null sink keeps real time.
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
         let startPosition = try #require(
             try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value)
         let started = Date()
@@ -186,15 +186,15 @@ struct SoundServerTests {
         let recording = try pulse.recordOutput()
         let daemon = try daemon(["PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", tone.absoluteString).status == 0)
+        #expect(try await daemon.playerctl("open", tone.absoluteString).status == 0)
         try await waitForStatus(daemon, "Playing")
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
-        try recording.waitToGrow(byMilliseconds: 300)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+        try await recording.waitToGrow(byMilliseconds: 300)
 
         // Abrupt requests, each held long enough to settle: 1.0 → 0.2 → 1.0 → 0.2 → 1.0.
         for volume in [0.2, 1.0, 0.2, 1.0] {
             try await daemon.set("org.mpris.MediaPlayer2.Player", "Volume", .double(volume))
-            try recording.waitToGrow(byMilliseconds: 400)
+            try await recording.waitToGrow(byMilliseconds: 400)
         }
         let samples = leftChannel(try recording.stop())
         let first = try #require(samples.firstIndex { abs(Int($0)) > 1_000 }, "the recording holds no tone")
@@ -247,7 +247,7 @@ struct SoundServerTests {
         try await daemon.mpris("org.mpris.MediaPlayer2.Player", "OpenUri", [.string(list.absoluteString)])
         try await waitForStatus(daemon, "Playing")
         try await waitForStatus(daemon, "Stopped", timeout: 20)
-        try recording.waitToGrow(byMilliseconds: 300)  // the tail the server still held
+        try await recording.waitToGrow(byMilliseconds: 300)  // the tail the server still held
         let recorded = try recording.stop()
 
         // At volume 1.0, with the server at the tracks' own rate and format, what the

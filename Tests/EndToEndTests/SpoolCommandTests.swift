@@ -14,11 +14,11 @@ extension RunningDaemon {
     /// Polls `spool ARGUMENTS` until its stdout satisfies `accept`; returns the last output.
     /// `on` names another instance's bus name (SPOOL_BUS_NAME).
     func waitForSpool(_ arguments: String..., on name: String? = nil, timeout: Double = 10, _ accept: (String) -> Bool)
-        throws -> String
+        async throws -> String
     {
         var last = ""
         let environment = bus.environment.merging(name.map { ["SPOOL_BUS_NAME": $0] } ?? [:]) { _, new in new }
-        let reached = try eventually(timeout: timeout, interval: 0.05) {
+        let reached = try await eventually(timeout: timeout, interval: 0.05) {
             last = try runSpool(arguments, environment: environment, in: nil).stdout
             return accept(last)
         }
@@ -72,61 +72,63 @@ struct SpoolCommandTests {
         let played = try daemon.spool(
             "play", first.url.lastPathComponent, "./" + second.url.lastPathComponent, in: folder)
         #expect(played.status == 0, "\(played.stderr)")
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         #expect(try daemon.spool("pause").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
 
-        let queue = try daemon.waitForSpool("queue") { $0.hasPrefix("> 1. \(first.title)") }.split(separator: "\n").map(
+        let queue = try await daemon.waitForSpool("queue") { $0.hasPrefix("> 1. \(first.title)") }.split(
+            separator: "\n"
+        ).map(
             String.init)
         #expect(queue.count == 2, "\(queue)")
         #expect(queue.first?.hasPrefix("> 1. \(first.title)") == true, "\(queue)")
         #expect(queue.last?.hasPrefix("  2. ") == true, "\(queue)")
         #expect(queue.allSatisfy { $0.hasSuffix("[local]") }, "\(queue)")
         // The status names the track that follows, by its tags once they are read.
-        let status = try daemon.waitForSpool("status") { $0.contains("next: \(second.title)") }
+        let status = try await daemon.waitForSpool("status") { $0.contains("next: \(second.title)") }
         #expect(status.contains("next: \(second.title) – \(second.artist)  [local]"), "\(status)")
 
         #expect(try daemon.spool("add", third.url.path).status == 0)
-        _ = try daemon.waitForSpool("queue") { $0.split(separator: "\n").count == 3 }
+        _ = try await daemon.waitForSpool("queue") { $0.split(separator: "\n").count == 3 }
 
         #expect(try daemon.spool("seek", "1.5").status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { abs((Double($0) ?? 0) - 1.5) < 0.1 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { abs((Double($0) ?? 0) - 1.5) < 0.1 }
         #expect(try daemon.spool("seek", "-1").status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { abs((Double($0) ?? 0) - 0.5) < 0.1 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { abs((Double($0) ?? 0) - 0.5) < 0.1 }
         #expect(try daemon.spool("seek", "50%").status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { abs((Double($0) ?? 0) - first.duration / 2) < 0.2 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { abs((Double($0) ?? 0) - first.duration / 2) < 0.2 }
         let pastTheEnd = try daemon.spool("seek", "1h")
         #expect(pastTheEnd.status == 2 && pastTheEnd.stderr.contains("past the end"), "\(pastTheEnd)")
 
         #expect(try daemon.spool("resume").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         #expect(try daemon.spool("toggle").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
 
         #expect(try daemon.spool("volume", "40").status == 0)
-        _ = try daemon.waitForPlayerctl(["volume"]) { abs((Double($0) ?? 0) - 0.4) < 0.001 }
+        _ = try await daemon.waitForPlayerctl(["volume"]) { abs((Double($0) ?? 0) - 0.4) < 0.001 }
         #expect(try daemon.spool("volume").stdout == "40\n")
         #expect(try daemon.spool("rate", "1.5").status == 0)
-        _ = try daemon.waitForSpool("rate") { $0 == "1.5\n" }
+        _ = try await daemon.waitForSpool("rate") { $0 == "1.5\n" }
         #expect(try daemon.spool("loop", "track").status == 0)
-        _ = try daemon.waitForPlayerctl(["loop"]) { $0 == "Track" }
+        _ = try await daemon.waitForPlayerctl(["loop"]) { $0 == "Track" }
         #expect(try daemon.spool("loop", "none").status == 0)
-        _ = try daemon.waitForPlayerctl(["loop"]) { $0 == "None" }
+        _ = try await daemon.waitForPlayerctl(["loop"]) { $0 == "None" }
         #expect(try daemon.spool("shuffle", "on").status == 0)
-        _ = try daemon.waitForPlayerctl(["shuffle"]) { $0 == "On" }
+        _ = try await daemon.waitForPlayerctl(["shuffle"]) { $0 == "On" }
         #expect(try daemon.spool("shuffle", "off").status == 0)
-        _ = try daemon.waitForPlayerctl(["shuffle"]) { $0 == "Off" }
+        _ = try await daemon.waitForPlayerctl(["shuffle"]) { $0 == "Off" }
 
         #expect(try daemon.spool("resume").status == 0)
         #expect(try daemon.spool("next").status == 0)
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == second.title }
-        _ = try daemon.waitForSpool("queue") { $0.contains("> 2. \(second.title)") }
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == second.title }
+        _ = try await daemon.waitForSpool("queue") { $0.contains("> 2. \(second.title)") }
         // Within its first 3 s, prev goes back a track.
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.2 }
         #expect(try daemon.spool("prev").status == 0)
-        _ = try daemon.waitForPlayerctl(["metadata", "title"]) { $0 == first.title }
+        _ = try await daemon.waitForPlayerctl(["metadata", "title"]) { $0 == first.title }
         #expect(try daemon.spool("stop").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Stopped" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Stopped" }
     }
 
     @Test func usageMistakesExitOneWithOneLineAndASuggestion() throws {
@@ -194,7 +196,7 @@ struct SpoolCommandTests {
         #expect(played.status == 0, "\(played)")
         #expect(try await client.nameHasOwner(busName))
         var status = ""
-        let playing = eventually(timeout: 10, interval: 0.05) {
+        let playing = await eventually(timeout: 10, interval: 0.05) {
             status = (try? runSpool(["status"], environment: bus.environment).stdout) ?? ""
             return status.hasPrefix("Playing: \(track.title)")
         }
@@ -215,7 +217,7 @@ struct SpoolCommandTests {
         #expect(idle.status == 0 && idle.stdout == "Stopped: nothing queued\n", "\(idle)")
 
         #expect(try daemon.spool("play", server.url(for: track.fileName).absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.3 }
         let status = try daemon.spool("status")
         #expect(status.status == 0)
         let lines = status.stdout.split(separator: "\n").map(String.init)
@@ -232,12 +234,14 @@ struct SpoolCommandTests {
             selfStopAfter: 60)
         defer { follow.stop(grace: 1) }
         #expect(try daemon.spool("pause").status == 0)
-        let sawPause = eventually(timeout: 10) { follow.standardOutput.contains("Paused: \(track.title)") }
+        let sawPause = await eventually(timeout: 10) { follow.standardOutput.contains("Paused: \(track.title)") }
         #expect(sawPause, "\(follow.standardOutput)\(follow.standardError)")
         #expect(!follow.standardOutput.contains("\u{1B}"))
         // Once a second even without changes.
         let blocks = follow.standardOutput.components(separatedBy: "Paused: ").count
-        let ticked = eventually(timeout: 5) { follow.standardOutput.components(separatedBy: "Paused: ").count > blocks }
+        let ticked = await eventually(timeout: 5) {
+            follow.standardOutput.components(separatedBy: "Paused: ").count > blocks
+        }
         #expect(ticked)
     }
 
@@ -246,7 +250,7 @@ struct SpoolCommandTests {
         let url = server.url(for: track.fileName).absoluteString
 
         #expect(try daemon.spool("play", url).status == 0)
-        _ = try daemon.waitForSpool("cache", "ls") { $0.contains("[cached] ") && $0.contains(url) }
+        _ = try await daemon.waitForSpool("cache", "ls") { $0.contains("[cached] ") && $0.contains(url) }
         let queue = try daemon.spool("queue").stdout
         #expect(queue.contains("> 1. ") && queue.contains("[cached"), "\(queue)")
         let stats = try daemon.spool("cache", "stats", "--json").stdout
@@ -274,10 +278,10 @@ struct SpoolCommandTests {
         let size = try Data(contentsOf: track.url).count
         #expect(fetched.reduce(0) { $0 + $1.bodyBytesSent } == size)
         #expect(try daemon.spool("cache", "ls").stdout.contains("[cached] "))
-        #expect(try daemon.playerctl("status").stdout == "Stopped\n", "prefetch plays nothing")
+        #expect(try await daemon.playerctl("status").stdout == "Stopped\n", "prefetch plays nothing")
 
         #expect(try daemon.spool("play", url).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 0.5 }
         let replay = server.accessLog().filter { $0.path.hasSuffix(track.fileName) }.dropFirst(fetched.count)
         // At most a background revalidation: conditional, answered 304, no body.
         #expect(replay.count <= 1, "\(Array(replay))")
@@ -297,7 +301,7 @@ struct SpoolCommandTests {
 
         let url = server.url(for: track.fileName).absoluteString
         _ = try await call("Play", [.stringArray([url])])
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         let size = Int64(try Data(contentsOf: track.url).count)
         var ranges: [DBusValue] = []
         for _ in 0..<500 where ranges.isEmpty {  // bytes become durable in batches
@@ -366,12 +370,12 @@ struct SpoolCommandTests {
         #expect(name == "\(busName).instance\(second.process.programPID ?? -1)")
         #expect(second.process.isRunning && first.process.isRunning)
         // Logged just after the name is taken: wait for the line rather than race it.
-        #expect(eventually(timeout: 5) { second.process.standardError.contains("without the cache") })
+        #expect(await eventually(timeout: 5) { second.process.standardError.contains("without the cache") })
 
         let fixtures = try Fixtures.shared()
         let track = fixtures.fixture(.wav)
         #expect(try first.spool("play", track.url.path, environment: ["SPOOL_BUS_NAME": name]).status == 0)
-        _ = try first.waitForSpool("status", on: name) { $0.hasPrefix("Playing: \(track.title)") }
+        _ = try await first.waitForSpool("status", on: name) { $0.hasPrefix("Playing: \(track.title)") }
         #expect(try first.spool("status").stdout == "Stopped: nothing queued\n", "the first daemon was not touched")
     }
 }

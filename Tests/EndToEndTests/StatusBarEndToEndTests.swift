@@ -14,7 +14,7 @@ struct StatusBarEndToEndTests {
         #expect(try daemon.spool("play", track.url.path).status == 0)
         #expect(try daemon.spool("volume", "40").status == 0)
         #expect(try daemon.spool("loop", "track").status == 0)
-        _ = try daemon.waitForSpool("status", "--format", "{{status}} {{artist}} {{volume}} {{loop}}") {
+        _ = try await daemon.waitForSpool("status", "--format", "{{status}} {{artist}} {{volume}} {{loop}}") {
             $0 == "Playing \(track.artist) 40 track\n"
         }
         return (daemon, track)
@@ -95,18 +95,19 @@ struct StatusBarEndToEndTests {
         defer { follow.stop(grace: 1) }
         _ = logs
         #expect(
-            eventually(timeout: 10) { follow.standardOutput == "Playing \(track.title)\n" }, "\(follow.standardOutput)")
+            await eventually(timeout: 10) { follow.standardOutput == "Playing \(track.title)\n" },
+            "\(follow.standardOutput)")
         // Seconds of playing do not change this text, a pause does; a volume change (a signal) does not either.
-        let position = Double(try daemon.waitForPlayerctl(["position"]) { _ in true }) ?? 0
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > position + 1.2 }
+        let position = Double(try await daemon.waitForPlayerctl(["position"]) { _ in true }) ?? 0
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > position + 1.2 }
         #expect(try daemon.spool("pause").status == 0)
         #expect(
-            eventually(timeout: 10) { follow.standardOutput.hasSuffix("Paused \(track.title)\n") },
+            await eventually(timeout: 10) { follow.standardOutput.hasSuffix("Paused \(track.title)\n") },
             "\(follow.standardOutput)")
         #expect(try daemon.spool("volume", "50").status == 0)
         #expect(try daemon.spool("resume").status == 0)
         #expect(
-            eventually(timeout: 10) {
+            await eventually(timeout: 10) {
                 follow.standardOutput.hasSuffix("Paused \(track.title)\nPlaying \(track.title)\n")
             })
         #expect(
@@ -121,12 +122,13 @@ struct StatusBarEndToEndTests {
         let (timed, timedLogs) = try following(daemon, ["status", "--follow", "--format", "{{position}}"])
         defer { timed.stop(grace: 1) }
         _ = (jsonLogs, timedLogs)
-        #expect(eventually(timeout: 10) { json.standardOutput.hasSuffix("}\n") }, "\(json.standardOutput)")
-        let position = Double(try daemon.waitForPlayerctl(["position"]) { _ in true }) ?? 0
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > position + 2.2 }
+        #expect(await eventually(timeout: 10) { json.standardOutput.hasSuffix("}\n") }, "\(json.standardOutput)")
+        let position = Double(try await daemon.waitForPlayerctl(["position"]) { _ in true }) ?? 0
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > position + 2.2 }
         #expect(try daemon.spool("pause").status == 0)
         #expect(
-            eventually(timeout: 10) { json.standardOutput.contains("\"status\":\"Paused\"") }, "\(json.standardOutput)")
+            await eventually(timeout: 10) { json.standardOutput.contains("\"status\":\"Paused\"") },
+            "\(json.standardOutput)")
         let lines = json.standardOutput.split(separator: "\n")
         #expect(lines.count == 2, "one line playing, one paused: \(lines)")
         for line in lines {
@@ -147,7 +149,7 @@ struct StatusBarEndToEndTests {
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
         #expect(try daemon.spool("play", origin.url(for: "/stream.mp3").absoluteString).status == 0)
-        let status = try daemon.waitForSpool("status") { $0.contains(" downloaded ") }
+        let status = try await daemon.waitForSpool("status") { $0.contains(" downloaded ") }
         let lines = status.split(separator: "\n").map(String.init)
         #expect(lines.count > 1 && lines[1].contains(" / ") && lines[1].hasSuffix(" KiB"), "\(lines)")
         #expect(!status.contains("cached "), "\(status)")
@@ -165,7 +167,7 @@ struct StatusBarEndToEndTests {
         try await daemon.waitUntilReady()
         #expect(try daemon.spool("play", track.url.path).status == 0)
         #expect(try daemon.spool("pause").status == 0)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
         let log = daemon.process.standardError
         let lines = log.split(separator: "\n")
         #expect(lines.count > 3, "\(log)")

@@ -111,8 +111,8 @@ struct SystemSleepTests {
         }
         #expect(arguments[0] == "sleep" && arguments[1] == "Spool" && arguments[3] == "delay", "\(arguments)")
 
-        #expect(try daemon.playerctl("open", long.absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.5 }
+        #expect(try await daemon.playerctl("open", long.absoluteString).status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.5 }
         #expect(await logind.log.items == [first], "the inhibitor is still held when the system prepares to sleep")
 
         // Kill the daemon the instant it lets go: what it had not saved by then is lost.
@@ -121,7 +121,7 @@ struct SystemSleepTests {
         let beforeSleep = Double(try daemon.query("position")) ?? -1
         logind.prepareForSleep(true)
         #expect(await logind.log.waitFor { $0.contains(.released(1)) })
-        #expect(daemon.process.waitForExit(timeout: 10) != nil)
+        #expect(await daemon.process.waitForExit(timeout: 10) != nil)
 
         // It had paused and saved before releasing: the restored position is where it paused
         // (the periodic save, every few seconds while playing, would be behind `beforeSleep`).
@@ -157,11 +157,11 @@ struct SystemSleepTests {
         let daemon = try RunningDaemon(
             home: home.url, extraEnvironment: ["DBUS_SYSTEM_BUS_ADDRESS": logind.bus.address])
         try await daemon.waitUntilReady()
-        #expect(try daemon.playerctl("open", long.absoluteString).status == 0)
-        _ = try daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.0 }
+        #expect(try await daemon.playerctl("open", long.absoluteString).status == 0)
+        _ = try await daemon.waitForPlayerctl(["position"]) { (Double($0) ?? 0) > 1.0 }
 
         logind.prepareForSleep(true)
-        _ = try daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
+        _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Paused" }
         logind.prepareForSleep(false)
         // It asks again after wake, is refused again, and says so only once.
         #expect(await logind.log.waitFor { $0.count == 2 })
@@ -173,7 +173,7 @@ struct SystemSleepTests {
         // The position was saved: a restart (even after kill -9) resumes there.
         let pausedAt = Double(try daemon.query("position")) ?? -1
         daemon.process.send(SIGKILL)
-        _ = daemon.process.waitForExit(timeout: 10)
+        _ = await daemon.process.waitForExit(timeout: 10)
         let again = try RunningDaemon(bus: daemon.bus, home: home.url)
         try await again.waitUntilReady()
         let restored = Double(try again.query("position")) ?? -2

@@ -67,7 +67,7 @@ struct HostileOriginTests {
         #expect(origin.bytesSent < 16 << 20, "\(origin.bytesSent) bytes of one header sent")
     }
 
-    @Test func aTrickledBodyReconnectsThenFailsAsTooSlowWithoutSpinning() throws {
+    @Test func aTrickledBodyReconnectsThenFailsAsTooSlowWithoutSpinning() async throws {
         var configuration = FetcherConfiguration.forTests
         configuration.stallTimeout = 10  // a byte a second never stalls
         configuration.minimumRate = 1024
@@ -82,7 +82,7 @@ struct HostileOriginTests {
         let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/a.mp3")))
         // The fetcher thread's own CPU time: the process's counts every test running beside this one.
         var threadCPU: Double?
-        _ = eventually(timeout: 2, interval: 0.001) {
+        _ = await eventually(timeout: 2, interval: 0.001) {
             threadCPU = fetcher.threadCPUSeconds
             return threadCPU != nil
         }

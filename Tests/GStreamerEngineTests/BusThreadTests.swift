@@ -16,15 +16,15 @@ struct BusThreadTests {
 
     /// An idle engine's bus thread waits for messages and is not woken by a timer (it polled
     /// every 100 ms: ten wake-ups a second of an idle daemon); shutting down still ends it.
-    @Test func anIdleEnginesBusThreadSleepsUntilAMessageAndShutdownEndsIt() throws {
+    @Test func anIdleEnginesBusThreadSleepsUntilAMessageAndShutdownEndsIt() async throws {
         let dir = try TemporaryDirectory()
         let (engine, _) = try pcmEngine(into: dir.file("out.raw"))
         engine.control.sync {}  // the warm-up is over: nothing is posted from here on
-        #expect(eventually(timeout: 5) { engine.shared.withLock { $0.busThread } != nil })
+        #expect(await eventually(timeout: 5) { engine.shared.withLock { $0.busThread } != nil })
         let thread = try #require(engine.shared.withLock { $0.busThread })
         let before = try switches(ofThread: thread)
         // The window is the measure: wake-ups of an idle thread have no event to wait for.
-        Thread.sleep(forTimeInterval: 1)
+        try await Task.sleep(for: .seconds(1))
         let after = try switches(ofThread: thread)
         #expect(after - before <= 2, "the idle bus thread woke \(after - before) times in 1 s")
 

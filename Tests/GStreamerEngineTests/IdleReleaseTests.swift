@@ -116,7 +116,7 @@ func holdsOpen(_ file: URL, pid: String = "self") -> Bool {
 
 @Suite("The engine lets go of its pipeline when idle", .serialized)
 struct IdleReleaseEngineTests {
-    @Test func aLongPauseReleasesThePipelineAndPlayContinuesInPlace() throws {
+    @Test func aLongPauseReleasesThePipelineAndPlayContinuesInPlace() async throws {
         let dir = try TemporaryDirectory()
         let file = dir.file("idle-\(UUID().uuidString).flac")
         try FileManager.default.copyItem(at: Fixtures.shared().fixture(.flac).url, to: file)
@@ -128,7 +128,7 @@ struct IdleReleaseEngineTests {
         engine.setEventHandler { recorder.record($0) }
         let id = TrackID(1)
         engine.load(EngineTrack(id: id, url: file), at: .zero, playing: true)
-        #expect(waitForPosition(engine, atLeast: .milliseconds(1200)), "\(recorder.all)")
+        #expect(await waitForPosition(engine, atLeast: .milliseconds(1200)), "\(recorder.all)")
         // Playing for longer than the delay releases nothing.
         #expect(!recorder.all.contains(.pipelineReleased))
 
@@ -152,7 +152,7 @@ struct IdleReleaseEngineTests {
             resumedAt >= pausedAt - .milliseconds(300) && resumedAt <= pausedAt + elapsed + .milliseconds(300),
             "paused at \(pausedAt), playing again at \(resumedAt) after \(elapsed)")
         #expect(holdsOpen(file))
-        #expect(waitForPosition(engine, atLeast: pausedAt + .milliseconds(300)), "it plays on")
+        #expect(await waitForPosition(engine, atLeast: pausedAt + .milliseconds(300)), "it plays on")
         let afterRelease = recorder.all.dropFirst(beforePlay)
         #expect(
             !afterRelease.contains { if case .seeked = $0 { true } else { false } },

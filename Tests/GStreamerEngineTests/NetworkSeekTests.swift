@@ -111,7 +111,7 @@ struct NetworkSeekTests {
     /// A rate change is a seek to the play head. After a far seek (through the seek table) an
     /// accurate one made baseparse parse up from its index near the start, through bytes not
     /// downloaded: playback stopped until the download got there.
-    @Test func aRateChangeAfterAFarSeekInAnHTTPTrackGoesOnAtOnce() throws {
+    @Test func aRateChangeAfterAFarSeekInAnHTTPTrackGoesOnAtOnce() async throws {
         let dir = try TemporaryDirectory()
         let file = try longMP3(seconds: 60, in: dir)
         let size = Int64(try Data(contentsOf: file).count)
@@ -125,10 +125,10 @@ struct NetworkSeekTests {
         engine.seek(to: .seconds(48))
         #expect(
             recorder.waitFor(timeout: 10) { if case .seeked = $0 { true } else { false } } != nil, "\(recorder.all)")
-        #expect(waitForPosition(engine, atLeast: .milliseconds(48_300), timeout: .seconds(5)))
+        #expect(await waitForPosition(engine, atLeast: .milliseconds(48_300), timeout: .seconds(5)))
         engine.setRate(1.5)
         #expect(
-            waitForPosition(engine, atLeast: .milliseconds(49_500), timeout: .seconds(5)),
+            await waitForPosition(engine, atLeast: .milliseconds(49_500), timeout: .seconds(5)),
             "stuck at \(String(describing: engine.position())); reads waiting at \(source.pendingReads.withLock { $0 })"
         )
     }

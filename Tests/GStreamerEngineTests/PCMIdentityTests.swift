@@ -109,7 +109,7 @@ struct PCMIdentityTests {
     /// downloads while it decodes, the replay reads only the cache. Both write
     /// exactly the plain decode's PCM.
     @Test(arguments: FixtureFormat.allCases)
-    func httpReadsThroughTheCacheDecodeToTheSamePCMAsFilesrc(format: FixtureFormat) throws {
+    func httpReadsThroughTheCacheDecodeToTheSamePCMAsFilesrc(format: FixtureFormat) async throws {
         let fixtures = try Fixtures.shared()
         let fixture = fixtures.fixture(format)
         let server = try NginxServer(serving: fixtures.directory)
@@ -135,7 +135,7 @@ struct PCMIdentityTests {
         let tags = events.compactMap { if case .described(_, let tags, _) = $0 { tags } else { nil } }
             .reduce(TrackTags()) { $0.merging($1) }
         #expect(tags.title == fixture.title, "\(fixture): \(tags)")
-        let downloaded = try server.accessLog(atLeast: 1)
+        let downloaded = try await server.accessLog(atLeast: 1)
 
         _ = try decodeThroughEngine(server.url(for: fixture.fileName), source: cached, into: dir.file("replay.raw"))
         let replay = try Data(contentsOf: dir.file("replay.raw"))

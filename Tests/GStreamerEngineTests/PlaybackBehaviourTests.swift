@@ -87,13 +87,12 @@ func maxSampleDifference(_ a: Data, _ b: Data) -> Int {
 }
 
 /// Polls the engine's position (there is no event for it) until it reaches `target`.
-func waitForPosition(_ engine: GStreamerEngine, atLeast target: Duration, timeout: Duration = .seconds(10)) -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if let position = engine.position(), position >= target { return true }
-        Thread.sleep(forTimeInterval: 0.01)
+func waitForPosition(_ engine: GStreamerEngine, atLeast target: Duration, timeout: Duration = .seconds(10)) async
+    -> Bool
+{
+    await eventually(timeout: Double(timeout.components.seconds)) {
+        (engine.position()).map { $0 >= target } ?? false
     }
-    return false
 }
 
 @Suite("Engine behaviour", .serialized)
@@ -306,9 +305,9 @@ struct PlaybackBehaviourTests {
     /// Plays `url` in real time and changes the rate to 1.5 and back to 1.0 while it
     /// plays. Checks that the position never jumps, that audio runs at each rate,
     /// and that no seek, new start or pause is reported for the changes.
-    func changeRateWhilePlaying(_ engine: GStreamerEngine, _ recorder: EventRecorder, _ url: URL) throws {
+    func changeRateWhilePlaying(_ engine: GStreamerEngine, _ recorder: EventRecorder, _ url: URL) async throws {
         engine.load(EngineTrack(id: TrackID(1), url: url), at: .zero, playing: true)
-        #expect(waitForPosition(engine, atLeast: .milliseconds(400)), "\(recorder.all)")
+        #expect(await waitForPosition(engine, atLeast: .milliseconds(400)), "\(recorder.all)")
         for rate in [1.5, 1.0] {
             var last = try #require(engine.position())
             var lastTime = ContinuousClock.now
@@ -318,7 +317,7 @@ struct PlaybackBehaviourTests {
             let start = ContinuousClock.now
             var samples: [(ContinuousClock.Instant, Duration)] = []
             while ContinuousClock.now - start < .milliseconds(700) {
-                Thread.sleep(forTimeInterval: 0.01)  // a sampling interval, not a wait for an event
+                try await Task.sleep(for: .milliseconds(10))  // a sampling interval, not a wait for an event
                 guard let now = engine.position() else { continue }
                 let time = ContinuousClock.now
                 #expect(now >= last - .milliseconds(20), "at \(rate)×: position went back from \(last) to \(now)")
@@ -343,16 +342,16 @@ struct PlaybackBehaviourTests {
     }
 
     @Test(arguments: [FixtureFormat.mp3CBR, .flac])
-    func changingTheRateWhilePlayingKeepsThePositionTrueAndReportsNoSeek(format: FixtureFormat) throws {
+    func changingTheRateWhilePlayingKeepsThePositionTrueAndReportsNoSeek(format: FixtureFormat) async throws {
         let fixture = try Fixtures.shared().fixture(format)
         let (engine, recorder) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
-        try changeRateWhilePlaying(engine, recorder, fixture.url)
+        try await changeRateWhilePlaying(engine, recorder, fixture.url)
     }
 
     /// A rate change on a track in the cache rebuilds the pipeline from the open
     /// source: no request reaches the origin.
-    @Test func aRateChangeOnACachedTrackFetchesNothing() throws {
+    @Test func aRateChangeOnACachedTrackFetchesNothing() async throws {
         let fixtures = try Fixtures.shared()
         let fixture = fixtures.fixture(.mp3VBR)
         let server = try NginxServer(serving: fixtures.directory)
@@ -368,13 +367,13 @@ struct PlaybackBehaviourTests {
         // A first play fills the cache.
         let dir = try TemporaryDirectory()
         _ = try decodeThroughEngine(url, source: cached, into: dir.file("first.raw"))
-        let downloaded = try server.accessLog(atLeast: 1).count
+        let downloaded = try await server.accessLog(atLeast: 1).count
 
         let engine = try GStreamerEngine(audioSink: "fakesink sync=true", makeSource: cached)
         defer { engine.shutdown() }
         let recorder = EventRecorder()
         engine.setEventHandler { recorder.record($0) }
-        try changeRateWhilePlaying(engine, recorder, url)
+        try await changeRateWhilePlaying(engine, recorder, url)
         #expect(server.accessLog().count == downloaded, "\(server.accessLog())")
     }
 

@@ -22,7 +22,7 @@ struct ShutdownTests {
     /// Shut down then, the pipeline still ends at NULL (GStreamer disposes of an element in any
     /// other state with a critical warning, its device left open), and work that comes due on
     /// the control queue afterwards (a watchdog, a deferred report) never runs on it.
-    @Test func aLoadStillOpeningAtShutdownLeavesThePipelineAtNullAndNothingRunsAfter() throws {
+    @Test func aLoadStillOpeningAtShutdownLeavesThePipelineAtNullAndNothingRunsAfter() async throws {
         let fixtures = try Fixtures.shared()
         let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
             url.lastPathComponent == "never-opens" ? NeverOpeningSource() as ByteSource : MemoryByteSource(file: url)
@@ -30,7 +30,7 @@ struct ShutdownTests {
         let recorder = EventRecorder()
         engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
-        #expect(waitForPosition(engine, atLeast: .milliseconds(100)), "\(recorder.all)")
+        #expect(await waitForPosition(engine, atLeast: .milliseconds(100)), "\(recorder.all)")
         engine.load(
             EngineTrack(id: TrackID(2), url: URL(fileURLWithPath: "/nonexistent/never-opens")), at: .zero,
             playing: true)

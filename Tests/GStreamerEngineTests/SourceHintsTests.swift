@@ -58,12 +58,12 @@ struct SourceHintsTests {
 
     /// Found by the kill -9 test: between a load and its start, the old track's position was
     /// reported (and saved) as the new track's.
-    @Test func aQueuedLoadReportsItsStartNotTheOldTracksPosition() throws {
+    @Test func aQueuedLoadReportsItsStartNotTheOldTracksPosition() async throws {
         let fixtures = try Fixtures.shared()
         let (engine, _) = try fileEngine(audioSink: "fakesink sync=true")
         defer { engine.shutdown() }
         engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
-        #expect(waitForPosition(engine, atLeast: .milliseconds(1500)))
+        #expect(await waitForPosition(engine, atLeast: .milliseconds(1500)))
         engine.load(EngineTrack(id: TrackID(2), url: fixtures.fixture(.wav).url), at: .zero, playing: true)
         let right = engine.position()
         #expect(

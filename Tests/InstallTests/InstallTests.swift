@@ -157,7 +157,7 @@ struct InstallTests {
         _ = try await client.call(
             destination: busName, path: "/org/mpris/MediaPlayer2", interface: "org.mpris.MediaPlayer2", method: "Quit")
         let processID = try #require(pid.first?.uint32Value.map { pid_t($0) })
-        let exited = eventually(timeout: 10) { kill(processID, 0) != 0 }
+        let exited = await eventually(timeout: 10) { kill(processID, 0) != 0 }
         if !exited { kill(processID, SIGKILL) }
         #expect(exited, "the activated daemon did not quit; bus log:\n\(bus.daemon.standardError)")
         #expect(try await client.nameHasOwner(busName) == false)

@@ -347,7 +347,7 @@ struct CachedByteSourceTests {
         #expect(opened <= 3, "the storm opened \(opened) connections")
     }
 
-    @Test func aCompleteEntryIsRevalidatedInTheBackgroundAtMostOncePerInterval() throws {
+    @Test func aCompleteEntryIsRevalidatedInTheBackgroundAtMostOncePerInterval() async throws {
         let rig = try CacheRig(size: 300_000)
         try rig.fill()
         rig.origin.clearRequests()
@@ -356,7 +356,7 @@ struct CachedByteSourceTests {
             let source = try rig.source(revalidator: revalidator)
             _ = try open(source).get()
             #expect(firstDifference(try readFully(source, at: 0, length: rig.body.count).get(), rig.body) == nil)
-            #expect(eventually(timeout: 10) { !source.isRevalidating })
+            #expect(await eventually(timeout: 10) { !source.isRevalidating })
             #expect(!source.foundNewVersion)
             source.close()
         }
@@ -367,7 +367,7 @@ struct CachedByteSourceTests {
         #expect(checks.first?.status == 304)
     }
 
-    @Test func aChangedResourceReplacesTheEntryForTheNextPlayNotTheCurrentOne() throws {
+    @Test func aChangedResourceReplacesTheEntryForTheNextPlayNotTheCurrentOne() async throws {
         let rig = try CacheRig(size: 300_000)
         try rig.fill()
         let newer = Data(rig.body.reversed())
@@ -376,7 +376,7 @@ struct CachedByteSourceTests {
         do {
             let current = try rig.source(revalidator: revalidator)
             _ = try open(current).get()
-            #expect(eventually(timeout: 10) { !current.isRevalidating })
+            #expect(await eventually(timeout: 10) { !current.isRevalidating })
             #expect(current.foundNewVersion)
             #expect(
                 firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
@@ -389,14 +389,14 @@ struct CachedByteSourceTests {
         #expect(firstDifference(try readFully(next, at: 0, length: newer.count).get(), newer) == nil)
     }
 
-    @Test func aLargeResourceIsFetchedOnlyAWindowAheadOfThePlayHead() throws {
+    @Test func aLargeResourceIsFetchedOnlyAWindowAheadOfThePlayHead() async throws {
         let rig = try CacheRig(size: 6_000_000)
         let window: Int64 = 1_000_000
         let source = try rig.source(readAhead: .init(threshold: 2_000_000, window: window))
         defer { source.close() }
         _ = try open(source).get()
         #expect(firstDifference(try readFully(source, at: 0, length: 65_536).get(), rig.body.prefix(65_536)) == nil)
-        #expect(eventually(timeout: 10) { !source.isDownloading })
+        #expect(await eventually(timeout: 10) { !source.isDownloading })
         let cached = try rig.cache.entry(for: rig.url).cachedRanges.count
         #expect(cached >= window && cached < window + 512 * 1024, "cached \(cached) bytes")
         // Playing on moves the window.
@@ -405,13 +405,13 @@ struct CachedByteSourceTests {
             firstDifference(
                 try readFully(source, at: later, length: 65_536).get(), rig.body[Int(later)..<Int(later) + 65_536])
                 == nil)
-        #expect(eventually(timeout: 10) { !source.isDownloading })
+        #expect(await eventually(timeout: 10) { !source.isDownloading })
         let ranges = try rig.cache.entry(for: rig.url).cachedRanges
         #expect(ranges.contains(later + window - 1))
         #expect(!ranges.contains(Int64(rig.body.count) - 1), "the end was not fetched")
     }
 
-    @Test func theDownloadStateSaysWhatTheTransferIsDoing() throws {
+    @Test func theDownloadStateSaysWhatTheTransferIsDoing() async throws {
         let rig = try CacheRig(
             size: 200_000, faults: OriginFaults(errorResponses: .init(count: 1, status: 503, retryAfter: 1)))
         let source = try rig.source()
@@ -420,7 +420,7 @@ struct CachedByteSourceTests {
         source.open { _ in opened.signal() }
         var seen = ""
         #expect(
-            eventually(timeout: 5) {
+            await eventually(timeout: 5) {
                 seen = source.downloadState
                 return seen.hasPrefix("retrying in 1 s")
             }, "state was '\(seen)'")

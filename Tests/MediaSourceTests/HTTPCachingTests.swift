@@ -36,7 +36,7 @@ struct HTTPCachingTests {
         #expect(!source.isRevalidating)
     }
 
-    @Test func aStaleResponseIsCheckedAndTheNotModifiedRenewsItsLifetime() throws {
+    @Test func aStaleResponseIsCheckedAndTheNotModifiedRenewsItsLifetime() async throws {
         let rig = try filledRig(["Cache-Control": "max-age=0"])
         // The origin's 304 now says the copy is good for an hour.
         rig.origin.serve(
@@ -45,7 +45,7 @@ struct HTTPCachingTests {
             let source = try rig.source(revalidator: Self.eager(wait: .seconds(5)))
             _ = try open(source).get()
             // The play went on from the cache beside the check; its answer renews the copy.
-            #expect(eventually(timeout: 10) { !source.isRevalidating })
+            #expect(await eventually(timeout: 10) { !source.isRevalidating })
             source.close()
         }
         #expect(try rig.origin.requests(atLeast: 1).map(\.status) == [304])
@@ -105,7 +105,7 @@ struct HTTPCachingTests {
         #expect(rig.cache.stats.entries == 0)
     }
 
-    @Test func aStoredCopyIsDroppedWhenTheOriginSaysNoStore() throws {
+    @Test func aStoredCopyIsDroppedWhenTheOriginSaysNoStore() async throws {
         let rig = try filledRig(["Cache-Control": "max-age=0"])
         #expect(!dataFiles(rig).isEmpty)
         rig.origin.serve(
@@ -117,7 +117,7 @@ struct HTTPCachingTests {
             #expect(
                 firstDifference(try readFully(source, at: 0, length: rig.body.count).get(), rig.body) == nil,
                 "the stored copy plays while the check travels")
-            #expect(eventually(timeout: 10) { !source.isRevalidating })
+            #expect(await eventually(timeout: 10) { !source.isRevalidating })
             source.close()
         }
         try rig.reopenCache()

@@ -72,20 +72,20 @@ struct MeteredReadAheadTests {
 
     /// Through a real fetcher and origin: metered before it opens, a source fetches a second of
     /// audio (at the rate it was told) and stops; unmetered, the rest comes at once, each byte once.
-    @Test func aMeteredSourceStopsAtItsWindowAndGoesOnWhenTheNetworkIsNotMetered() throws {
+    @Test func aMeteredSourceStopsAtItsWindowAndGoesOnWhenTheNetworkIsNotMetered() async throws {
         let rig = try CacheRig(size: 4_000_000, faults: OriginFaults(bytesPerSecond: 2_000_000))
         let source = try rig.source(readAhead: Policy(threshold: 256 * mb, window: 32 * mb, meteredWindow: .seconds(1)))
         source.setByteRate(200_000)
         source.setMetered(true)
         _ = try open(source).get()
         _ = try readFully(source, at: 0, length: 16_384).get()
-        let stopped = eventually(timeout: 3) { rig.origin.requestsBegun == rig.origin.requests().count }
+        let stopped = await eventually(timeout: 3) { rig.origin.requestsBegun == rig.origin.requests().count }
         let sent = rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent }
         #expect(stopped, "the download stops at the window; the whole body would take 2 s")
         #expect(sent < 600_000, "a 200 kB window (and what was in flight when it was cut): \(sent)")
 
         source.setMetered(false)
-        let complete = eventually(timeout: 10) {
+        let complete = await eventually(timeout: 10) {
             rig.origin.requests().reduce(0) { $0 + $1.bodyBytesSent } >= rig.body.count
         }
         #expect(complete, "\(rig.origin.requests())")
@@ -102,7 +102,7 @@ struct MeteredMemoryTests {
     /// Metered, its download runs only the metered window of audio ahead of the reader (2 s at
     /// 16 kB/s: 32 kB), not its 1 MiB memory window; unmetered again, it goes on at once from
     /// where the bytes it holds end.
-    @Test func itsDownloadStopsAtTheMeteredWindowAndGoesOnWhenItLifts() throws {
+    @Test func itsDownloadStopsAtTheMeteredWindowAndGoesOnWhenItLifts() async throws {
         let origin = try FaultOrigin()
         origin.setLinkRate(200_000)
         let body = patternedBody(3 << 20)
@@ -117,13 +117,13 @@ struct MeteredMemoryTests {
         _ = try open(source).get()
         let first = try readFully(source, at: 0, length: 4096).get()
         #expect(firstDifference(first, body.prefix(4096)) == nil)
-        let stopped = eventually(timeout: 10) { origin.transfers(of: "/long.mp3").first?.ended != nil }
+        let stopped = await eventually(timeout: 10) { origin.transfers(of: "/long.mp3").first?.ended != nil }
         let sent = origin.transfers(of: "/long.mp3").first?.bodyBytesSent ?? 0
         #expect(stopped, "the download ran on: \(sent) bytes sent")
         #expect(sent <= 4096 + 32_000 + 64 << 10, "\(sent) bytes sent for a 32 kB metered window")
 
         source.setMetered(false)
-        let resumed = eventually(timeout: 5) { origin.transfers(of: "/long.mp3").count >= 2 }
+        let resumed = await eventually(timeout: 5) { origin.transfers(of: "/long.mp3").count >= 2 }
         let second = origin.transfers(of: "/long.mp3").dropFirst().first
         #expect(resumed, "\(origin.transfers(of: "/long.mp3"))")
         #expect(

@@ -82,7 +82,7 @@ struct RevalidationTests {
     /// within the wait makes reads fail as `versionChanged` (the player starts the track again),
     /// and the next source plays the new version, fetched once.
     @Test(arguments: Naming.allCases)
-    func aNewVersionAnsweredJustAfterThePlayBeganStartsItAgainOnThatVersion(naming: Naming) throws {
+    func aNewVersionAnsweredJustAfterThePlayBeganStartsItAgainOnThatVersion(naming: Naming) async throws {
         let (rig, newer) = try changedRig(naming, faults: OriginFaults(firstByteLatency: 1))
         let revalidator = Revalidator(interval: .seconds(3600), wait: .seconds(5))
         do {
@@ -96,12 +96,12 @@ struct RevalidationTests {
                 firstDifference(try readFully(source, at: 0, length: 4096).get(), rig.body.prefix(4096)) == nil,
                 "the cached copy plays at once")
             // No read is asking when the answer comes: the reader is told all the same, once.
-            #expect(eventually(timeout: 10) { !reported.withLock { $0.isEmpty } })
+            #expect(await eventually(timeout: 10) { !reported.withLock { $0.isEmpty } })
             #expect(reported.withLock { $0.count } == 1)
             let first = reported.withLock { $0.first }
             if case .versionChanged = first {} else { Issue.record("reported \(String(describing: first))") }
             #expect(
-                eventually(timeout: 10) {
+                await eventually(timeout: 10) {
                     if case .failed(.versionChanged) = source.read(at: 4096, maxLength: 4096, wake: {}) { return true }
                     return false
                 }, "once the new version is known, no byte of the old one is served")
@@ -116,7 +116,7 @@ struct RevalidationTests {
         #expect(firstDifference(try readFully(again, at: 0, length: newer.count).get(), newer) == nil)
     }
 
-    @Test func anUnchangedResourceOpensFromTheCacheAsSoonAsTheOriginSaysSo() throws {
+    @Test func anUnchangedResourceOpensFromTheCacheAsSoonAsTheOriginSaysSo() async throws {
         let rig = try CacheRig(size: 300_000)
         try rig.fill()
         rig.origin.clearRequests()
@@ -129,10 +129,10 @@ struct RevalidationTests {
         let log = try rig.origin.requests(atLeast: 1)
         #expect(log.map(\.status) == [304])
         #expect(try rig.settledBytesSent() == 0)
-        #expect(eventually(timeout: 10) { !source.isRevalidating } && !source.foundNewVersion)
+        #expect(await eventually(timeout: 10) { !source.isRevalidating } && !source.foundNewVersion)
     }
 
-    @Test func aNewVersionThatAnswersAfterTheDeadlineWaitsForTheNextPlay() throws {
+    @Test func aNewVersionThatAnswersAfterTheDeadlineWaitsForTheNextPlay() async throws {
         let (rig, newer) = try changedRig(.strongETag, faults: OriginFaults(firstByteLatency: 3))
         let revalidator = Revalidator(interval: .seconds(3600), wait: .milliseconds(100))
         do {
@@ -143,7 +143,7 @@ struct RevalidationTests {
             #expect(
                 firstDifference(try readFully(current, at: 0, length: rig.body.count).get(), rig.body) == nil,
                 "past the deadline the cached copy plays")
-            #expect(eventually(timeout: 10) { current.foundNewVersion })
+            #expect(await eventually(timeout: 10) { current.foundNewVersion })
             current.close()
         }
         rig.origin.setFaults(OriginFaults(), for: rig.path)

@@ -55,7 +55,7 @@ private final class GatedFile: StoredFile {
 struct SlowDiskTests {
     /// The end of a download (on the fetcher's thread), a read of cached bytes (GStreamer's
     /// streaming thread) and a close (a track change) go on while no sync has finished.
-    @Test func readsAndACloseNeverWaitForASync() throws {
+    @Test func readsAndACloseNeverWaitForASync() async throws {
         let storage = GatedSyncStorage()
         defer { storage.open() }
         let rig = try CacheRig(size: 600_000, storage: storage)
@@ -69,13 +69,13 @@ struct SlowDiskTests {
         storage.open()
         let entry = try rig.cache.entry(for: rig.url)
         #expect(
-            eventually(timeout: 5) { entry.durableRanges.count == Int64(rig.body.count) },
+            await eventually(timeout: 5) { entry.durableRanges.count == Int64(rig.body.count) },
             "the bytes are committed once synced")
     }
 
     /// A download faster than the disk makes its writer wait for the running sync (the cache
     /// bounds what a crash can lose); that wait holds up no read of bytes already here.
-    @Test func aDownloadThatOutrunsTheDiskHoldsUpNoReadOfHeldBytes() throws {
+    @Test func aDownloadThatOutrunsTheDiskHoldsUpNoReadOfHeldBytes() async throws {
         let storage = GatedSyncStorage()
         defer { storage.open() }
         let rig = try CacheRig(size: 3_000_000, storage: storage, syncBatchBytes: 32 << 10)
@@ -84,7 +84,7 @@ struct SlowDiskTests {
         _ = try open(source).get()
         // A batch is in its held sync; the next write past the cap (one batch) waits for it,
         // microseconds later at loopback speed, long before this poll returns.
-        #expect(eventually(timeout: 5) { storage.started.load(ordering: .relaxed) >= 1 })
+        #expect(await eventually(timeout: 5) { storage.started.load(ordering: .relaxed) >= 1 })
         // (A batch is only synced once it is written.)
         #expect(source.holds(0..<(32 << 10)))
         #expect(firstDifference(try readFully(source, at: 0, length: 32 << 10).get(), rig.body.prefix(32 << 10)) == nil)
@@ -93,7 +93,7 @@ struct SlowDiskTests {
 
     /// A download that outruns its disk is held on the wire until the syncs catch up; the
     /// fetcher's thread never waits for them, so another track's download goes on meanwhile.
-    @Test func aDownloadAheadOfItsDiskIsHeldAndAnotherOneGoesOn() throws {
+    @Test func aDownloadAheadOfItsDiskIsHeldAndAnotherOneGoesOn() async throws {
         let storage = GatedSyncStorage()
         defer { storage.open() }
         // Capped: at full loopback speed one pass of the fetcher's loop takes in more than the
@@ -105,9 +105,9 @@ struct SlowDiskTests {
         let held = try slow.source()
         defer { held.close() }
         _ = try open(held).get()
-        #expect(eventually(timeout: 5) { storage.started.load(ordering: .relaxed) >= 1 })
+        #expect(await eventually(timeout: 5) { storage.started.load(ordering: .relaxed) >= 1 })
         #expect(
-            eventually(timeout: 5) { held.downloadState == "waiting for the disk to store what arrived" },
+            await eventually(timeout: 5) { held.downloadState == "waiting for the disk to store what arrived" },
             "\(held.downloadState)")
 
         let source = try other.source()
@@ -121,6 +121,6 @@ struct SlowDiskTests {
         storage.open()
         #expect(firstDifference(try readFully(held, at: 0, length: slow.body.count).get(), slow.body) == nil)
         let entry = try slow.cache.entry(for: slow.url)
-        #expect(eventually(timeout: 5) { entry.durableRanges.count == Int64(slow.body.count) })
+        #expect(await eventually(timeout: 5) { entry.durableRanges.count == Int64(slow.body.count) })
     }
 }

@@ -39,7 +39,7 @@ import Testing
         #expect(stats.bytes < Int64(source.count), "holes are not counted")
     }
 
-    @Test func aBatchIsCommittedBySizeAndAPartialOneByTime() throws {
+    @Test func aBatchIsCommittedBySizeAndAPartialOneByTime() async throws {
         let directory = try TemporaryDirectory(prefix: "spool-cache")
         var configuration = testConfiguration()
         configuration.syncBatchBytes = 64 << 10
@@ -47,11 +47,12 @@ import Testing
         let cache = try RangeCache(directory: directory.url, configuration: configuration)
         let entry = try cache.entry(for: CacheKey(stable: "b"))!
         try entry.write(randomBytes(100 << 10), at: 0)
-        #expect(eventually(timeout: 5) { entry.durableRanges.contains(0..<(100 << 10)) }, "a full batch is committed")
+        #expect(
+            await eventually(timeout: 5) { entry.durableRanges.contains(0..<(100 << 10)) }, "a full batch is committed")
         try entry.write(randomBytes(100), at: 100 << 10)
         #expect(entry.cachedRanges.contains(0..<((100 << 10) + 100)), "written bytes are readable at once")
         #expect(
-            eventually(timeout: 5) { entry.durableRanges.count == (100 << 10) + 100 },
+            await eventually(timeout: 5) { entry.durableRanges.count == (100 << 10) + 100 },
             "a partial batch is committed within the interval")
     }
 

@@ -41,7 +41,7 @@ private func lastReports(_ output: String) -> [Report] {
         return bytes
     }
 
-    @Test func sigkillAtRandomMomentsNeverLeavesAWrongClaimAndLosesAtMostTheUnsyncedBatches() throws {
+    @Test func sigkillAtRandomMomentsNeverLeavesAWrongClaimAndLosesAtMostTheUnsyncedBatches() async throws {
         let work = try TemporaryDirectory(prefix: "spool-cache-kill")
         let cacheDirectory = work.file("cache")
         let sourceURL = work.file("source")
@@ -56,12 +56,12 @@ private func lastReports(_ output: String) -> [Report] {
             let writer = try ChildProcess(
                 child, [cacheDirectory.path, sourceURL.path], logDirectory: work.url)
             let writes = Int.random(in: 1...120, using: &random)
-            let reached = eventually(timeout: 20, interval: 0.001) {
+            let reached = await eventually(timeout: 20, interval: 0.001) {
                 writer.standardOutput.split(separator: "\n").count > writes || !writer.isRunning
             }
             try #require(reached && writer.isRunning, "round \(round): child stalled or died: \(writer.standardError)")
             writer.send(SIGKILL)
-            #expect(writer.waitForExit(timeout: 10) != nil)
+            #expect(await writer.waitForExit(timeout: 10) != nil)
             let reports = lastReports(writer.standardOutput)
 
             let cache = try RangeCache(directory: cacheDirectory, configuration: testConfiguration())
@@ -91,7 +91,7 @@ private func lastReports(_ output: String) -> [Report] {
         #expect(claimedTotal > 0, "the kills left something claimed to check")
     }
 
-    @Test func aSecondDaemonIsRefusedWhileTheCLIMayRead() throws {
+    @Test func aSecondDaemonIsRefusedWhileTheCLIMayRead() async throws {
         let work = try TemporaryDirectory(prefix: "spool-cache-lock")
         let cacheDirectory = work.file("cache")
         let sourceURL = work.file("source")
@@ -100,7 +100,7 @@ private func lastReports(_ output: String) -> [Report] {
             try builtExecutable("RangeCacheKillChild"), [cacheDirectory.path, sourceURL.path],
             logDirectory: work.url)
         defer { writer.stop(grace: 0) }
-        #expect(eventually(timeout: 20) { writer.standardOutput.split(separator: "\n").count > 40 })
+        #expect(await eventually(timeout: 20) { writer.standardOutput.split(separator: "\n").count > 40 })
         #expect(throws: CacheError.inUseByAnotherProcess(directory: cacheDirectory.path, pid: writer.pid)) {
             _ = try RangeCache(directory: cacheDirectory, configuration: testConfiguration())
         }

@@ -4,13 +4,13 @@ import Testing
 
 @Suite("Child processes started from tests")
 struct ChildProcessTests {
-    @Test func aChildStartedFromSwiftTestingStopsOnSIGTERM() throws {
+    @Test func aChildStartedFromSwiftTestingStopsOnSIGTERM() async throws {
         let logs = try TemporaryDirectory()
         // `sleep` dies on SIGTERM only when the signal is not blocked in the child.
         let child = try ChildProcess("sleep", ["30"], logDirectory: logs.url)
         #expect(child.isRunning)
         child.send(SIGTERM)
-        let status = child.waitForExit(timeout: 5)
+        let status = await child.waitForExit(timeout: 5)
         #expect(status == SIGTERM)  // Foundation reports the terminating signal as the status
     }
 
@@ -21,9 +21,9 @@ struct ChildProcessTests {
         #expect(result.stderr == "err\n")
     }
 
-    @Test func aSelfStoppingChildEndsByItself() throws {
+    @Test func aSelfStoppingChildEndsByItself() async throws {
         let logs = try TemporaryDirectory()
         let child = try ChildProcess("sleep", ["30"], logDirectory: logs.url, selfStopAfter: 1)
-        #expect(child.waitForExit(timeout: 10) != nil)
+        #expect(await child.waitForExit(timeout: 10) != nil)
     }
 }

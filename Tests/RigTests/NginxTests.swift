@@ -17,7 +17,7 @@ struct NginxTests {
         try content.write(to: files.file("data.bin"))
     }
 
-    @Test func servesAFullFileAndLogsIt() throws {
+    @Test func servesAFullFileAndLogsIt() async throws {
         let nginx = try NginxServer(serving: files.url)
         let response = try HTTPConnection(port: nginx.port).request("/data.bin")
         #expect(response.status == 200)
@@ -25,23 +25,23 @@ struct NginxTests {
         #expect(response.header("Content-Length") == "50000")
         #expect(response.header("Accept-Ranges") == "bytes")
         #expect(response.header("Last-Modified") != nil)
-        let log = try nginx.accessLog(atLeast: 1)
+        let log = try await nginx.accessLog(atLeast: 1)
         #expect(log == [ServedRequest(path: "/data.bin", status: 200, bodyBytesSent: 50_000)])
     }
 
-    @Test func answersARangeWith206() throws {
+    @Test func answersARangeWith206() async throws {
         let nginx = try NginxServer(serving: files.url)
         let response = try HTTPConnection(port: nginx.port).request("/data.bin", headers: ["Range": "bytes=1000-1999"])
         #expect(response.status == 206)
         #expect(response.header("Content-Range") == "bytes 1000-1999/50000")
         #expect(response.body == content[1000...1999])
-        let log = try nginx.accessLog(atLeast: 1)
+        let log = try await nginx.accessLog(atLeast: 1)
         #expect(log.first?.range == "bytes=1000-1999")
         #expect(log.first?.status == 206)
         #expect(log.first?.bodyBytesSent == 1000)
     }
 
-    @Test func answersConditionalRequestsWith304() throws {
+    @Test func answersConditionalRequestsWith304() async throws {
         let nginx = try NginxServer(serving: files.url)
         let connection = try HTTPConnection(port: nginx.port)
         let head = try connection.request("/data.bin", method: "HEAD")
@@ -51,7 +51,7 @@ struct NginxTests {
         #expect(byTag.status == 304)
         #expect(byTag.body.isEmpty)
         #expect(try connection.request("/data.bin", headers: ["If-Modified-Since": lastModified]).status == 304)
-        let log = try nginx.accessLog(atLeast: 3)
+        let log = try await nginx.accessLog(atLeast: 3)
         #expect(log.map(\.status) == [200, 304, 304])
         #expect(log.map(\.ifNoneMatch) == [nil, etag, nil])
         #expect(log.map(\.ifModifiedSince) == [nil, nil, lastModified])

@@ -86,11 +86,7 @@ public final class ChildProcess: @unchecked Sendable {
             process.executableURL = URL(fileURLWithPath: resolved)
             process.arguments = arguments
         }
-        // scripts/run-tests.sh lets the test process's executor grow threads when tests block;
-        // a child (the daemon above all) runs with the runtime's own settings, as shipped.
-        process.environment = (environment ?? ProcessInfo.processInfo.environment).filter {
-            $0.key != "SWIFT_DEBUG_CONCURRENCY_ENABLE_COOPERATIVE_QUEUES"
-        }
+        process.environment = environment ?? ProcessInfo.processInfo.environment
         process.standardInput = FileHandle.nullDevice
         let output = try FileHandle(forWritingTo: stdoutURL)
         let errors = try FileHandle(forWritingTo: stderrURL)
@@ -123,7 +119,13 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// Waits for the child to exit; returns its status, or nil on timeout.
     @discardableResult
-    public func waitForExit(timeout: Double) -> Int32? {
+    public func waitForExit(timeout: Double) async -> Int32? {
+        await onOwnThread { self.blockUntilExit(timeout: timeout) }
+    }
+
+    /// ``waitForExit(timeout:)`` for code that cannot await; it blocks its thread.
+    @discardableResult
+    public func blockUntilExit(timeout: Double) -> Int32? {
         guard exited.wait(timeout: .now() + timeout) == .success else { return nil }
         exited.signal()  // later waiters see the exit too
         return process.terminationStatus
@@ -153,9 +155,9 @@ public final class ChildProcess: @unchecked Sendable {
     @discardableResult
     public func stop(grace: Double = 5) -> Int32 {
         send(SIGTERM)
-        if let status = waitForExit(timeout: grace) { return status }
+        if let status = blockUntilExit(timeout: grace) { return status }
         send(SIGKILL)
-        return waitForExit(timeout: 10) ?? -1
+        return blockUntilExit(timeout: 10) ?? -1
     }
 
     /// What the child wrote to stdout so far.
@@ -180,6 +182,17 @@ public struct CommandResult: Sendable {
     public let stderr: String
 }
 
+/// ``runCommand(_:_:environment:timeout:)`` waiting on a thread of its own, for a test that
+/// awaits, so the wait holds none of the executor's threads.
+public func runCommandAwaiting(
+    _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+    timeout: Double = 60
+) async throws -> CommandResult {
+    try await onOwnThread {
+        Result { try runCommand(executable, arguments, environment: environment, timeout: timeout) }
+    }.get()
+}
+
 /// Runs a command to completion (killing it after `timeout` seconds) and returns its output.
 public func runCommand(
     _ executable: String, _ arguments: [String], environment: [String: String]? = nil,
@@ -188,7 +201,7 @@ public func runCommand(
     let logs = try TemporaryDirectory(prefix: "spool-cmd")
     let child = try ChildProcess(executable, arguments, environment: environment, logDirectory: logs.url)
     let status: Int32
-    if let finished = child.waitForExit(timeout: timeout) {
+    if let finished = child.blockUntilExit(timeout: timeout) {
         status = finished
     } else {
         child.stop(grace: 1)
@@ -199,8 +212,23 @@ public func runCommand(
 
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes.
 /// For waiting on *another process's* observable state (a D-Bus name, a file),
-/// where no in-process event exists to await.
+/// where no in-process event exists to await. It sleeps as a task: a thread blocked here
+/// would be one of the few that run every test of the process (the executor does not add
+/// threads for blocked ones), and the tests beside it would stall.
 public func eventually(
+    timeout: Double = 10, interval: Double = 0.01, _ condition: () throws -> Bool
+) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(timeout)
+    while Date() < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .seconds(interval))
+    }
+    return try condition()
+}
+
+/// ``eventually(timeout:interval:_:)`` for a rig's initializer, which cannot await: it
+/// blocks its thread, so it is only for the short waits of a server's start.
+public func eventuallyBlocking(
     timeout: Double = 10, interval: Double = 0.01, _ condition: () throws -> Bool
 ) rethrows -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
@@ -209,6 +237,14 @@ public func eventually(
         Thread.sleep(forTimeInterval: interval)
     }
     return try condition()
+}
+
+/// Runs the blocking `work` on a thread of its own and awaits its result, so that a wait on
+/// a semaphore or a process holds no thread of the executor that runs the other tests.
+public func onOwnThread<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread { continuation.resume(returning: work()) }.start()
+    }
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago (bind to port 0, read it, close).

@@ -180,7 +180,7 @@ public final class Fixtures: Sendable {
             jobs.append((try Self.gst(Self.audioPipeline(fixture, to: target), logs: logs), fixture.name))
         }
         for (job, name) in jobs {
-            let status = job.waitForExit(timeout: 60)
+            let status = job.blockUntilExit(timeout: 60)
             guard status == 0 else {
                 job.stop(grace: 1)
                 throw RigError(

@@ -383,7 +383,7 @@ public final class AudioMonitor: Sendable {
                 "--rate=\(PulseServer.sampleRate)", "--channels=2", "--latency-msec=5",
             ],
             logDirectory: directory.url, selfStopAfter: lifetime)
-        let connected = try eventually(timeout: 10, interval: 0.01) {
+        let connected = try eventuallyBlocking(timeout: 10, interval: 0.01) {
             try pulse.pactl("list", "short", "source-outputs").contains("\t")
         }
         guard connected else { throw RigError("parec never connected to \(pulse.server)") }

@@ -50,10 +50,10 @@ public final class NginxServer: Sendable {
 
     /// The access log once it holds at least `count` entries (nginx writes a line after the
     /// response is sent, so it may lag the client by a moment); throws after `timeout` seconds.
-    public func accessLog(atLeast count: Int, timeout: Double = 5) throws -> [ServedRequest] {
+    public func accessLog(atLeast count: Int, timeout: Double = 5) async throws -> [ServedRequest] {
         var entries = [ServedRequest]()
         guard
-            eventually(
+            await eventually(
                 timeout: timeout,
                 {
                     entries = accessLog()
@@ -115,7 +115,7 @@ public final class NginxServer: Sendable {
             "nginx", ["-p", dir, "-c", configURL.path, "-e", "\(dir)/error.log"],
             logDirectory: workspace.url, selfStopAfter: lifetime)
         var exited = false
-        let ready = eventually(timeout: 10) {
+        let ready = eventuallyBlocking(timeout: 10) {
             exited = !process.isRunning
             return exited || (try? HTTPConnection(port: port, receiveTimeout: 2).request("/\(readinessPath)")) != nil
         }

@@ -27,7 +27,7 @@ public final class PrivateBus: Sendable {
             "dbus-daemon", ["--nofork", "--print-address=1", "--config-file=\(config.path)"],
             logDirectory: directory.url, selfStopAfter: selfStopAfter)
         let daemon = self.daemon
-        let printed = eventually(timeout: 10, interval: 0.002) {
+        let printed = eventuallyBlocking(timeout: 10, interval: 0.002) {
             daemon.standardOutput.contains("\n") || !daemon.isRunning
         }
         let line = daemon.standardOutput.split(separator: "\n").first.map(String.init) ?? ""

@@ -59,7 +59,7 @@ public final class PulseServer: Sendable {
 
         let daemon = self.daemon
         let server = self.server
-        let answered = eventually(timeout: 10, interval: 0.01) {
+        let answered = eventuallyBlocking(timeout: 10, interval: 0.01) {
             guard daemon.isRunning else { return true }
             guard FileManager.default.fileExists(atPath: socket) else { return false }
             return (try? runCommand("pactl", ["-s", server, "info"], timeout: 5).status) == 0
@@ -123,7 +123,7 @@ public final class PulseServer: Sendable {
     public func recordOutput() throws -> PulseRecording {
         let recording = try PulseRecording(
             server: server, source: "\(Self.sinkName).monitor", logDirectory: directory.url)
-        let connected = try eventually(timeout: 10, interval: 0.01) {
+        let connected = try eventuallyBlocking(timeout: 10, interval: 0.01) {
             try !Self.streams(from: try pactl("-f", "json", "list", "source-outputs")).isEmpty
         }
         guard connected else { throw RigError("parec never connected to \(server)") }
@@ -173,9 +173,9 @@ public final class PulseRecording: Sendable {
 
     /// Waits until the recording holds `milliseconds` more audio than it does now: the
     /// server's own clock, so a test waits for the output, not for the wall.
-    public func waitToGrow(byMilliseconds milliseconds: Int) throws {
+    public func waitToGrow(byMilliseconds milliseconds: Int) async throws {
         let target = recordedBytes + milliseconds * PulseServer.sampleRate * 4 / 1000
-        guard eventually(timeout: Double(milliseconds) / 1000 + 5, { self.recordedBytes >= target }) else {
+        guard await eventually(timeout: Double(milliseconds) / 1000 + 5, { self.recordedBytes >= target }) else {
             throw RigError("the recording stalled at \(recordedBytes) bytes")
         }
     }

@@ -95,7 +95,7 @@ final class DaemonKeeper: Sendable {
         let (player, pid) = state.withLock { ($0.player, $0.pid) }
         guard !player.process.isRunning else { return nil }
         let crash = Crash(
-            at: seconds, pid: pid, status: player.process.waitForExit(timeout: 1), logTail: player.logTail(30))
+            at: seconds, pid: pid, status: await player.process.waitForExit(timeout: 1), logTail: player.logTail(30))
         state.withLock { $0.crashes.append(crash) }
         do {
             let (next, nextPID) = try await Self.start(

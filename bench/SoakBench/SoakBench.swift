@@ -101,7 +101,7 @@ struct SoakBench {
         // The daemon must still quit cleanly after all that.
         let quitStarted = ContinuousClock.now
         let quit = await control.call("action: quit", "org.mpris.MediaPlayer2", "Quit")
-        let quitStatus = daemon.process.waitForExit(timeout: 10)
+        let quitStatus = await daemon.process.waitForExit(timeout: 10)
         let quitSeconds = seconds(from: quitStarted)
         if quitStatus == nil {
             say("the daemon did not exit within 10 s of Quit; its stacks:")
