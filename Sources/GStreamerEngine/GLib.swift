@@ -205,23 +205,40 @@ extension GStreamer {
     }
 }
 
-/// The URI of the stream `element` works for within playbin: that of the nearest enclosing
-/// element with a `uri` property (the uridecodebin of its group), stopping at `top`, which
-/// names the next stream rather than its own.
-func streamURI(of element: UnsafeMutablePointer<GstObject>?, below top: UnsafeMutableRawPointer) -> String? {
-    guard let element else { return nil }
+/// Where an element of playbin works, as its bus messages are read (later than posted).
+enum StreamOrigin: Equatable, Sendable {
+    /// In the stream of this URI: that of the nearest enclosing element with a `uri` property
+    /// (the uridecodebin of its group).
+    case stream(String)
+    /// In playbin but in no stream: playsink, the output, playbin itself.
+    case pipeline
+    /// No longer in playbin, or in a uridecodebin that has no URI: a stream torn down (a load
+    /// tears the groups down and reuses their bins), whose late messages are no track's.
+    case detached
+
+    /// The URI of a stream's element; nil for the others.
+    var uri: String? {
+        if case .stream(let uri) = self { return uri }
+        return nil
+    }
+}
+
+/// Where `element` works within playbin `top` (`top` itself names the next stream rather than
+/// its own, so the walk stops there).
+func streamOrigin(of element: UnsafeMutablePointer<GstObject>?, below top: UnsafeMutableRawPointer) -> StreamOrigin {
+    guard let element else { return .pipeline }
     var object: UnsafeMutablePointer<GstObject>? = gst_object_ref(element).assumingMemoryBound(to: GstObject.self)
     while let current = object {
         defer { gst_object_unref(current) }
-        if UnsafeMutableRawPointer(current) == top { return nil }
+        if UnsafeMutableRawPointer(current) == top { return .pipeline }
         let type = current.withMemoryRebound(to: GTypeInstance.self, capacity: 1) { $0.pointee.g_class }
         if let type,
             g_object_class_find_property(
                 UnsafeMutableRawPointer(type).assumingMemoryBound(to: GObjectClass.self), "uri") != nil
         {
-            return stringProperty(current, "uri")
+            return stringProperty(current, "uri").map(StreamOrigin.stream) ?? .detached
         }
         object = gst_object_get_parent(current)
     }
-    return nil
+    return .detached
 }

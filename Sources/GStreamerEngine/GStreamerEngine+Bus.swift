@@ -73,7 +73,8 @@ extension GStreamerEngine {
                     ? .unsupported
                     : error.map { FailureKinds.kind(domain: $0.pointee.domain, code: $0.pointee.code) } ?? .transient
             if let error { g_error_free(error) }
-            let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
+            let from =
+                fromOutput ? .pipeline : streamOrigin(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
             switch shared.withLock({ $0.lifecycle.route(errorFrom: from) }) {
             case .next(let uri, let track):
                 // The next track's stream broke while the current one still plays: it plays to its
@@ -99,7 +100,7 @@ extension GStreamerEngine {
             case .none:
                 // A stream no track has any more (a dropped next, a load replaced): said, so a track
                 // that waits on an error which went elsewhere can be traced.
-                log.debug("an error of a stream no track has (\(from ?? "no URI")): \(text) (\(details))")
+                log.debug("an error of a stream no track has (\(from.uri ?? "torn down")): \(text) (\(details))")
             }
         case GST_MESSAGE_WARNING:
             var error: UnsafeMutablePointer<GError>?
@@ -138,8 +139,8 @@ extension GStreamerEngine {
                     eventQueue.async { coverArt.write(picture) }
                 }
                 guard !tags.isEmpty else { break }
-                let from = streamURI(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
-                if let event = shared.withLock({ $0.lifecycle.tagsRead(tags, uri: from) }) { emit(event) }
+                let from = streamOrigin(of: message.pointee.src, below: UnsafeMutableRawPointer(playbin))
+                if let event = shared.withLock({ $0.lifecycle.tagsRead(tags, from: from) }) { emit(event) }
             }
         case GST_MESSAGE_DURATION_CHANGED:
             reportDuration(of: current)

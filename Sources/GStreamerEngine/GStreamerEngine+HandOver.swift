@@ -78,9 +78,10 @@ extension GStreamerEngine {
         if klass.contains("Decoder") { FaadTiming.attach(to: element) }
         // Only while a feeder can use it: the walk up to the stream's URI is skipped for the rest.
         if klass.contains("Demuxer"), shared.withLock({ $0.feeders.values.contains { $0.takesShortReads } }),
-            let uri = streamURI(
+            let uri = streamOrigin(
                 of: UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self),
-                below: UnsafeMutableRawPointer(playbin)),
+                below: UnsafeMutableRawPointer(playbin)
+            ).uri,
             let feeder = shared.withLock({ $0.feeders[uri] })
         {
             feeder.demuxerAdded()

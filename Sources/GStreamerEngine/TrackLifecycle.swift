@@ -341,13 +341,19 @@ struct TrackLifecycle: Sendable {
         return heard(ticket.track) + (settled(ticket).map { [$0] } ?? []) + [.endOfTrack(ticket.track)]
     }
 
-    /// Where an error posted by the stream of `uri` (nil: not a stream's) goes.
-    func route(errorFrom uri: String?) -> ErrorRoute {
-        if let uri, uri == next?.uri || uri == dropped { return .next(uri: uri, track: next?.track.id) }
-        guard let current else { return .none }
-        // A stream of no track now (a broken next one, reloaded away from, posting late) is not
-        // the loaded track's; an element of no stream (the output, playbin itself) is.
-        if let uri, uri != current.uri { return .none }
+    /// Where an error posted from `origin` goes.
+    func route(errorFrom origin: StreamOrigin) -> ErrorRoute {
+        let uri: String
+        switch origin {
+        // A stream torn down (a broken next one, reloaded away from, posting late) is no track's.
+        case .detached: return .none
+        // An element of no stream (the output, playbin itself) fails the loaded track.
+        case .pipeline: return current.map { .current($0.ticket) } ?? .none
+        case .stream(let streamURI): uri = streamURI
+        }
+        if uri == next?.uri || uri == dropped { return .next(uri: uri, track: next?.track.id) }
+        // A stream of no track now is not the loaded track's.
+        guard let current, uri == current.uri else { return .none }
         return .current(current.ticket)
     }
 
@@ -359,11 +365,12 @@ struct TrackLifecycle: Sendable {
         return events
     }
 
-    /// Tags read from the stream of `uri` (nil: not known): the description to send, if it is
-    /// due. Tags of the handed-over next track arrive while the loaded one still plays.
-    mutating func tagsRead(_ tags: TrackTags, uri: String?) -> EngineEvent? {
+    /// Tags read from `origin`: the description to send, if it is due. Tags of the handed-over
+    /// next track arrive while the loaded one still plays; the sink's name no stream.
+    mutating func tagsRead(_ tags: TrackTags, from origin: StreamOrigin) -> EngineEvent? {
         let forNext: Bool
-        if let uri {
+        if origin == .detached { return nil }  // a stream torn down
+        if let uri = origin.uri {
             // A stream that is no longer the current or the next one's (a group torn down).
             guard uri == next?.uri || uri == current?.uri else { return nil }
             forNext = uri == next?.uri

@@ -123,15 +123,13 @@ public actor Player {
     /// The position in the current track: the restored one before the first Play,
     /// else the engine's (zero when nothing is loaded). Cheap; any thread.
     public nonisolated func position() -> Duration {
-        heardPosition().position
+        position(beside: nil)
     }
 
-    /// ``position()`` with the track it is heard in (nil when not known): a reader that shows
-    /// it beside a track's metadata checks they agree, as the engine moves to a handed-over
-    /// track one event before the player does. Cheap; any thread.
-    public nonisolated func heardPosition() -> HeardPosition {
-        if let restored = shownPosition.withLock({ $0 }) { return HeardPosition(track: nil, position: restored) }
-        return engine.heardPosition() ?? HeardPosition(track: nil, position: .zero)
+    /// The position to show beside the metadata of `shown` (see ``ShownPosition``): a reader
+    /// that publishes metadata a flush after the player passes what it shows. Cheap; any thread.
+    public nonisolated func position(beside shown: ShownPosition.Shown?) -> Duration {
+        ShownPosition.position(place: shownPosition.withLock { $0 }, heard: engine.heardPosition(), beside: shown)
     }
 
     // MARK: Commands

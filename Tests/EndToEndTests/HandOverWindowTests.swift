@@ -146,10 +146,24 @@ struct HandOverWindowTests {
             standardOptions: false, extraEnvironment: ["SPOOL_LOG": "debug", "PULSE_SERVER": pulse.server])
         try await daemon.waitUntilReady()
         try await daemon.mpris("org.spool.Spool1", "Play", [.stringArray([first, second].map(\.absoluteString))])
+        var reads: [String] = []
+        let started = ContinuousClock.now
+        var nearTheEnd = false
+        while !nearTheEnd, ContinuousClock.now - started < .seconds(15) {
+            let position = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? -1
+            let url =
+                try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?
+                .stringVariantDictValue?["xesam:url"]?.stringValue ?? ""
+            let read =
+                "\(URL(string: url)?.lastPathComponent ?? "-")@\(position / 1000) ms at \(ContinuousClock.now - started)"
+            if reads.last?.split(separator: " ").first != read.split(separator: " ").first { reads.append(read) }
+            nearTheEnd = url == first.absoluteString && position > 3_000_000
+            if !nearTheEnd { try await Task.sleep(for: .milliseconds(10)) }
+        }
         #expect(
-            try await daemon.waitForProperty("org.mpris.MediaPlayer2.Player", "Position") {
-                ($0?.int64Value ?? 0) > 3_000_000
-            })
+            nearTheEnd,
+            "reads: \(reads.suffix(20))\n\(daemon.process.standardError.components(separatedBy: "\n").suffix(30).joined(separator: "\n"))"
+        )
         var samples: [(position: Int64, url: String)] = []
         let deadline = ContinuousClock.now + .seconds(5)
         while ContinuousClock.now < deadline {

@@ -160,7 +160,9 @@ struct InterruptionEndToEndTests {
 
     @Test func pausingOrChangingTrackDuringTheCallCancelsThePlayOn() async throws {
         for action in ["Pause", "Next"] {
-            let rig = try await CallRig(callSeconds: 1.5)
+            // A call longer than the test: it ends when the test hangs up, after the listener's
+            // action, however long that took to arrive.
+            let rig = try await CallRig(callSeconds: 30)
             let second = try steadyTone(frequency: 660, seconds: 10, amplitude: 0.5, in: rig.media)
             try await rig.playMusic()
             try await rig.daemon.mpris("org.spool.Spool1", "Add", [.stringArray([second.absoluteString])])
@@ -168,13 +170,39 @@ struct InterruptionEndToEndTests {
             let callStarted = Date()
             let call = try rig.pulse.playCall(rig.callFile)
             #expect(await rig.signalled("Paused", after: callStarted) != nil, "\(action): no pause; log:\n\(rig.log)")
+            let musicStreams = { try rig.pulse.sinkInputs().filter { $0.properties["media.role"] == "music" } }
+            let before = try musicStreams().map(\.index)
             try await rig.daemon.mpris(playerInterface, action)
             #expect(try await rig.interrupted() == false, "\(action): the listener's action ends the interruption")
-            #expect(await call.waitForExit(timeout: 10) == 0, "paplay: \(call.standardError)")
-            // The server's request to play again arrives, and is turned down.
+            #expect(call.isRunning, "\(action): the call ended before the listener's action arrived")
+            // Pause keeps the music's stream; Next loads the next track, whose new stream reaches
+            // the server (which corks it for the call) on its own time: the call ends after that.
             #expect(
-                await rig.logContains("the sound server asks to play again"), "\(action): no uncork; log:\n\(rig.log)")
-            #expect(await rig.logContains("asks to play; nothing to do"), "\(action): \(rig.log)")
+                try await eventually {
+                    let now = try musicStreams().map(\.index)
+                    return action == "Pause" ? now == before : !now.isEmpty && now != before
+                }, "\(action): the music's streams were \(before), now \((try? musicStreams()) ?? [])")
+            await onOwnThread { _ = call.stop(grace: 2) }  // hangs up
+            #expect(
+                try await eventually {
+                    try !rig.pulse.sinkInputs().contains { $0.properties["media.role"] == "phone" }
+                },
+                "\(action): the call's stream stayed")
+            if action == "Pause" {
+                // The server's request to play the stream it corked again arrives, and is turned down.
+                #expect(
+                    await rig.logContains("the sound server asks to play again"),
+                    "\(action): no uncork; log:\n\(rig.log)")
+                #expect(await rig.logContains("asks to play; nothing to do"), "\(action): \(rig.log)")
+            } else {
+                // The next track's stream, made paused during the call, is corked by the server in
+                // some runs and left alone in others: no request is then sent, so there is no event
+                // to await. Twice the time allowed for a resume is the window where one would show.
+                try await Task.sleep(for: .milliseconds(400))
+                if rig.log.contains("the sound server asks to play again") {
+                    #expect(await rig.logContains("asks to play; nothing to do"), "\(action): \(rig.log)")
+                }
+            }
             #expect(
                 try await rig.daemon.property(playerInterface, "PlaybackStatus")?.stringValue == "Paused", "\(action)")
             let statuses = await rig.statuses.items

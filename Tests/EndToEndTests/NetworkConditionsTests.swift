@@ -461,7 +461,9 @@ struct NetworkConditionsTests {
         let url = try test.serve(file, as: "norange.mp3", faults: OriginFaults(ignoresRange: true))
         let opened = try await test.probe.open(url)
         _ = try await test.probe.awaitAdvancing(since: opened, timeout: 10)
-        let complete = try await awaitCondition(timeout: 10) { test.report("norange.mp3").contiguousEnd >= size }
+        let complete = await eventually(timeout: 10, interval: 0.02) {
+            test.report("norange.mp3").contiguousEnd >= size
+        }
         #expect(complete, "the download did not complete\n\(test.context("norange.mp3"))")
         let requestsBefore = test.report("norange.mp3").transfers.count
         let track = try await test.probe.currentTrack(needsLength: false)
@@ -523,14 +525,4 @@ struct NetworkConditionsTests {
         #expect(bodies.count == 1, "one request, never retried at the short end\n\(test.context("long-a.ogg"))")
         test.expectNoByteTwice("long-a.ogg", seeks: 0)
     }
-}
-
-/// Polls `condition` (another process's observable state) every 20 ms until it holds; false after `timeout`.
-func awaitCondition(timeout: Double, _ condition: () throws -> Bool) async throws -> Bool {
-    let deadline = ContinuousClock.now + .seconds(timeout)
-    while ContinuousClock.now < deadline {
-        if try condition() { return true }
-        try await Task.sleep(for: .milliseconds(20))
-    }
-    return try condition()
 }

@@ -80,7 +80,8 @@ struct TrackLifecycleModelTests {
         case 8:
             return world.machine.endOfStream()
         case 9:
-            switch world.machine.route(errorFrom: world.uris.randomElement(using: &random)) {
+            let origins = world.uris.map(StreamOrigin.stream) + [.pipeline, .detached]
+            switch world.machine.route(errorFrom: origins.randomElement(using: &random)!) {
             case .next(let uri, _):
                 _ = world.machine.nextBroke(uri: uri)
             case .current(let ticket):
@@ -110,8 +111,8 @@ struct TrackLifecycleModelTests {
         case 13:
             var tags = TrackTags()
             tags.title = "Title \(number)"
-            let uri = Bool.random(using: &random) ? world.uris.randomElement(using: &random) : nil
-            return world.machine.tagsRead(tags, uri: uri).map { [$0] } ?? []
+            let origins = world.uris.map(StreamOrigin.stream) + [.pipeline, .detached]
+            return world.machine.tagsRead(tags, from: origins.randomElement(using: &random)!).map { [$0] } ?? []
         default:
             guard let (ticket, _) = world.loads.randomElement(using: &random) else { return [] }
             return world.machine.durationKnown(.seconds(Int64(number)), for: ticket).map { [$0] } ?? []

@@ -198,17 +198,19 @@ struct TrackLifecycleTests {
     @Test func errorsGoToTheStreamTheyCameFrom() {
         var (machine, ticket) = Self.started(1)
         let next = Self.prepare(2, in: &machine)
-        #expect(machine.route(errorFrom: next.uri) == .next(uri: next.uri, track: TrackID(2)))
-        #expect(machine.route(errorFrom: Self.uri(ticket)) == .current(ticket))
-        #expect(machine.route(errorFrom: nil) == .current(ticket), "an element of no stream: the loaded track")
+        #expect(machine.route(errorFrom: .stream(next.uri)) == .next(uri: next.uri, track: TrackID(2)))
+        #expect(machine.route(errorFrom: .stream(Self.uri(ticket))) == .current(ticket))
+        #expect(machine.route(errorFrom: .pipeline) == .current(ticket), "an element of no stream: the loaded track")
+        #expect(machine.route(errorFrom: .detached) == .none, "a stream torn down, posting late: no track's")
         #expect(machine.nextBroke(uri: next.uri)?.track == Self.track(1))
         _ = machine.prepareNext(nil, uri: Self.uri)
-        #expect(machine.route(errorFrom: next.uri) == .next(uri: next.uri, track: nil), "a dropped stream's own")
         #expect(
-            machine.route(errorFrom: "appsrc://spool/9-9.mp4") == .none,
+            machine.route(errorFrom: .stream(next.uri)) == .next(uri: next.uri, track: nil), "a dropped stream's own")
+        #expect(
+            machine.route(errorFrom: .stream("appsrc://spool/9-9.mp4")) == .none,
             "a stream of no track now: not the loaded one's")
         _ = machine.teardown()
-        #expect(machine.route(errorFrom: nil) == .none)
+        #expect(machine.route(errorFrom: .pipeline) == .none)
     }
 
     @Test func aFailureReportsAPendingStartFirstAndStaleOnesNothing() {
@@ -232,11 +234,11 @@ struct TrackLifecycleTests {
 
     @Test func tagsWaitForTheLengthAndThenGoTogetherWithIt() {
         var (machine, ticket) = Self.started(1)
-        let early = machine.tagsRead(Self.titled("One"), uri: Self.uri(ticket))
+        let early = machine.tagsRead(Self.titled("One"), from: .stream(Self.uri(ticket)))
         #expect(early == nil, "no title without its length")
         var album = TrackTags()
         album.album = "Album"
-        let more = machine.tagsRead(album, uri: nil)
+        let more = machine.tagsRead(album, from: .pipeline)
         #expect(more == nil)
         var both = Self.titled("One")
         both.album = "Album"
@@ -248,7 +250,7 @@ struct TrackLifecycleTests {
         #expect(changed == .described(TrackID(1), both, duration: .seconds(6)))
         let stale = machine.durationKnown(.seconds(7), for: LoadTicket(track: TrackID(1), generation: 99))
         #expect(stale == nil)
-        let later = machine.tagsRead(Self.titled("Uno"), uri: nil)
+        let later = machine.tagsRead(Self.titled("Uno"), from: .pipeline)
         both.title = "Uno"
         #expect(later == .described(TrackID(1), both, duration: .seconds(6)), "once sent, changes go at once")
     }
@@ -257,13 +259,13 @@ struct TrackLifecycleTests {
         var (machine, ticket) = Self.started(1)
         let settledEmpty = machine.settled(ticket)
         #expect(settledEmpty == nil, "nothing to say")
-        let held = machine.tagsRead(Self.titled("Live"), uri: nil)
+        let held = machine.tagsRead(Self.titled("Live"), from: .pipeline)
         #expect(held == nil)
         let settled = machine.settled(ticket)
         #expect(settled == .described(TrackID(1), Self.titled("Live"), duration: nil))
         let again = machine.settled(ticket)
         #expect(again == nil, "sent once")
-        let song = machine.tagsRead(Self.titled("Next song"), uri: nil)
+        let song = machine.tagsRead(Self.titled("Next song"), from: .pipeline)
         #expect(song == .described(TrackID(1), Self.titled("Next song"), duration: nil), "a new title goes at once")
     }
 
@@ -271,14 +273,14 @@ struct TrackLifecycleTests {
         var (machine, ticket) = Self.started(1)
         let next = Self.prepare(2, in: &machine)
         _ = machine.durationKnown(.seconds(30), for: ticket)
-        let own = machine.tagsRead(Self.titled("One"), uri: nil)
+        let own = machine.tagsRead(Self.titled("One"), from: .pipeline)
         #expect(own == .described(TrackID(1), Self.titled("One"), duration: .seconds(30)))
-        let nexts = machine.tagsRead(Self.titled("Two"), uri: next.uri)
+        let nexts = machine.tagsRead(Self.titled("Two"), from: .stream(next.uri))
         #expect(nexts == nil, "the next track's are held for it")
         _ = machine.aboutToFinish()
-        let sinks = machine.tagsRead(Self.titled("Two"), uri: nil)
+        let sinks = machine.tagsRead(Self.titled("Two"), from: .pipeline)
         #expect(sinks == nil, "the sink's tags after the hand-over are the next's, held too")
-        let stale = machine.tagsRead(Self.titled("Gone"), uri: "appsrc://spool/7-7")
+        let stale = machine.tagsRead(Self.titled("Gone"), from: .stream("appsrc://spool/7-7"))
         #expect(stale == nil, "a torn-down stream's go nowhere")
         let start = machine.streamStarted(uri: next.uri, positionAtSwitch: nil, rate: 1)
         guard case .handedOver(let started, _, _) = start else {

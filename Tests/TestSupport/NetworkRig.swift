@@ -354,7 +354,8 @@ public struct PlayerProbe: Sendable {
                 if url.hasSuffix(current) { lastAdvance = read }
                 if url.hasSuffix(next) {
                     guard let lastAdvance else {
-                        throw RigError("\(player.kind): \(next) advanced before \(current) did")
+                        throw RigError(
+                            "\(player.kind): \(next) advanced before \(current) did; reads: \(trail.suffix(10))")
                     }
                     return seconds(from: lastAdvance, to: read)
                 }
