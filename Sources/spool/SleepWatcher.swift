@@ -41,6 +41,7 @@ final class SleepWatcher: Sendable {
                     log.notice("the system is going to sleep: pausing and saving")
                     await player.pause()
                     await player.saveNow()
+                    log.debug("saved: the system may sleep")
                     inhibitor.release()  // saved: the system may sleep now
                 } else {
                     log.info("the system woke up: staying paused")

@@ -170,7 +170,9 @@ struct SystemSleepTests {
         let refusals = daemon.process.standardError.components(separatedBy: "no sleep inhibitor from logind").count - 1
         #expect(refusals == 1, "logged \(refusals) times")
 
-        // The position was saved: a restart (even after kill -9) resumes there.
+        // The position was saved (the daemon says so once the save is on disk, which Paused
+        // showing does not wait for): a restart, even after kill -9, resumes there.
+        #expect(await eventually { daemon.process.standardError.contains("saved: the system may sleep") })
         let pausedAt = Double(try daemon.query("position")) ?? -1
         daemon.process.send(SIGKILL)
         _ = await daemon.process.waitForExit(timeout: 10)

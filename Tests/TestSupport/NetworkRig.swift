@@ -275,7 +275,8 @@ public struct PlayerProbe: Sendable {
         let goal = target.map { "to advance within \(tolerance) s of \(String(format: "%.2f", $0)) s" } ?? "to advance"
         throw RigError(
             "\(player.kind): Position did not \(goal)\(trackURLSuffix.map { " on \($0)" } ?? "") within \(timeout) s; "
-                + "positions read: \(seen.suffix(12).map { String(format: "%.2f", $0) })")
+                + "positions read: \(seen.prefix(6).map { String(format: "%.2f", $0) }) … "
+                + "\(seen.dropFirst(6).suffix(12).map { String(format: "%.2f", $0) })")
     }
 
     /// Seconds from `since` until the first non-silent sample reached the sound server,
