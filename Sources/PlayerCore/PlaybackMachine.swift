@@ -155,12 +155,12 @@ public struct PlaybackMachine: Sendable {
         return step
     }
 
-    /// The position in the current track as the player shows it: the corrected one, else the
-    /// engine's heard one while a track is loaded, else zero.
+    /// The position in the current track as the player shows it (``ShownPosition``, with no
+    /// metadata beside it): the machine's place, else the engine's heard one while a track is
+    /// loaded, else zero.
     public func position(in world: PlaybackWorld) -> Duration {
-        if let shown = shownPosition { return shown }
-        guard loadedID != nil else { return .zero }
-        return world.heardPosition() ?? .zero
+        let heard = loadedID == nil ? nil : world.heardPosition().map { HeardPosition(track: nil, position: $0) }
+        return ShownPosition.position(place: shownPosition, heard: heard, beside: nil)
     }
 
     var position: Duration { position(in: world) }

@@ -90,7 +90,7 @@ func maxSampleDifference(_ a: Data, _ b: Data) -> Int {
 func waitForPosition(_ engine: GStreamerEngine, atLeast target: Duration, timeout: Duration = .seconds(10)) async
     -> Bool
 {
-    await eventually(timeout: Double(timeout.components.seconds)) {
+    await eventually(timeout: Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18) {
         (engine.position()).map { $0 >= target } ?? false
     }
 }
