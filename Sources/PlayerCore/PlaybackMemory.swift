@@ -100,11 +100,15 @@ public protocol PlaybackMemory: Sendable {
     func save(_ session: SavedSession)
     /// Returns once every save asked for so far is stored (before the system sleeps, at quit).
     func flush()
+    /// ``flush()`` for a caller that awaits: it holds no thread while the store writes.
+    func written() async
 }
 
 extension PlaybackMemory {
     /// A memory that stores as it is asked has nothing to wait for.
     public func flush() {}
+    /// A memory that stores as it is asked has nothing to wait for.
+    public func written() async {}
 }
 
 /// A memory that lives only as long as the process: for tests and for when the

@@ -153,24 +153,37 @@ public actor Player {
     /// Adds tracks after entry `after` (default: at the end; `atStart`: before everything).
     /// Nothing starts playing, unless `play`: then the first added plays, decided in the same
     /// step as the addition (MPRIS `AddTrack` with `SetAsCurrent`). Returns the new entries' ids.
+    /// Like every queue edit, it returns once the edited session is stored: an edit a client
+    /// was told of survives a crash. The actor is free meanwhile.
     @discardableResult
     public func add(
         _ items: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false, play: Bool = false
-    ) -> [TrackID] {
-        run(.add(items, after: after, atStart: atStart, play: play)).added
+    ) async -> [TrackID] {
+        let added = run(.add(items, after: after, atStart: atStart, play: play)).added
+        await memory.written()
+        return added
     }
 
     /// Appends URLs to the queue.
-    public func add(_ urls: [URL]) { add(urls.map { ($0, nil) }) }
+    public func add(_ urls: [URL]) async { await add(urls.map { ($0, nil) }) }
 
     /// Removes an entry; removing the current one moves on to the next (keeping play/pause).
-    public func remove(_ id: TrackID) { run(.remove(id)) }
+    public func remove(_ id: TrackID) async {
+        run(.remove(id))
+        await memory.written()
+    }
 
     /// Moves an entry to list position `position`.
-    public func move(_ id: TrackID, to position: Int) { run(.move(id, to: position)) }
+    public func move(_ id: TrackID, to position: Int) async {
+        run(.move(id, to: position))
+        await memory.written()
+    }
 
     /// Empties the queue and stops.
-    public func clear() { run(.clear) }
+    public func clear() async {
+        run(.clear)
+        await memory.written()
+    }
 
     /// Makes `id` current and plays it.
     public func jump(to id: TrackID) { run(.jump(id)) }

@@ -66,4 +66,9 @@ public final class WriteBehindMemory: PlaybackMemory {
     public func flush() {
         writes.sync {}
     }
+
+    /// ``flush()`` without holding the caller's thread.
+    public func written() async {
+        await withCheckedContinuation { continuation in writes.async { continuation.resume() } }
+    }
 }

@@ -94,4 +94,15 @@ struct WriteBehindMemoryTests {
         await player.shutdown()
         #expect(store.inner.session()?.volume == 0.4, "stored by the time shutdown returns")
     }
+
+    @Test func aQueueEditReturnsOnceTheEditedSessionIsStored() async throws {
+        let store = HeldStore()
+        let player = Player(engine: FakeEngine(reacting: true), memory: WriteBehindMemory(store), retryDelay: .zero)
+        // The disk holds the edit's write for a moment; what a client is told of must survive a
+        // crash, so the edit answers only once it is stored.
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { store.open() }
+        await player.add([URL(fileURLWithPath: "/music/a.flac"), URL(fileURLWithPath: "/music/b.flac")])
+        #expect(store.inner.session()?.entries.count == 2, "the edit answered before its session was stored")
+        await player.shutdown()
+    }
 }
