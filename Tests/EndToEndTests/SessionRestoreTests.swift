@@ -38,7 +38,12 @@ struct SessionRestoreTests {
 
         let daemon = try RunningDaemon(bus: bus, home: home.url)
         try await daemon.waitUntilReady()
-        #expect(try await daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "Paused")
+        // The restarted daemon's own words, should it be gone (it was once, cause not yet known).
+        let status = try await daemon.playerctl("status").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(
+            status == "Paused",
+            "running: \(daemon.process.isRunning); its log:\n\(daemon.process.standardError.split(separator: "\n").suffix(30).joined(separator: "\n"))"
+        )
         #expect(try await daemon.playerctl("metadata", "xesam:url").stdout.contains(long.lastPathComponent))
         let restored =
             Double(try await daemon.playerctl("position").stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
