@@ -17,7 +17,7 @@ runtime=(
 )
 # pulseaudio + pulseaudio-utils: a private sound server (and pactl, parec, paplay) for the output tests.
 # man-db + groff-base: the man page is checked with man --warnings; zsh, fish: their completions parse.
-testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light desktop-file-utils lame curl
+testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light icecast2 desktop-file-utils lame curl
   pulseaudio pulseaudio-utils man-db groff-base zsh fish)
 
 wanted=("${runtime[@]}")
