@@ -13,47 +13,72 @@ public struct TrackSourceError: Error, Sendable, Equatable, CustomStringConverti
     public init(_ description: String) { self.description = description }
 }
 
-/// Reads M3U / M3U8 (with EXTINF titles) and PLS playlists. Relative entries
-/// are resolved against the playlist's own URL.
+/// Reads playlists and internet-radio station lists: M3U / M3U8 (with EXTINF titles and a
+/// `#PLAYLIST:` name), PLS, XSPF and ASX. Relative entries are resolved against the playlist's
+/// own URL; an entry without a title of its own takes the list's name, when it has one.
 public enum PlaylistParser {
     /// Whether `url` names a playlist, by its extension.
     public static func isPlaylist(_ url: URL) -> Bool {
-        ["m3u", "m3u8", "pls"].contains(url.pathExtension.lowercased())
+        let fileExtension = url.pathExtension.lowercased()
+        return ["m3u", "m3u8", "pls"].contains(fileExtension) || StationFileFormat.byExtension[fileExtension] != nil
     }
 
     /// Whether `text` looks like a playlist whatever its name.
     public static func looksLikePlaylist(_ text: String) -> Bool {
         let start = text.drop { $0.isWhitespace || $0 == "\u{FEFF}" }.prefix(16).lowercased()
         return start.hasPrefix("#extm3u") || start.hasPrefix("[playlist]")
+            || StationFileFormat.detect(text, fileExtension: "") != nil
+    }
+
+    /// Whether `text` is an HLS playlist (a line starts with an `#EXT-X-` tag): the segments or
+    /// variants of one stream, to be played as a whole, not a list of stations. `parse` gives
+    /// no entries for it.
+    public static func isHLS(_ text: String) -> Bool {
+        text.split(whereSeparator: \.isNewline).contains { line in
+            isHLSTag(line.drop { $0.isWhitespace || $0 == "\u{FEFF}" })
+        }
     }
 
     /// The entries of a playlist; empty when it has none.
     public static func parse(_ text: String, base: URL) -> [TrackItem] {
+        let fileExtension = base.pathExtension.lowercased()
+        if let format = StationFileFormat.detect(text, fileExtension: fileExtension) {
+            return format.entries(in: text, base: base)
+        }
         let lines = text.replacing("\r\n", with: "\n").replacing("\r", with: "\n")
             .split(separator: "\n").map { $0.trimmingWhitespace() }
             .map { $0.hasPrefix("\u{FEFF}") ? String($0.dropFirst()) : $0 }
-        if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || base.pathExtension.lowercased() == "pls"
-        {
+        if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || fileExtension == "pls" {
             return parsePLS(lines, base: base)
         }
         return parseM3U(lines, base: base)
     }
 
+    private static func isHLSTag(_ line: some StringProtocol) -> Bool {
+        line.prefix(7).uppercased() == "#EXT-X-"
+    }
+
     private static func parseM3U(_ lines: [String], base: URL) -> [TrackItem] {
+        guard !lines.contains(where: { isHLSTag($0) }) else { return [] }
         var items: [TrackItem] = []
         var title: String?
+        var playlistTitle: String?
         for line in lines where !line.isEmpty {
             if line.hasPrefix("#") {
-                if line.uppercased().hasPrefix("#EXTINF:"), let comma = line.firstIndex(of: ",") {
+                let tag = line.prefix(10).uppercased()
+                if tag.hasPrefix("#EXTINF:"), let comma = line.firstIndex(of: ",") {
                     let name = line[line.index(after: comma)...].trimmingWhitespace()
                     title = name.isEmpty ? nil : name
+                } else if tag == "#PLAYLIST:", playlistTitle == nil {
+                    let name = line.dropFirst("#PLAYLIST:".count).trimmingWhitespace()
+                    playlistTitle = name.isEmpty ? nil : name
                 }
                 continue
             }
             if let url = resolve(line, base: base) { items.append((url, title)) }
             title = nil
         }
-        return items
+        return items.map { item -> TrackItem in (item.url, item.title ?? playlistTitle) }
     }
 
     private static func parsePLS(_ lines: [String], base: URL) -> [TrackItem] {
@@ -69,7 +94,7 @@ public enum PlaylistParser {
                 titles[number] = value
             }
         }
-        return files.keys.sorted().map { (files[$0]!, titles[$0]) }
+        return files.sorted { $0.key < $1.key }.map { file -> TrackItem in (file.value, titles[file.key]) }
     }
 
     /// An entry as a URL: absolute URLs as they are, absolute paths as files,
