@@ -47,14 +47,16 @@ let package = Package(
         // The protocol the engine reads a track's bytes through; the download engine implements it.
         .target(name: "ByteSourceAPI"),
         .target(name: "MediaSource", dependencies: ["ByteSourceAPI", "Fetcher", "RangeCache", "Basics"]),
-        .target(name: "EngineAPI"),
+        // The values a live stream's bytes announce (``LiveStation``, ``StreamTitle``) travel to the
+        // player in engine events.
+        .target(name: "EngineAPI", dependencies: ["ByteSourceAPI"]),
         .target(
             name: "GStreamerEngine",
             dependencies: ["CGStreamer", "EngineAPI", "ByteSourceAPI", "Basics"]),
-        .target(name: "PlayerCore", dependencies: ["EngineAPI", "Basics"]),
+        .target(name: "PlayerCore", dependencies: ["EngineAPI", "ByteSourceAPI", "Basics"]),
         .target(name: "StateStore", dependencies: ["SQLiteKit", "PlayerCore", "Basics"]),
         .target(name: "DBusKit", dependencies: ["CDBus", "Basics"]),
-        .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "Basics"]),
+        .target(name: "MPRIS", dependencies: ["DBusKit", "PlayerCore", "EngineAPI", "ByteSourceAPI", "Basics"]),
         // Fills the cache: which byte source a URL gets, preloading the heads PlayerCore's
         // policy plans, prefetches a user asks for.
         .target(
@@ -117,7 +119,9 @@ let package = Package(
                 "GStreamerEngine", "EngineAPI", "ByteSourceAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer",
                 "TestSupport",
             ]),
-        .testTarget(name: "PlayerCoreTests", dependencies: ["PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
+        .testTarget(
+            name: "PlayerCoreTests",
+            dependencies: ["PlayerCore", "EngineAPI", "ByteSourceAPI", "TestSupport", "TestDoubles"]),
         .testTarget(
             name: "StateStoreTests",
             dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),

@@ -12,17 +12,74 @@ public struct ResourceInfo: Sendable, Equatable {
     public var contentType: String?
     /// Whether any offset can be read without first reading everything before it.
     public var randomAccess: Bool
+    /// The station, when the resource is a live stream (internet radio): it has no length, no
+    /// end and no place to seek to, and its titles come as it plays (``ByteSource/whenStreamTitle(_:)``).
+    public var live: LiveStation?
 
     /// Creates resource facts.
-    public init(length: Int64?, contentType: String? = nil, randomAccess: Bool) {
+    public init(length: Int64?, contentType: String? = nil, randomAccess: Bool, live: LiveStation? = nil) {
         self.length = length
         self.contentType = contentType
         self.randomAccess = randomAccess
+        self.live = live
     }
 
     /// The facts in words, for the log line of an open.
     public var openedDescription: String {
-        "\(length.map(String.init) ?? "unknown") bytes, \(randomAccess ? "range requests" : "no range support")"
+        if let live { return "a live stream\(live.name.map { " (\($0))" } ?? "")" }
+        return "\(length.map(String.init) ?? "unknown") bytes, \(randomAccess ? "range requests" : "no range support")"
+    }
+}
+
+/// What a live stream's origin says about its station (the `icy-*` headers of internet radio).
+/// Every text is valid UTF-8.
+public struct LiveStation: Sendable, Equatable, Codable {
+    /// The station's name (`icy-name`).
+    public var name: String?
+    /// Its genre (`icy-genre`).
+    public var genre: String?
+    /// Its web page (`icy-url`).
+    public var homepage: String?
+    /// Its description (`icy-description`).
+    public var description: String?
+    /// The stream's bitrate in kbit/s (`icy-br`).
+    public var bitrate: Int?
+
+    /// How long a paused live stream is kept: a Play within it plays on from where it paused
+    /// (its bytes were kept in memory meanwhile); beyond it, the stream rejoins live.
+    public static let pauseWindow: Duration = .seconds(120)
+
+    /// Creates a station's facts; all optional.
+    public init(
+        name: String? = nil, genre: String? = nil, homepage: String? = nil, description: String? = nil,
+        bitrate: Int? = nil
+    ) {
+        self.name = name
+        self.genre = genre
+        self.homepage = homepage
+        self.description = description
+        self.bitrate = bitrate
+    }
+}
+
+/// A song title a live stream announced in its bytes (ICY `StreamTitle`), split into artist and
+/// title where it splits cleanly.
+public struct StreamTitle: Sendable, Equatable, Codable {
+    /// The text as the station sent it ("Artist - Title"); empty: the station names no song.
+    public var text: String
+    /// The artist, when the text splits as "Artist - Title".
+    public var artist: String?
+    /// The song's title: the part after the artist, else the whole text.
+    public var title: String
+    /// A link the station sent with it (`StreamUrl`), if any.
+    public var link: String?
+
+    /// Creates a title.
+    public init(text: String, artist: String?, title: String, link: String? = nil) {
+        self.text = text
+        self.artist = artist
+        self.title = title
+        self.link = link
     }
 }
 
@@ -114,6 +171,11 @@ public protocol ByteSource: AnyObject, Sendable {
     /// download waits for it instead of opening a new request.
     func setByteRate(_ bytesPerSecond: Double)
 
+    /// Calls `handler`, on any thread, with each title a live stream announces, and the offset
+    /// of the first byte of audio it applies to: the title is heard when that byte is.
+    /// Replaces an earlier handler.
+    func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void)
+
     /// Calls `handler` once, on any thread, if the source fails on its own while no read may be
     /// asking (a new version of the resource found just after the play began from the cached
     /// copy): the reader learns it now, not at its next read. Replaces an earlier handler.
@@ -144,4 +206,7 @@ extension ByteSource {
 
     /// Sources that fail only when read never call the handler.
     public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {}
+
+    /// Sources of files announce no titles.
+    public func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void) {}
 }

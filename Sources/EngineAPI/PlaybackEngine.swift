@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import FoundationEssentials
 
 /// Identifies one entry of the play queue for the engine; unique and never reused.
@@ -173,6 +174,12 @@ public enum EngineEvent: Sendable, Equatable {
     /// Whether the track can seek: false for a stream whose origin ignores Range
     /// or whose length is unknown.
     case seekable(TrackID, Bool)
+    /// The track is a live stream (internet radio) of this station: no length, no end, no
+    /// seeking. Sent with ``seekable(_:_:)``.
+    case liveStream(TrackID, LiveStation)
+    /// The live stream's song changed, at the moment its audio is heard (not when the title
+    /// was downloaded); an empty text: the station names no song now.
+    case streamTitle(TrackID, StreamTitle)
     /// Playback of the track waits for bytes that are not here yet (true), or no longer (false).
     case buffering(TrackID, Bool)
     /// A seek completed; playback continues from `position`.

@@ -92,10 +92,11 @@ final class EasyHandle {
     private var headerList: UnsafeMutablePointer<curl_slist>?
     private let errorBuffer: UnsafeMutablePointer<CChar>
 
-    /// Configures a GET of `url` for the bytes `range` (curl's `a-b` form) with `headers`.
+    /// Configures a GET of `url` for the bytes `range` (curl's `a-b` form; nil sends no Range)
+    /// with `headers`.
     /// `context` is handed to `onBody`, unretained: the owner outlives the handle.
     init(
-        url: URL, range: String, headers: [String], configuration: FetcherConfiguration, share: ShareHandle,
+        url: URL, range: String?, headers: [String], configuration: FetcherConfiguration, share: ShareHandle,
         context: UnsafeMutableRawPointer, onBody: spool_curl_data_cb
     ) {
         raw = curl_easy_init()!
@@ -121,7 +122,7 @@ final class EasyHandle {
         // Larger reads than the 16 KiB default: fewer callbacks and copies at high rates (the curl CLI uses 100 KiB).
         set(CURLOPT_BUFFERSIZE, 128 * 1024)
         set(CURLOPT_USERAGENT, configuration.userAgent)
-        set(CURLOPT_RANGE, range)
+        if let range { set(CURLOPT_RANGE, range) }
         for header in ["Accept-Encoding: \(FetcherConfiguration.acceptEncoding)"] + headers {
             headerList = curl_slist_append(headerList, header)
         }

@@ -76,6 +76,10 @@ public struct RangeRequest: Sendable, Equatable {
     /// origin that answers with the whole body (200) delivers nothing: its head is reported
     /// and the transfer finishes, as the body's start is another request's to read.
     public var suffix: Int64?
+    /// Whether to ask for in-stream titles (`Icy-MetaData: 1`) where a stream may begin: at
+    /// byte 0, and on every connection of a live stream. A response that answers with
+    /// `icy-metaint` has its metadata blocks stripped out of the body (``TransferEvent/streamMetadata(_:at:)``).
+    public var asksStreamMetadata = false
 
     /// Creates a request for `[start, end)` of `url`.
     public init(
@@ -122,6 +126,11 @@ public struct ResponseHead: Sendable, Equatable {
     public var contentType: String?
     /// The headers that say how long the response may be reused (RFC 9111).
     public var caching: CachingHeaders
+    /// The station's `icy-*` headers (internet radio), when it sent any.
+    public var icy = ICYHeaders()
+    /// The response is a live stream (``LiveStreamDetection``): no length, no end, no version;
+    /// never stored, and a new connection continues it at the live point.
+    public var isLive = false
     /// When the request that drew this response left, and when its head arrived (wall clock):
     /// the response's age counts from them.
     public var requestedAt: Date
@@ -186,6 +195,8 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The origin kept sending slower than the minimum rate (both in bytes per second), on
     /// every connection tried.
     case tooSlow(bytesPerSecond: Double, minimum: Double)
+    /// The response is a live stream (``ResponseHead/isLive``) where a file was wanted.
+    case liveStream
 
     /// A one-line explanation for logs and users.
     public var description: String {
@@ -198,6 +209,7 @@ public enum FetchError: Error, Sendable, Equatable, CustomStringConvertible {
         case .superseded: "superseded by a newer transfer of the same resource"
         case .tooManyRedirects(let limit): "too many redirects (more than \(limit)): the server redirects in a loop"
         case .responseHeadTooLarge(let detail): "the server's response headers are too large (\(detail))"
+        case .liveStream: "a live stream, not a file"
         case .tooSlow(let rate, let minimum):
             "the server is too slow: \(Int(rate.rounded())) bytes/s, below the \(Int(minimum)) bytes/s needed to play"
         }
@@ -252,6 +264,9 @@ public enum TransferEvent: Sendable {
     case notModified(ResponseHead)
     /// Body bytes, starting at `offset` within the resource.
     case data(Data, offset: Int64)
+    /// An ICY metadata block of a live stream; it applies to the audio from `offset` on (the
+    /// offset of the next `data` byte: metadata bytes are never counted or delivered).
+    case streamMetadata(ICYMetadata, at: Int64)
     /// A transient state: retrying, stalled, reconnecting, paused, resumed.
     case status(TransferStatus)
     /// Everything asked was delivered (or the resource ended before).

@@ -44,6 +44,13 @@ public struct FetcherConfiguration: Sendable {
     public var slowWindow: Double = 30
     /// Too-slow windows in a row (each followed by a new connection) before the transfer fails.
     public var maxSlowAttempts: Int = 3
+    /// No byte of a live stream for this long drops its connection and reconnects: a live
+    /// stream arrives as fast as it plays, so seconds of silence on the wire are a dead
+    /// connection, and the listener has only the few seconds held in memory.
+    public var liveStallTimeout: Double = 4
+    /// Seconds of a live stream failing in a row before the transfer fails: a station gone
+    /// for good is reported within this bound.
+    public var liveRetryDuration: Double = 60
 
     /// Production settings with `userAgent`.
     public init(userAgent: String) {

@@ -36,6 +36,9 @@ final class Attempt {
     var reachedEnd = false
     /// The write callback stopped a body running past its declared end (before the end asked).
     var overran = false
+    /// Takes the ICY metadata blocks out of this connection's body, when it has them
+    /// (`icy-metaint`); each connection counts its own intervals from its first body byte.
+    var stripper: ICYStripper?
 
     init(easy: EasyHandle, plan: AttemptPlan) {
         self.easy = easy
@@ -85,6 +88,15 @@ final class Transfer {
     private var speed: SpeedCheck
     /// Too-slow windows in a row; a window fast enough clears it, a trickled byte does not.
     private var slowWindows = 0
+    /// The resource is a live stream (``ResponseHead/isLive``): it has no byte offsets of its
+    /// own, so a new connection's body continues at the next byte; a clean end of a body is a
+    /// dropped connection, not the end of the stream.
+    private(set) var live = false
+
+    /// No byte for this long drops the connection (shorter for a live stream).
+    private var stallTimeout: Double {
+        live ? env.configuration.liveStallTimeout : env.configuration.stallTimeout
+    }
 
     init(
         id: TransferID, request: RangeRequest, resolver: URLResolver?, environment: TransferEnvironment,
@@ -120,7 +132,7 @@ final class Transfer {
     /// When this transfer next needs the fetcher thread: a retry due, or a stall deadline.
     var deadline: Double? {
         switch phase {
-        case .running: paused ? nil : min(lastProgress + env.configuration.stallTimeout, speed.deadline ?? .infinity)
+        case .running: paused ? nil : min(lastProgress + stallTimeout, speed.deadline ?? .infinity)
         case .waiting(let until): until
         case .resolving, .done: nil
         }
@@ -136,7 +148,7 @@ final class Transfer {
         switch phase {
         case .waiting(let until) where until <= now:
             startAttempt(now: now)
-        case .running(let attempt) where !paused && now - lastProgress >= env.configuration.stallTimeout:
+        case .running(let attempt) where !paused && now - lastProgress >= stallTimeout:
             emit(.status(.stalled(seconds: now - lastProgress)))
             stopAttempt(attempt)
             interrupted(
@@ -226,8 +238,13 @@ final class Transfer {
         case nil:
             break
         }
-        // At or past a known end the open range draws the 416 that confirms the end.
-        let range = suffix.map { "-\($0)" } ?? end.flatMap { $0 > next ? "\(next)-\($0 - 1)" : nil } ?? "\(next)-"
+        if request.asksStreamMetadata, live || (next == 0 && suffix == nil) { headers.append("Icy-MetaData: 1") }
+        // At or past a known end the open range draws the 416 that confirms the end. A live
+        // stream is asked for as it is: it has no ranges, and a station may refuse one.
+        let range =
+            live
+            ? nil
+            : suffix.map { "-\($0)" } ?? end.flatMap { $0 > next ? "\(next)-\($0 - 1)" : nil } ?? "\(next)-"
         let easy = EasyHandle(
             url: url, range: range, headers: headers, configuration: env.configuration, share: env.share,
             context: Unmanaged.passUnretained(self).toOpaque(), onBody: Transfer.onBody)
@@ -237,7 +254,8 @@ final class Transfer {
         lastProgress = now
         speed.restart(now: now)
         env.multi.add(easy)
-        env.log.debug("transfer \(id) GET \(loggable(url)) bytes=\(range) \(headers.joined(separator: "; "))")
+        env.log.debug(
+            "transfer \(id) GET \(loggable(url)) bytes=\(range ?? "(live)") \(headers.joined(separator: "; "))")
     }
 
     private func stopAttempt(_ attempt: Attempt) {
@@ -270,9 +288,28 @@ final class Transfer {
         }
     }
 
+    /// Delivers the body's bytes, with its ICY metadata blocks (if any) taken out and
+    /// reported where they stood in the audio; false once the end is reached.
+    private func deliver(_ bytes: UnsafeRawBufferPointer, of attempt: Attempt) -> Bool {
+        guard var stripper = attempt.stripper else { return deliverAudio(bytes, of: attempt) }
+        attempt.stripper = nil  // held here while it feeds: no copy of its buffer
+        var goesOn = true
+        stripper.feed(bytes) { piece in
+            guard goesOn else { return }
+            switch piece {
+            case .audio(let audio):
+                goesOn = deliverAudio(audio, of: attempt)
+            case .metadata(let metadata):
+                emit(.streamMetadata(metadata, at: max(attempt.offset, next)))
+            }
+        }
+        attempt.stripper = stripper
+        return goesOn
+    }
+
     /// Delivers the part of `bytes` (at `attempt.offset`) that is at or after the next byte
     /// and before the end; false once the end is reached.
-    private func deliver(_ bytes: UnsafeRawBufferPointer, of attempt: Attempt) -> Bool {
+    private func deliverAudio(_ bytes: UnsafeRawBufferPointer, of attempt: Attempt) -> Bool {
         let chunkStart = attempt.offset
         attempt.offset += Int64(bytes.count)
         let limit = min(end ?? .max, attempt.declaredEnd ?? .max)
@@ -299,7 +336,27 @@ final class Transfer {
     /// Reads and judges the head; reports the first head (or a change) to the caller.
     private func judgeHead(of attempt: Attempt) {
         let fields = attempt.easy.head
-        let verdict = ResponsePolicy.judge(fields, plan: attempt.plan)
+        var verdict = ResponsePolicy.judge(fields, plan: attempt.plan)
+        let icy = ICYHeaders(header: fields.header)
+        let contentLength = fields.header("Content-Length").flatMap { Int64($0) }
+        let isLive =
+            fields.status == 200
+            && (icy.metaInterval != nil
+                || LiveStreamDetection.isLive(
+                    status: fields.status, totalLength: contentLength, contentType: fields.header("Content-Type"),
+                    hasValidator: fields.header("ETag") != nil || fields.header("Last-Modified") != nil,
+                    acceptsRanges: fields.header("Accept-Ranges")?.lowercased().contains("bytes") == true, icy: icy))
+        if isLive, case .accept = verdict {
+            // A live stream's body continues where the last one stopped: it has no offsets of its
+            // own to skip to, no length and no end. Metadata blocks make a body longer than its
+            // audio, so even a declared length is not the stream's.
+            live = true
+            total = nil
+            end = nil
+            condition = nil
+            verdict = .accept(bodyStart: next, total: nil, declaredEnd: nil)
+            if let interval = icy.metaInterval { attempt.stripper = ICYStripper(metaInterval: interval) }
+        }
         attempt.verdict = verdict
         var head = ResponseHead(
             status: fields.status, bodyStart: next, totalLength: nil,
@@ -311,6 +368,8 @@ final class Transfer {
                 date: fields.header("Date"), age: fields.header("Age"), vary: fields.header("Vary"),
                 lastModified: fields.header("Last-Modified")),
             requestedAt: attempt.requestedAt)
+        head.icy = icy
+        head.isLive = live
         switch verdict {
         case .accept(let bodyStart, let total, let declaredEnd):
             attempt.offset = bodyStart
@@ -323,6 +382,7 @@ final class Transfer {
                 head.bodyStart = next
             }
             learn(total: total, version: head.validator)
+            if live { condition = nil }  // every connection of a live stream is a new body
             keepEndOnlyIfRanged(status: fields.status, total: total)
             head.totalLength = self.total
             if !reported { emit(.response(head)) }
@@ -395,6 +455,12 @@ final class Transfer {
             } else {
                 fail(transportError)
             }
+        case .accept? where live:
+            // A station closing the connection, a cut or a stall: the stream goes on elsewhere.
+            let reason =
+                code == CurlCode.ok
+                ? FetchError.transport(code: 18, message: "the live stream's connection closed") : transportError
+            interrupted(attempt, reason: reason, now: now)
         case .accept?, .changed?:
             if let end, next >= end { return finish() }
             if code == CurlCode.ok, end == nil {
@@ -448,7 +514,8 @@ final class Transfer {
         let since = failingSince ?? now
         failingSince = since
         let configuration = env.configuration
-        guard failures < configuration.maxAttempts, now - since < configuration.maxRetryDuration else {
+        let budget = live ? configuration.liveRetryDuration : configuration.maxRetryDuration
+        guard failures < configuration.maxAttempts || live, now - since < budget else {
             env.log.warning("transfer \(id): giving up after \(failures) attempts: \(reason)")
             return fail(reason)
         }

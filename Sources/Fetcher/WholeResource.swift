@@ -2,7 +2,8 @@ import FoundationEssentials
 import Synchronization
 
 extension Fetcher {
-    /// Downloads a small resource whole (a playlist), refusing more than `limit` bytes; at
+    /// Downloads a small resource whole (a playlist), refusing more than `limit` bytes and any
+    /// live stream; at
     /// `priority` (a playlist is waited for, lyrics are not).
     public func fetchWhole(_ url: URL, limit: Int = 4 << 20, priority: FetchPriority = .playback)
         async throws(FetchError) -> Data
@@ -30,7 +31,12 @@ extension Fetcher {
                     outcome = .success(collected.withLock { $0.body })
                 case .failed(let error):
                     outcome = .failure(error)
-                case .response, .notModified, .status:
+                case .response(let head) where head.isLive:
+                    // An endless stream is no small resource (a station answers every path,
+                    // a sidecar's too): refused at its head, not after `limit` bytes of it.
+                    self?.cancel(transferID)
+                    outcome = .failure(.liveStream)
+                case .response, .notModified, .status, .streamMetadata:
                     break
                 }
                 if let outcome {

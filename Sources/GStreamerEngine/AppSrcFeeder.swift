@@ -45,6 +45,8 @@ final class AppSrcFeeder: Sendable {
     let source: ByteSource
     let info: ResourceInfo
     let label: String
+    /// When a live stream's titles are heard; nil for anything but a live stream.
+    let liveTitles: LiveTitleClock?
     private let lock: Mutex<LockedState>
     private let log = Logger(label: "appsrc")
 
@@ -82,6 +84,7 @@ final class AppSrcFeeder: Sendable {
         self.pulled = pulled
         self.takesShortReads = takesShortReads
         self.onBuffering = onBuffering
+        liveTitles = info.live == nil ? nil : LiveTitleClock()
         lock = Mutex(LockedState())
     }
 
@@ -101,7 +104,8 @@ final class AppSrcFeeder: Sendable {
     /// without Range) is pushed in seekable mode, and a seek-data beyond what has arrived is a
     /// read the source answers when the sequential download gets there (the download planner
     /// waits for it; it never fails such a read). Bytes already here are served at once.
-    var seekable: Bool { true }
+    /// A live stream never: it has no place to go to but the present.
+    var seekable: Bool { info.live == nil }
 
     /// Whether GStreamer pushes from this feeder (seekable mode) rather than pulling.
     var pushed: Bool { !(randomAccess && pulled) }
@@ -152,7 +156,10 @@ final class AppSrcFeeder: Sendable {
         }
         // Pulled only with random access: a pull of bytes the origin sends only in order would
         // hold a streaming thread (and the type finders' far probes) until the download got there.
-        let type = randomAccess && pulled ? GST_APP_STREAM_TYPE_RANDOM_ACCESS : GST_APP_STREAM_TYPE_SEEKABLE
+        let type =
+            info.live != nil
+            ? GST_APP_STREAM_TYPE_STREAM
+            : randomAccess && pulled ? GST_APP_STREAM_TYPE_RANDOM_ACCESS : GST_APP_STREAM_TYPE_SEEKABLE
         gst_app_src_set_stream_type(appsrc, type)
         var callbacks = GstAppSrcCallbacks()
         callbacks.need_data = AppSrcFeeder.onNeedData

@@ -301,6 +301,9 @@ extension GStreamerEngine {
     /// Reports the loaded track's length once the pipeline answers a new one, and tells its
     /// source the byte rate (its wait-or-seek rule counts seconds of audio as well as bytes).
     func reportDuration(of current: TrackLifecycle.Loaded) {
+        // A live stream has no length, whatever a header frame in it (a looped file's Xing
+        // frame) makes the parser believe.
+        if shared.withLock({ $0.feeders[current.uri]?.info.live != nil }) { return }
         var length: gint64 = 0
         guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &length) != 0, length > 0 else { return }
         let value = Duration.nanoseconds(Int64(length))

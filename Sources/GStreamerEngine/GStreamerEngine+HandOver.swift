@@ -95,6 +95,15 @@ extension GStreamerEngine {
             GStreamer.preloadDecoder(for: caps)
         }
         guard klass.contains("Parser") else { return }
+        if shared.withLock({ $0.feeders.values.contains { $0.liveTitles != nil } }),
+            let uri = streamOrigin(
+                of: UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self),
+                below: UnsafeMutableRawPointer(playbin)
+            ).uri,
+            let clock = shared.withLock({ $0.feeders[uri]?.liveTitles })
+        {
+            clock.watch(parser: element)
+        }
         let old = shared.withLock { state -> ElementRef? in
             defer { state.parser = ElementRef(element) }
             return state.parser

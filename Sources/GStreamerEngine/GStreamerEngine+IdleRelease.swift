@@ -22,12 +22,21 @@ extension GStreamerEngine {
 
     /// On the control queue: the transport changed; starts the wait for the release.
     func transportChanged(to transport: IdleRelease.Transport) {
-        guard let token = shared.withLock({ $0.idleRelease.transportChanged(to: transport) }) else { return }
+        guard
+            let token = shared.withLock({ state in
+                state.idleRelease.transportChanged(to: transport, live: Self.loadedIsLive(state))
+            })
+        else { return }
         awaitIdleRelease(token)
     }
 
+    /// Whether the loaded track is a live stream.
+    static func loadedIsLive(_ state: Shared) -> Bool {
+        state.lifecycle.current.flatMap { state.feeders[$0.uri]?.info.live } != nil
+    }
+
     private func awaitIdleRelease(_ token: UInt64) {
-        guard let delay = shared.withLock({ $0.idleRelease.delay }) else { return }
+        guard let delay = shared.withLock({ $0.idleRelease.delay(live: Self.loadedIsLive($0)) }) else { return }
         control.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds(delay)))) { [weak self] in
             self?.idleWaitEnded(token)
         }
@@ -56,9 +65,11 @@ extension GStreamerEngine {
         let position = position()
         let kept = shared.withLock { state -> Released? in
             if let current = state.lifecycle.current {
-                // Set before the teardown, so that the position is reported throughout.
+                // Set before the teardown, so that the position is reported throughout. A live
+                // stream comes back live, from a new start.
                 state.released = Released(
-                    track: current.track, position: position ?? .zero, next: state.lifecycle.next?.track)
+                    track: current.track, position: Self.loadedIsLive(state) ? .zero : position ?? .zero,
+                    next: state.lifecycle.next?.track)
             }
             return state.released
         }

@@ -65,6 +65,12 @@ extension GStreamerEngine {
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }
+                    if let clock = feeder.liveTitles {
+                        source.whenStreamTitle { [weak self] title, offset in
+                            clock.titleArrived(title, at: offset)
+                            self?.checkLiveTitlesSoon()
+                        }
+                    }
                     done(.success(feeder))
                 }
             }
@@ -94,6 +100,7 @@ extension GStreamerEngine {
             return
         }
         emit(.seekable(track.id, feeder.seekable))
+        if let station = feeder.info.live { emit(.liveStream(track.id, station)) }
         // The pipeline is stopped (NULL): the filter can be set or dropped.
         installRateFilter(stopped: true)
         setProperty(playbin, "uri", uri)

@@ -76,6 +76,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         var outputKept = false
         /// The position last reported and the load it is of (see ``HandOverTiming/steadied``).
         var lastHeard: (ticket: LoadTicket, position: Duration)?
+        /// The check of live streams' titles against what is heard is scheduled.
+        var titleCheckScheduled = false
     }
 
     let playbin: UnsafeMutablePointer<GstElement>
@@ -263,6 +265,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                         return true
                     }
                     if !accepted { feeder.detach() }
+                    if accepted, let station = feeder.info.live { emit(.liveStream(following.track.id, station)) }
                 }
             }
         }

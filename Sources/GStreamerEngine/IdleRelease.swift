@@ -1,3 +1,5 @@
+import ByteSourceAPI
+
 /// When the engine lets go of its pipeline while nothing plays. Pure: tested by a table
 /// without GStreamer.
 ///
@@ -36,11 +38,19 @@ struct IdleRelease: Equatable, Sendable {
         self.delay = delay.flatMap { $0 > .zero ? $0 : nil }
     }
 
-    /// The transport changed to `transport`: the token of a wait of ``delay`` to start, or nil.
-    mutating func transportChanged(to transport: Transport) -> UInt64? {
+    /// The transport changed to `transport`: the token of a wait to start (``delay(live:)``),
+    /// or nil. `live`: the loaded track is a live stream.
+    mutating func transportChanged(to transport: Transport, live: Bool = false) -> UInt64? {
         armed = nil
-        guard transport != .playing, delay != nil else { return nil }
+        guard transport != .playing, delay(live: live) != nil else { return nil }
         return arm()
+    }
+
+    /// How long to wait: ``delay``, but for a live stream at most its pause window (then the
+    /// stream is let go of, and play() rejoins it live), whether idle releases are on or not.
+    func delay(live: Bool) -> Duration? {
+        guard live else { return delay }
+        return min(delay ?? LiveStation.pauseWindow, LiveStation.pauseWindow)
     }
 
     /// The wait `token` ended; `settled`: the loaded track (if any) is prerolled with nothing

@@ -279,7 +279,7 @@ public final class MPRISService: Sendable {
             ("xesam:url", .string(track.entry.url.absoluteString)),
             ("xesam:title", .string(track.displayTitle)),
         ]
-        let tags = track.tags
+        let tags = track.shownTags
         let strings: (([String]) -> DBusValue) = { .array(elementSignature: "s", $0.map(DBusValue.string)) }
         if !tags.artists.isEmpty { entries.append(("xesam:artist", strings(tags.artists))) }
         if let album = tags.album { entries.append(("xesam:album", .string(album))) }
@@ -333,7 +333,7 @@ public final class MPRISService: Sendable {
 
     /// Sends one PropertiesChanged with every Player property whose value changed since the last one.
     private func flushPropertyChanges() {
-        // LastError, Buffering, Metered, Interrupted and Lyrics of org.spool.Spool1.
+        // LastError, Buffering, Metered, Interrupted, Live and Lyrics of org.spool.Spool1.
         var spoolChanges: [(String, DBusValue)] = []
         var notice: (metadata: [String: DBusValue], playing: Bool)?
         let (changed, trackList) = published.withLock { state -> ([(String, DBusValue)], [(String, [DBusValue])]) in
@@ -361,6 +361,9 @@ public final class MPRISService: Sendable {
                 }
                 if before.interrupted != state.snapshot.interrupted {
                     spoolChanges.append(("Interrupted", .boolean(state.snapshot.interrupted)))
+                }
+                if before.nowPlaying?.live != state.snapshot.nowPlaying?.live {
+                    spoolChanges.append(("Live", Self.liveValue(state.snapshot.nowPlaying)))
                 }
                 // Once per track (never per line): clients following LyricsLine need the lines it counts.
                 if before.nowPlaying?.lyrics?.lines != state.snapshot.nowPlaying?.lyrics?.lines {

@@ -1,4 +1,5 @@
 import DBusKit
+import EngineAPI
 import FoundationEssentials
 import PlayerCore
 
@@ -171,9 +172,30 @@ extension MPRISService {
                         elementSignature: "a{sv}",
                         status.preparedTracks().map { .stringVariantDict(Self.preloadFields($0)) })
                 },
+                DBusProperty("Live", signature: "a{sv}") { Self.liveValue(snapshot().nowPlaying) },
                 DBusProperty("Lyrics", signature: "a(xs)") { Self.lyricsValue(snapshot().nowPlaying?.lyrics) },
                 DBusProperty("LyricsLine", signature: "i") { [weak self] in .int32(self?.currentLyricsLine() ?? -1) },
             ])
+    }
+
+    /// `Live`: the station and the song heard when the track is a live stream (internet radio),
+    /// an empty dictionary otherwise. Keys: `station`, `genre`, `homepage`, `description`,
+    /// `bitrate` (kbit/s), and for the song `song` (as the station sent it), `artist`, `title`.
+    static func liveValue(_ track: NowPlaying?) -> DBusValue {
+        guard let track, let live = track.live else { return .stringVariantDict([]) }
+        var fields: [(String, DBusValue)] = []
+        func text(_ key: String, _ value: String?) {
+            if let value = value.flatMap({ TagText.clean($0) }) { fields.append((key, .string(value))) }
+        }
+        text("station", track.stationName)
+        text("genre", live.station.genre)
+        text("homepage", live.station.homepage)
+        text("description", live.station.description)
+        if let bitrate = live.station.bitrate { fields.append(("bitrate", .int32(Int32(clamping: bitrate)))) }
+        text("song", live.song?.text)
+        text("artist", live.song?.artist)
+        text("title", live.song?.title)
+        return .stringVariantDict(fields)
     }
 
     /// The `a{sv}` fields describing one track of the preload window.

@@ -9,7 +9,25 @@ extension ResourceInfo {
     public init(response head: ResponseHead) {
         self.init(
             length: head.totalLength, contentType: head.contentType,
-            randomAccess: head.honoursRange && head.totalLength != nil)
+            randomAccess: head.honoursRange && head.totalLength != nil,
+            live: head.isLive ? LiveStation(icy: head.icy) : nil)
+    }
+}
+
+extension LiveStation {
+    /// The station as its `icy-*` headers name it.
+    public init(icy: ICYHeaders) {
+        self.init(
+            name: icy.name, genre: icy.genre, homepage: icy.url, description: icy.description, bitrate: icy.bitrate)
+    }
+}
+
+extension StreamTitle {
+    /// The title of an ICY metadata block; nil when the block names no title.
+    public init?(_ metadata: ICYMetadata) {
+        guard let text = metadata.streamTitle else { return nil }
+        let (artist, title) = ICYMetadata.artistAndTitle(text)
+        self.init(text: text, artist: artist, title: title, link: metadata.streamURL)
     }
 }
 

@@ -75,8 +75,10 @@ extension FetchError {
 }
 
 extension ResponseHead {
-    /// Whether the cache may keep this response's bytes on disk (not `no-store`, not `Vary: *`).
+    /// Whether the cache may keep this response's bytes on disk (not `no-store`, not `Vary: *`,
+    /// not a live stream: a radio station's bytes are heard once and never replayed).
     public var storesOnDisk: Bool {
+        if isLive { return false }
         if case .memoryOnly = cachingDecision { return false }
         return true
     }

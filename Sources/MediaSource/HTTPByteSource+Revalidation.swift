@@ -113,7 +113,7 @@ extension HTTPByteSource {
         case .status(.retrying(_, _, let reason)) where reason.unreachableServer != nil: step = .unreachable
         case .failed: step = .failed
         case .finished: step = .finished
-        case .data, .status: return
+        case .data, .status, .streamMetadata: return
         }
         advanceRevalidation(step, answer: answer)
     }

@@ -69,10 +69,14 @@ extension HTTPByteSource {
 
     /// A request for `[start, end)`, conditional once bytes are cached
     /// (``CacheEntry/continuationCondition(held:)``).
+    /// Every request asks for a live stream's titles: a station answers with them, any other
+    /// origin ignores the header.
     private func request(_ start: Int64, end: Int64?, priority: FetchPriority, _ state: State) -> RangeRequest {
-        RangeRequest(
+        var request = RangeRequest(
             url: url, start: start, end: end, knownLength: state.info?.length,
             condition: entry?.continuationCondition(held: state.validator), priority: priority, resource: nil)
+        request.asksStreamMetadata = true
+        return request
     }
 
     func handle(_ event: TransferEvent, of key: Int) {
@@ -130,6 +134,10 @@ extension HTTPByteSource {
                 }
             case .notModified:
                 break
+            case .streamMetadata(let metadata, let offset):
+                guard let title = StreamTitle(metadata) else { break }
+                state.latestTitle = (title, offset)
+                if let handler = state.titleHandler { callbacks.append { handler(title, offset) } }
             case .data(let bytes, let offset):
                 state.transferStatus = nil
                 state.unreachable = nil
@@ -285,6 +293,14 @@ extension HTTPByteSource {
         _ head: ResponseHead, _ state: inout State, _ callbacks: inout [@Sendable () -> Void]
     ) -> [EntryWork] {
         var work: [EntryWork] = []
+        if head.isLive, state.info == nil {
+            // A live stream is held for a pause of a few minutes at most, whatever the window
+            // of files: what is ahead of the listener then is what a Play within it plays on.
+            state.memory = MemoryStore(window: .live(kilobitsPerSecond: head.icy.bitrate))
+            state.planner.limitToWindow(state.memory.window.capacity / 2)
+            state.streamingFromMemory = true
+            log.info("\(loggable(url)) is a live stream\(head.icy.name.map { " (\($0))" } ?? ""); kept in memory only")
+        }
         if !head.storesOnDisk, !state.keepsOffDisk {
             // Never on disk: what the entry held of an earlier version goes, and every byte of
             // this one stays in memory.

@@ -80,6 +80,10 @@ public final class HTTPByteSource: ByteSource {
         var failureHandler: (@Sendable (MediaSourceError) -> Void)?
         /// A preload of the head (``preload(prefix:tail:onEnd:)``): told once of its end.
         var preloadEnd: (@Sendable (String?) -> Void)?
+        /// Who learns of a live stream's titles (``whenStreamTitle(_:)``), and the latest one,
+        /// for a handler set after it came.
+        var titleHandler: (@Sendable (StreamTitle, Int64) -> Void)?
+        var latestTitle: (title: StreamTitle, offset: Int64)?
     }
 
     /// An open waiting for the answer of the check of its complete entry.
@@ -318,6 +322,16 @@ public final class HTTPByteSource: ByteSource {
     /// Calls `handler` when the source fails with no read to answer (see ``ByteSource``).
     public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {
         state.withLock { $0.failureHandler = handler }
+    }
+
+    /// Calls `handler` with each title the live stream announces (the latest one at once, if
+    /// one came before).
+    public func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void) {
+        let latest = state.withLock { state in
+            state.titleHandler = handler
+            return state.latestTitle
+        }
+        if let latest { handler(latest.title, latest.offset) }
     }
 
     /// Forgets the pending reader.

@@ -1,3 +1,5 @@
+import ByteSourceAPI
+
 /// How much of a resource the memory store keeps, and which part. Pure: it decides from
 /// offsets only.
 ///
@@ -10,6 +12,14 @@
 public struct MemoryWindow: Sendable, Equatable {
     /// The production window: enough for minutes of audio at any common bitrate.
     public static let standard = MemoryWindow(capacity: 32 << 20)
+
+    /// The window of a live stream of `kilobitsPerSecond` (320, the highest common bitrate,
+    /// when unknown): a pause's worth (``LiveStation/pauseWindow``) of audio ahead of the
+    /// listener, as much behind.
+    public static func live(kilobitsPerSecond: Int?) -> MemoryWindow {
+        let bitrate = Int64(min(max(kilobitsPerSecond ?? 320, 8), 1_536))
+        return MemoryWindow(capacity: 2 * LiveStation.pauseWindow.components.seconds * bitrate * 125)
+    }
 
     /// The most bytes held.
     public let capacity: Int64

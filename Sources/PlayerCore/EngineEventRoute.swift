@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import EngineAPI
 
 /// What an engine event means for the player, decided from which of its tracks the event is
@@ -29,6 +30,12 @@ enum EngineEventRoute: Equatable, Sendable {
     case seekable(TrackID, Bool)
     /// Whether another track can seek, kept for when it plays.
     case seekableAhead(TrackID, Bool)
+    /// The loaded track is a live stream of this station.
+    case live(TrackID, LiveStation)
+    /// Another track is a live stream, kept for when it plays.
+    case liveAhead(TrackID, LiveStation)
+    /// The loaded live stream's song is heard.
+    case streamTitle(StreamTitle)
     /// A seek of the loaded track landed.
     case seeked(Duration)
     /// The loaded track played to its end.
@@ -82,6 +89,12 @@ enum EngineEventRoute: Equatable, Sendable {
             return .seekable(id, seekable)
         case .seekable(let id, let seekable):
             return .seekableAhead(id, seekable)
+        case .liveStream(let id, let station) where id == loaded:
+            return .live(id, station)
+        case .liveStream(let id, let station):
+            return .liveAhead(id, station)
+        case .streamTitle(let id, let title) where id == loaded:
+            return .streamTitle(title)
         case .seeked(let id, let position) where id == loaded:
             return .seeked(position)
         case .endOfTrack(let id) where id == loaded:

@@ -1,4 +1,5 @@
 import Basics
+import ByteSourceAPI
 import EngineAPI
 import FoundationEssentials
 
@@ -58,6 +59,12 @@ extension PlaybackMachine {
             update { $0.nowPlaying?.seekable = seekable }
         case .seekableAhead(let id, let seekable):
             pendingSeekable[id] = seekable
+        case .live(let id, let station):
+            update { if $0.nowPlaying?.entry.id == id { $0.nowPlaying?.live = LiveListening(station: station) } }
+        case .liveAhead(let id, let station):
+            pendingLive[id] = station
+        case .streamTitle(let title):
+            update { $0.nowPlaying?.live?.song = title.text.isEmpty ? nil : title }
         case .seeked(let position):
             shownPosition = nil
             notify(.seeked(position))
@@ -89,8 +96,10 @@ extension PlaybackMachine {
         let tags = heard.map { Self.merge($0, into: entry.tags ?? TrackTags()) } ?? entry.tags ?? TrackTags()
         let reported = pendingSeekable.removeValue(forKey: id)
         if reported != nil { seekableReported = id }
+        let station = pendingLive.removeValue(forKey: id)
         update {
             $0.nowPlaying = NowPlaying(entry: entry, tags: tags, duration: entry.duration, seekable: reported ?? false)
+            $0.nowPlaying?.live = station.map { LiveListening(station: $0) }
             $0.lastError = nil
         }
         prepareNext()

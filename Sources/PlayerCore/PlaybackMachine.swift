@@ -1,4 +1,5 @@
 import Basics
+import ByteSourceAPI
 import EngineAPI
 import FoundationEssentials
 
@@ -78,6 +79,8 @@ public struct PlaybackMachine: Sendable {
     /// Tags and seekability reported for the prepared next track before its audio started.
     var pendingTags: [TrackID: TrackTags] = [:]
     var pendingSeekable: [TrackID: Bool] = [:]
+    /// The station of a prepared next track that is a live stream, for when it plays.
+    var pendingLive: [TrackID: LiveStation] = [:]
     /// The track the engine last said can or cannot seek; before that, a seek goes to the engine.
     var seekableReported: TrackID?
     /// What a failed track leads to.
@@ -222,7 +225,8 @@ public struct PlaybackMachine: Sendable {
 
     /// Saves the loaded track's position and the session.
     mutating func rememberCurrent() {
-        if let id = loadedID, let entry = queue.entry(id) {
+        // A live stream has no place to come back to: it always continues live.
+        if let id = loadedID, let entry = queue.entry(id), !isLive(id) {
             emit(
                 .savePosition(
                     SavedPosition(
@@ -232,8 +236,13 @@ public struct PlaybackMachine: Sendable {
         saveSession()
     }
 
+    /// Whether the entry `id` is the loaded live stream (internet radio).
+    func isLive(_ id: TrackID) -> Bool {
+        snapshot.nowPlaying?.entry.id == id && snapshot.nowPlaying?.live != nil
+    }
+
     mutating func saveSession(at known: Duration? = nil) {
-        let position = known ?? position
+        let position = queue.currentID.map(isLive) == true ? .zero : known ?? position
         let shown = snapshot.nowPlaying.flatMap { $0.entry.id == queue.currentID ? $0 : nil }
         emit(
             .saveSession(
@@ -261,6 +270,7 @@ public struct PlaybackMachine: Sendable {
         loopRestartQueued = false
         pendingTags = [:]
         pendingSeekable = [:]
+        pendingLive = [:]
         command(.load(EngineTrack(id: entry.id, url: entry.url), at: start, playing: playing))
         loadedID = entry.id
         startedID = nil

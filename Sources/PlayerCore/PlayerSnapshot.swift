@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import EngineAPI
 import FoundationEssentials
 
@@ -24,6 +25,8 @@ public struct NowPlaying: Sendable, Equatable {
     /// The track's lyrics, parsed: set by whoever reads them (the MPRIS layer, off the player's
     /// executor, from a `.lrc` file or the tags); the player itself leaves them nil.
     public var lyrics: Lyrics?
+    /// The station and the song heard, when the track is a live stream (internet radio).
+    public var live: LiveListening?
 
     /// Creates what is known of a playing entry.
     public init(entry: QueueEntry, tags: TrackTags, duration: Duration?, seekable: Bool = false) {
@@ -37,11 +40,56 @@ public struct NowPlaying: Sendable, Equatable {
     /// and file names hold anything tags can (a NUL, which no D-Bus string may carry, control
     /// characters): they are cleaned as tags are.
     public var displayTitle: String {
+        if let live {
+            if let song = live.song.flatMap({ TagText.clean($0.title) }) { return song }
+            if let station = stationName { return station }
+        }
         if let title = tags.title, !title.isEmpty { return title }
         if let title = entry.title.flatMap({ TagText.clean($0) }) { return title }
         let name = entry.url.lastPathComponent
         let decoded = name.isEmpty ? entry.url.absoluteString : removingPercentEncoding(name) ?? name
         return TagText.clean(decoded) ?? entry.url.absoluteString
+    }
+}
+
+/// A live stream as it is heard: its station and the song on air, if the station names one.
+public struct LiveListening: Sendable, Equatable {
+    /// The station's facts, from its origin.
+    public var station: LiveStation
+    /// The song heard now; nil before the first title or when the station names none.
+    public var song: StreamTitle?
+
+    /// Creates what is heard of `station`.
+    public init(station: LiveStation, song: StreamTitle? = nil) {
+        self.station = station
+        self.song = song
+    }
+}
+
+extension NowPlaying {
+    /// The station's name to show: the origin's (`icy-name`), else the title the playlist gave
+    /// the entry, else the host. Nil for a track that is not a live stream.
+    public var stationName: String? {
+        guard let live else { return nil }
+        if let name = live.station.name.flatMap({ TagText.clean($0) }) { return name }
+        if let title = entry.title.flatMap({ TagText.clean($0) }) { return title }
+        return entry.url.host ?? entry.url.absoluteString
+    }
+
+    /// The tags to show: the stream's own, except for a live stream, whose artist is the song's
+    /// (never the previous song's or station's), whose album is the station and whose genre is
+    /// the station's.
+    public var shownTags: TrackTags {
+        guard let live else { return tags }
+        var shown = tags
+        shown.title = displayTitle
+        shown.artists = live.song?.artist.flatMap { TagText.clean($0) }.map { [$0] } ?? []
+        shown.album = stationName
+        shown.albumArtists = []
+        if let genre = live.station.genre.flatMap({ TagText.clean($0) }) { shown.genres = [genre] }
+        shown.trackNumber = nil
+        shown.discNumber = nil
+        return shown
     }
 }
 

@@ -43,6 +43,15 @@ func statusLines(
     guard snapshot.hasTrack else { return ["\(snapshot.status): nothing queued"] + network }
     let buffering = snapshot.buffering ? " (buffering)" : ""
     let interrupted = snapshot.interrupted ? " (interrupted by the sound server)" : ""
+    if let station = snapshot.station {
+        // A live stream: the station and its song, the time listened; no length, nothing cached.
+        let heading =
+            "Live\(snapshot.status == "Playing" ? "" : " (\(snapshot.status.lowercased()))")\(interrupted)\(buffering): "
+        let song = snapshot.song.flatMap { $0.isEmpty ? nil : " – " + $0 } ?? ""
+        let label = fitted(title: station + song, artist: nil, width: width.map { $0 - heading.count })
+        return ["\(heading)\(label)", "listening \(formatTime(snapshot.position))"]
+            + joined(snapshot.settings, separator: " · ", width: width) + network
+    }
     let heading = "\(snapshot.status)\(interrupted)\(buffering): "
     let label = fitted(title: snapshot.title ?? "", artist: snapshot.artist, width: width.map { $0 - heading.count })
     let played = snapshot.length.map { $0 > 0 ? min(1, snapshot.position / $0) : 0 }

@@ -49,6 +49,10 @@ struct StatusSnapshot {
     var download = ""
     /// The daemon's last error, empty when none.
     var error = ""
+    /// The station's name when the track is a live stream (internet radio); nil otherwise.
+    var station: String?
+    /// The song the station says is on air, as it sent it ("Artist - Title"), when it names one.
+    var song: String?
 
     /// Reads the snapshot out of the Player and Spool1 property dictionaries.
     init(player: [String: DBusValue], spool: [String: DBusValue]) {
@@ -62,6 +66,9 @@ struct StatusSnapshot {
         metered = spool["Metered"]?.boolValue == true
         download = spool["DownloadState"]?.stringValue ?? ""
         error = spool["LastError"]?.stringValue ?? ""
+        let live = spool["Live"]?.stringVariantDictValue ?? [:]
+        station = live["station"]?.stringValue
+        song = live["song"]?.stringValue
         let metadata = player["Metadata"]?.stringVariantDictValue ?? [:]
         guard let track = metadata["mpris:trackid"]?.objectPathValue, track != MPRISService.noTrack else { return }
         trackID = track
@@ -179,6 +186,9 @@ extension StatusSnapshot {
             "content_length": contentLength.map(JSONScalar.integer) ?? .null,
             "download": .string(download),
             "error": .string(error),
+            "live": .bool(station != nil),
+            "station": optional(station),
+            "song": optional(song),
             "text": .string(text ?? (hasTrack ? label : "")),
             "tooltip": .string(hasTrack ? "\(status): \(label)" : "\(status): nothing queued"),
             "class": .string(status.lowercased()),

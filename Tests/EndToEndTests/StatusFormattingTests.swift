@@ -169,3 +169,37 @@ struct StatusFormattingTests {
         #expect(try StatusTemplate("{{cached}}").render(snapshot(given)) == "3.0 MiB")
     }
 }
+
+@Suite("Status of a live stream")
+struct LiveStatusTests {
+    private func live(status: String = "Playing", song: String? = "Miles Davis - So What")
+        -> (player: [String: DBusValue], spool: [String: DBusValue])
+    {
+        var given = properties(
+            title: "So What", artists: ["Miles Davis"], album: "Jazz FM", status: status, length: nil)
+        var fields: [(String, DBusValue)] = [("station", .string("Jazz FM")), ("genre", .string("Jazz"))]
+        if let song { fields.append(("song", .string(song))) }
+        given.spool["Live"] = .stringVariantDict(fields)
+        return given
+    }
+
+    @Test func saysLiveWithTheStationAndTheSongAndNoLength() {
+        let lines = statusLines(player: live().player, spool: live().spool)
+        #expect(lines.first == "Live: Jazz FM – Miles Davis - So What")
+        #expect(lines.dropFirst().first == "listening 1:05")
+        #expect(!lines.joined().contains("cached"), "nothing of a live stream is cached")
+    }
+
+    @Test func aPausedStationWithoutASongSaysSo() {
+        let given = live(status: "Paused", song: nil)
+        #expect(statusLines(player: given.player, spool: given.spool).first == "Live (paused): Jazz FM")
+    }
+
+    @Test func theJSONCarriesTheStationAndTheSong() throws {
+        let fields = snapshot(live()).jsonFields(text: nil)
+        #expect(fields["live"] == .bool(true))
+        #expect(fields["station"] == .string("Jazz FM"))
+        #expect(fields["song"] == .string("Miles Davis - So What"))
+        #expect(snapshot(properties()).jsonFields(text: nil)["live"] == .bool(false))
+    }
+}

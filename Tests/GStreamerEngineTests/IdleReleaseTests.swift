@@ -85,6 +85,17 @@ struct IdleReleaseDecisionTests {
         #expect(zero.delay == nil)
     }
 
+    @Test func aPausedLiveStreamIsLetGoOfAfterItsPauseWindowEvenWithIdleReleasesOff() {
+        var never = IdleRelease(delay: nil)
+        #expect(never.transportChanged(to: .paused, live: true) != nil)
+        #expect(never.delay(live: true) == .seconds(120))
+        #expect(never.delay(live: false) == nil)
+        #expect(IdleRelease(delay: .seconds(300)).delay(live: true) == .seconds(120))
+        #expect(IdleRelease(delay: .seconds(30)).delay(live: true) == .seconds(30), "a shorter release still wins")
+        var playing = IdleRelease(delay: nil)
+        #expect(playing.transportChanged(to: .playing, live: true) == nil)
+    }
+
     @Test func onlyAPrerolledTrackWithNothingInFlightIsSettled() {
         #expect(TrackPhase.ready.isSettled)
         #expect(!TrackPhase.loading(start: .seconds(3)).isSettled)

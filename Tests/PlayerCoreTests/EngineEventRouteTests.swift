@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import EngineAPI
 import Testing
 
@@ -28,6 +29,8 @@ struct EngineEventRouteTests {
     }
 
     static let error = EngineError("broken")
+    static let station = LiveStation(name: "Radio One", genre: "Jazz", bitrate: 128)
+    static let song = StreamTitle(text: "Artist - Song", artist: "Artist", title: "Song")
 
     static let rows: [Row] = [
         Row(
@@ -83,6 +86,18 @@ struct EngineEventRouteTests {
         Row(
             event: .seeked(other, position: .seconds(1)), tracks: tracks(), route: .ignored,
             testDescription: "another track's seek"),
+        Row(
+            event: .liveStream(loaded, station), tracks: tracks(), route: .live(loaded, station),
+            testDescription: "the loaded track is a live stream"),
+        Row(
+            event: .liveStream(prepared, station), tracks: tracks(), route: .liveAhead(prepared, station),
+            testDescription: "the prepared track is a live stream, kept"),
+        Row(
+            event: .streamTitle(loaded, song), tracks: tracks(), route: .streamTitle(song),
+            testDescription: "the loaded live stream's song is heard"),
+        Row(
+            event: .streamTitle(prepared, song), tracks: tracks(), route: .ignored,
+            testDescription: "a song of a stream not heard yet"),
         Row(
             event: .endOfTrack(prepared), tracks: tracks(), route: .ignored,
             testDescription: "the end of a track not loaded"),

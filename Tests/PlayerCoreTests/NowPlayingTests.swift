@@ -1,3 +1,4 @@
+import ByteSourceAPI
 import EngineAPI
 import Foundation
 import PlayerCore
@@ -33,5 +34,42 @@ struct NowPlayingTests {
         let first = try #require(recorder.snapshots.first { $0.nowPlaying?.entry.id == ids[1] }?.nowPlaying)
         #expect(first.duration == .seconds(42), "no moment without its length")
         #expect(first.tags.title == "Two" && first.tags.artists == ["Band"])
+    }
+
+    @Test func aLiveStreamShowsTheSongHeardWithItsStationAndNeverAStaleArtist() async throws {
+        let engine = FakeEngine(trackLength: nil)
+        let player = Player(engine: engine, memory: TransientMemory(), retryDelay: .zero)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        let url = try #require(URL(string: "http://radio.example/stream"))
+        await player.add([(url, "My Station File")], play: true)
+        let id = try #require(await player.state.queue.first?.id)
+        engine.send(.seekable(id, false))
+        engine.send(.liveStream(id, LiveStation(name: nil, genre: "Jazz")))
+        engine.send(.trackStarted(id))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.live != nil })
+        var now = try #require(recorder.snapshots.last?.nowPlaying)
+        #expect(now.displayTitle == "My Station File", "before any song: the station's name")
+        #expect(now.shownTags.album == "My Station File")
+        #expect(now.shownTags.genres == ["Jazz"])
+
+        engine.send(
+            .streamTitle(id, StreamTitle(text: "Miles Davis - So What", artist: "Miles Davis", title: "So What")))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.live?.song != nil })
+        now = try #require(recorder.snapshots.last?.nowPlaying)
+        #expect(now.displayTitle == "So What")
+        #expect(now.shownTags.artists == ["Miles Davis"])
+
+        engine.send(.streamTitle(id, StreamTitle(text: "Station jingle", artist: nil, title: "Station jingle")))
+        #expect(
+            await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.live?.song?.title == "Station jingle" }
+        )
+        now = try #require(recorder.snapshots.last?.nowPlaying)
+        #expect(now.shownTags.artists.isEmpty, "the previous song's artist is gone")
+        #expect(now.shownTags.title == "Station jingle")
+
+        engine.send(.streamTitle(id, StreamTitle(text: "", artist: nil, title: "")))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.live?.song == nil })
+        #expect(recorder.snapshots.last?.nowPlaying?.displayTitle == "My Station File")
     }
 }
