@@ -3,7 +3,7 @@
 //
 // Modules are layers and imports run one way (README.md, "Architecture"):
 //   spool (executable) → MPRIS → DBusKit
-//                      → PlayerCore → EngineAPI
+//                      → PlayerCore → EngineAPI → ByteSourceAPI (a live stream's station and titles)
 //                      → GStreamerEngine → EngineAPI, ByteSourceAPI (the bytes of a track, no networking)
 //                      → CacheFilling → MediaSource, PlayerCore (preloads, prefetches, source choice)
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)

@@ -80,6 +80,10 @@ public struct RangeRequest: Sendable, Equatable {
     /// byte 0, and on every connection of a live stream. A response that answers with
     /// `icy-metaint` has its metadata blocks stripped out of the body (``TransferEvent/streamMetadata(_:at:)``).
     public var asksStreamMetadata = false
+    /// The resource is known to be a live stream (an earlier response said so): the request
+    /// continues it at `start` as a new connection would (no Range; its titles asked for),
+    /// whatever its first response says.
+    public var continuesLiveStream = false
 
     /// Creates a request for `[start, end)` of `url`.
     public init(

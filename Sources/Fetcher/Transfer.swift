@@ -115,6 +115,7 @@ final class Transfer {
         total = request.knownLength
         if let total { end = min(end ?? total, total) }
         condition = request.condition
+        live = request.continuesLiveStream
         speed = SpeedCheck(
             minimumRate: environment.configuration.minimumRate, window: environment.configuration.slowWindow, now: 0)
     }
@@ -341,7 +342,7 @@ final class Transfer {
         let contentLength = fields.header("Content-Length").flatMap { Int64($0) }
         let isLive =
             fields.status == 200
-            && (icy.metaInterval != nil
+            && (live || icy.metaInterval != nil
                 || LiveStreamDetection.isLive(
                     status: fields.status, totalLength: contentLength, contentType: fields.header("Content-Type"),
                     hasValidator: fields.header("ETag") != nil || fields.header("Last-Modified") != nil,

@@ -30,8 +30,10 @@ final class AppSrcFeeder: Sendable {
         var offset: Int64 = 0
         var generation: UInt64 = 0
         var pending: Request?
-        /// A read has been pending since this request (by generation); reported once it lasts.
+        /// A read has been waiting since this wait (of ``waits``); reported once it lasts.
         var waitingSince: UInt64?
+        /// Counts the waits, naming each (``waitingSince``).
+        var waits: UInt64 = 0
         var reportedWaiting = false
         /// No bytes were pushed to this appsrc yet: its first pull is the type finder's.
         var typeFinding = true
@@ -62,6 +64,11 @@ final class AppSrcFeeder: Sendable {
 
     /// How long a read may wait before it counts as buffering (short waits are normal).
     static let bufferingDelay: DispatchTimeInterval = .milliseconds(200)
+
+    /// The same for a live stream, whose bytes come as fast as they play: its reads wait a
+    /// fraction of a second for each chunk while the pipeline plays what it holds, and only a
+    /// longer wait means the station has fallen behind.
+    static let liveBufferingDelay: DispatchTimeInterval = .milliseconds(1_500)
 
     /// Told when reads start or stop waiting for the network (never under the feeder's lock).
     private let onBuffering: @Sendable (Bool) -> Void
@@ -270,18 +277,23 @@ final class AppSrcFeeder: Sendable {
             return nil
         }
         if state.waitingSince == nil {
-            let generation = state.generation
-            state.waitingSince = generation
-            DispatchQueue.global().asyncAfter(deadline: .now() + Self.bufferingDelay) { [weak self] in
-                self?.reportWaitIfStillPending(generation)
+            // Each wait is timed on its own: a check scheduled for an earlier wait, which ended,
+            // must not report the one that follows it (a live stream's reads wait a moment for
+            // every chunk).
+            state.waits &+= 1
+            let wait = state.waits
+            state.waitingSince = wait
+            let delay = info.live == nil ? Self.bufferingDelay : Self.liveBufferingDelay
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { [weak self] in
+                self?.reportWaitIfStillPending(wait)
             }
         }
         return nil
     }
 
-    private func reportWaitIfStillPending(_ generation: UInt64) {
+    private func reportWaitIfStillPending(_ wait: UInt64) {
         let report = lock.withLock { box -> Bool in
-            guard box.state.pending != nil, box.state.waitingSince == generation, !box.state.reportedWaiting else {
+            guard box.state.pending != nil, box.state.waitingSince == wait, !box.state.reportedWaiting else {
                 return false
             }
             box.state.reportedWaiting = true

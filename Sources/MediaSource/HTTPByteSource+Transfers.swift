@@ -76,6 +76,7 @@ extension HTTPByteSource {
             url: url, start: start, end: end, knownLength: state.info?.length,
             condition: entry?.continuationCondition(held: state.validator), priority: priority, resource: nil)
         request.asksStreamMetadata = true
+        request.continuesLiveStream = state.info?.live != nil
         return request
     }
 
@@ -213,6 +214,10 @@ extension HTTPByteSource {
                     state.generation &+= 1
                     state.failure = .readFailed("the resource changed on the server")
                     actions += state.planner.stopAll()
+                } else if state.info?.live != nil {
+                    // The station is gone (its transfer gave up after its retries): every read
+                    // past what is held says why, whether one waits now or comes later.
+                    state.failure = MediaSourceError(downloadFailure: error)
                 } else if state.planner.waiting != nil {
                     state.failure = .readFailed(error.description)
                 }

@@ -146,7 +146,10 @@ public struct PlaybackMachine: Sendable {
             rememberCurrent()
             emit(.flushMemory)
         case .engine(let event): handle(event)
-        case .saveDue: rememberCurrent()
+        case .saveDue:
+            // A live stream has no place to keep: listening for hours writes nothing.
+            if let id = loadedID, isLive(id) { break }
+            rememberCurrent()
         case .retryDue(let id): retry(id)
         case .preloadPlanned(let handOver, let following): preloadPlanned(handOverNext: handOver, following: following)
         case .tagsRead(let found, let id): tagsRead(found, of: id)

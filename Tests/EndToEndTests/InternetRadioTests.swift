@@ -123,6 +123,57 @@ struct InternetRadioTests {
             "a live stream is never cached: \(files)\n\(radio.context())")
     }
 
+    @Test func aShortPausePlaysOnFromWhereItPausedAndStopThenPlayRejoinsLive() async throws {
+        let radio = try await RadioCase(settings: RadioSettings(icyName: "Pause FM", titles: Self.titles))
+        let opened = try await radio.probe.open(radio.station.url)
+        _ = try await radio.probe.awaitAdvancing(since: opened)
+        try await radio.probe.remote.pause()
+        _ = try await radio.probe.awaitStatus("Paused")
+        let paused = Double(try await radio.probe.remote.positionMicroseconds()) / 1e6
+        let connections = radio.station.requests().filter { $0.target == "/stream.mp3" }.count
+        // The pause itself: two seconds of the broadcast go by, and the stream is held.
+        try await Task.sleep(for: .seconds(2))
+        let played = ContinuousClock.now
+        try await radio.probe.remote.play()
+        _ = try await radio.probe.awaitAdvancing(since: played, near: paused, tolerance: 0.5)
+        #expect(
+            radio.station.requests().filter { $0.target == "/stream.mp3" }.count == connections,
+            "a Play within the pause window plays on from the held stream:\n\(radio.context())")
+
+        try await radio.probe.remote.stop()
+        _ = try await radio.probe.awaitStatus("Stopped")
+        let replayed = ContinuousClock.now
+        try await radio.probe.remote.play()
+        _ = try await radio.probe.awaitAdvancing(since: replayed, near: 0.5, tolerance: 1)
+        let streams = radio.station.requests().filter { $0.target == "/stream.mp3" }
+        #expect(streams.count == connections + 1, "Stop then Play rejoins live on a new connection")
+        let last = try #require(streams.last)
+        #expect(
+            abs(last.startAudioByte - radio.station.livePoint()) < Int64(3 * RadioCase.byteRate),
+            "it starts at the live point")
+    }
+
+    @Test func aStationFileNamesAStationThatDoesNotNameItselfAndStatusSaysLive() async throws {
+        let radio = try await RadioCase(settings: RadioSettings(icyName: nil, titles: Self.titles))
+        let pls = radio.rig.files.file("jazz.pls")
+        try Data("[playlist]\nNumberOfEntries=1\nFile1=\(radio.station.url.absoluteString)\nTitle1=Jazz Station\n".utf8)
+            .write(to: pls)
+        let environment = radio.rig.bus.environment
+        let played = try await runCommandAwaiting(try spoolExecutable(), ["play", pls.path], environment: environment)
+        #expect(played.status == 0, "\(played.stderr)")
+        var metadata: [String: DBusValue] = [:]
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            metadata = try await radio.metadata()
+            if metadata["xesam:title"]?.stringValue?.hasPrefix("Song") == true { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(metadata["xesam:album"]?.stringValue == "Jazz Station", "\(metadata)\n\(radio.context())")
+        let status = try await runCommandAwaiting(try spoolExecutable(), ["status"], environment: environment)
+        let first = status.stdout.split(separator: "\n").first.map(String.init) ?? ""
+        #expect(first.hasPrefix("Live: Jazz Station – Artist "), "\(status.stdout)\n\(radio.context())")
+    }
+
     @Test func aDroppedConnectionReconnectsWithNoAudibleGap() async throws {
         let radio = try await RadioCase(
             settings: RadioSettings(icyName: "Drop FM", burstBytes: 4 * RadioCase.byteRate, titles: Self.titles),
