@@ -68,7 +68,8 @@ extension MPRISService {
     /// Spool's own interface name, on the MPRIS object.
     public static let spoolInterface = "org.spool.Spool1"
 
-    /// `org.spool.Spool1`: what MPRIS lacks (queues of several URIs, the cache, prefetch).
+    /// `org.spool.Spool1`: what MPRIS lacks (queues of several URIs, the cache, prefetch, the
+    /// songs heard on internet radio).
     func spoolInterface(_ status: SpoolStatusProvider) -> DBusInterface {
         let player = self.player
         let snapshot: @Sendable () -> PlayerSnapshot = { [weak self] in
@@ -148,6 +149,14 @@ extension MPRISService {
                     }
                     return []
                 },
+                DBusMethod("History", in: "u", out: "a(dsss)", argumentNames: ["Limit"], resultNames: ["Songs"]) {
+                    arguments in
+                    guard let limit = arguments.first?.uint32Value, limit > 0 else {
+                        throw DBusError.invalidArgs("expected how many songs to list, at least 1")
+                    }
+                    let songs = await player.heardSongs(limit: min(Int(limit), HeardSong.historyLimit))
+                    return [.array(elementSignature: "(dsss)", songs.map(Self.historyEntry))]
+                },
             ] + (playlists.map(playlistMethods) ?? []),
             properties: [
                 DBusProperty("LastError", signature: "s") { .string(lastError() ?? "") },
@@ -196,6 +205,14 @@ extension MPRISService {
         text("artist", live.song?.artist)
         text("title", live.song?.title)
         return .stringVariantDict(fields)
+    }
+
+    /// One song of `History`: `(when in Unix seconds, station, artist or "", title)`.
+    static func historyEntry(_ song: HeardSong) -> DBusValue {
+        .structure([
+            .double(song.when.timeIntervalSince1970), .string(song.station), .string(song.artist ?? ""),
+            .string(song.title),
+        ])
     }
 
     /// The `a{sv}` fields describing one track of the preload window.

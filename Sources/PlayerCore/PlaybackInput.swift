@@ -84,6 +84,9 @@ public enum PlaybackEffect: Sendable, Equatable {
     case forgetPosition(key: String)
     /// Remember the session.
     case saveSession(SavedSession)
+    /// Add a song heard on a live stream to the history (``HeardSong``). The machine keeps no
+    /// clock: the shell dates the song as it carries this out, which is when its title is heard.
+    case recordHeard(station: String, artist: String?, title: String, url: URL)
     /// Wait until every save asked for is stored.
     case flushMemory
     /// Start (true) or stop the periodic save while playing; each save comes back as

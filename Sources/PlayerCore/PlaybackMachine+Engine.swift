@@ -64,7 +64,17 @@ extension PlaybackMachine {
         case .liveAhead(let id, let station):
             pendingLive[id] = station
         case .streamTitle(let title):
+            let shownBefore = snapshot.nowPlaying?.live?.song?.text
             update { $0.nowPlaying?.live?.song = title.text.isEmpty ? nil : title }
+            // A station repeats its title in every metadata block: only a change is a new song.
+            if !title.text.isEmpty, title.text != shownBefore, let playing = snapshot.nowPlaying,
+                let station = playing.stationName, let song = TagText.clean(title.title)
+            {
+                emit(
+                    .recordHeard(
+                        station: station, artist: title.artist.flatMap { TagText.clean($0) }, title: song,
+                        url: playing.entry.url))
+            }
         case .seeked(let position):
             shownPosition = nil
             notify(.seeked(position))

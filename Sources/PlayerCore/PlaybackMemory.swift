@@ -84,7 +84,8 @@ public struct SavedSession: Sendable, Equatable, Codable {
     }
 }
 
-/// Stores resume positions and the session. Calls are cheap and never throw:
+/// Stores resume positions, the session and the songs heard on internet radio. Calls are cheap
+/// (the history's read excepted) and never throw:
 /// a store that cannot write logs and carries on, because losing a position is
 /// better than stopping the music.
 public protocol PlaybackMemory: Sendable {
@@ -102,6 +103,12 @@ public protocol PlaybackMemory: Sendable {
     func flush()
     /// ``flush()`` for a caller that awaits: it holds no thread while the store writes.
     func written() async
+    /// Adds a song heard on a live stream to the history, which keeps the newest
+    /// ``HeardSong/historyLimit``.
+    func recordHeard(_ song: HeardSong)
+    /// The songs heard, newest first, at most `limit`. It may wait for writes in flight: call it
+    /// off the player's executor (``Player/heardSongs(limit:)`` does).
+    func heardSongs(limit: Int) -> [HeardSong]
 }
 
 extension PlaybackMemory {
@@ -109,12 +116,18 @@ extension PlaybackMemory {
     public func flush() {}
     /// A memory that stores as it is asked has nothing to wait for.
     public func written() async {}
+    /// A memory without a history forgets the song.
+    public func recordHeard(_ song: HeardSong) {}
+    /// A memory without a history has heard nothing.
+    public func heardSongs(limit: Int) -> [HeardSong] { [] }
 }
 
 /// A memory that lives only as long as the process: for tests and for when the
 /// state directory cannot be used.
 public final class TransientMemory: PlaybackMemory {
     private let state = Mutex<(positions: [String: SavedPosition], session: SavedSession?)>(([:], nil))
+    /// The songs heard, oldest first.
+    private let heard = Mutex<[HeardSong]>([])
 
     /// Creates an empty memory.
     public init() {}
@@ -129,6 +142,15 @@ public final class TransientMemory: PlaybackMemory {
     public func session() -> SavedSession? { state.withLock { $0.session } }
     /// Saves the session.
     public func save(_ session: SavedSession) { state.withLock { $0.session = session } }
+    /// Adds a song heard; beyond ``HeardSong/historyLimit`` the oldest is forgotten.
+    public func recordHeard(_ song: HeardSong) {
+        heard.withLock { songs in
+            songs.append(song)
+            if songs.count > HeardSong.historyLimit { songs.removeFirst(songs.count - HeardSong.historyLimit) }
+        }
+    }
+    /// The songs heard, newest first, at most `limit`.
+    public func heardSongs(limit: Int) -> [HeardSong] { heard.withLock { Array($0.suffix(max(0, limit)).reversed()) } }
 }
 
 /// Settings of the resume rules.

@@ -249,6 +249,14 @@ public actor Player {
     /// Saves the position and the session now, and waits until they are stored (system sleep).
     public func saveNow() { run(.saveNow) }
 
+    /// The songs heard on live streams, newest first, at most `limit`; every song recorded
+    /// before the call is among them. The memory is read on the lookup queue, not the player's
+    /// executor: a store may wait there for its writes in flight.
+    public nonisolated func heardSongs(limit: Int) async -> [HeardSong] {
+        let memory = memory
+        return await lookupQueue.perform { memory.heardSongs(limit: limit) }
+    }
+
     // MARK: Carrying out
 
     /// What the machine reads of the world in a step.
@@ -280,6 +288,8 @@ public actor Player {
         case .savePosition(let position): memory.save(position)
         case .forgetPosition(let key): memory.forgetPosition(forKey: key)
         case .saveSession(let session): memory.save(session)
+        case .recordHeard(let station, let artist, let title, let url):
+            memory.recordHeard(HeardSong(when: Date(), station: station, artist: artist, title: title, url: url))
         case .flushMemory: memory.flush()
         case .periodicSaves(let on): if on { startSaving() } else { stopSaving() }
         case .retry(let id, let delay):

@@ -62,6 +62,18 @@ public final class WriteBehindMemory: PlaybackMemory {
         }
     }
 
+    /// Adds a song heard to the history, written in order with the positions and the session.
+    public func recordHeard(_ song: HeardSong) {
+        writes.async { [self] in store.recordHeard(song) }
+    }
+
+    /// The songs heard, newest first, at most `limit`: read on the write queue, after every write
+    /// asked for before the call, so it waits while the store writes. Reads are rare (a listener
+    /// asking), so no copy of the songs in flight is kept as it is of positions.
+    public func heardSongs(limit: Int) -> [HeardSong] {
+        writes.sync { store.heardSongs(limit: limit) }
+    }
+
     /// Returns once every write asked for before the call has reached the store.
     public func flush() {
         writes.sync {}

@@ -5,8 +5,8 @@ import PlayerCore
 internal import SQLiteKit
 import Synchronization
 
-/// Resume positions and the saved session in a small SQLite database under
-/// `$XDG_STATE_HOME/spool` (not the cache: clearing the cache keeps them).
+/// Resume positions, the saved session and the songs heard on internet radio in a small SQLite
+/// database under `$XDG_STATE_HOME/spool` (not the cache: clearing the cache keeps them).
 /// WAL mode, so a kill -9 loses nothing that was committed; each save is one
 /// short transaction. Failures are logged and swallowed: a lost position is
 /// better than stopped music.
@@ -51,6 +51,11 @@ public final class SQLiteStateStore: PlaybackMemory {
               duration_us INTEGER, rate REAL NOT NULL, finished INTEGER NOT NULL, updated REAL NOT NULL)
             """,
             "CREATE TABLE IF NOT EXISTS session (id INTEGER PRIMARY KEY CHECK (id = 1), json BLOB NOT NULL, updated REAL NOT NULL)",
+            // Created with the others at every open: a database of an older version gains it.
+            """
+            CREATE TABLE IF NOT EXISTS history (id INTEGER PRIMARY KEY, heard REAL NOT NULL, station TEXT NOT NULL,
+              artist TEXT, title TEXT NOT NULL, url TEXT NOT NULL)
+            """,
         ] {
             try? database.execute(statement)
         }
@@ -111,6 +116,54 @@ public final class SQLiteStateStore: PlaybackMemory {
         execute(
             "INSERT OR REPLACE INTO session VALUES (1, ?, ?)",
             [.blob([UInt8](json)), .real(Date().timeIntervalSince1970)])
+    }
+
+    /// Adds a song heard and forgets what is older than the newest ``HeardSong/historyLimit``.
+    public func recordHeard(_ song: HeardSong) {
+        database.withLock { database in
+            do throws(SQLiteError) {
+                try database.transaction { () throws(SQLiteError) in
+                    try database.run(
+                        "INSERT INTO history (heard, station, artist, title, url) VALUES (?, ?, ?, ?, ?)",
+                        [
+                            .real(song.when.timeIntervalSince1970), .text(song.station), .optional(song.artist),
+                            .text(song.title), .text(song.url.absoluteString),
+                        ])
+                    // Only the oldest rows are ever deleted, so the newest ids follow one another: the
+                    // bound is one range of the primary key, and it never keeps more than the limit.
+                    try database.run(
+                        "DELETE FROM history WHERE id <= ?",
+                        [.integer(database.lastInsertedRowID - Int64(HeardSong.historyLimit))])
+                }
+            } catch {
+                log.warning("state database write failed: \(StateStoreError(error))")
+            }
+        }
+    }
+
+    /// The songs heard, newest first, at most `limit`.
+    public func heardSongs(limit: Int) -> [HeardSong] {
+        guard limit > 0 else { return [] }
+        return database.withLock { database in
+            var songs: [HeardSong] = []
+            do throws(SQLiteError) {
+                try database.run(
+                    "SELECT heard, station, artist, title, url FROM history ORDER BY id DESC LIMIT ?",
+                    [.integer(Int64(limit))]
+                ) { row in
+                    guard let heard = row.real(0), let station = row.text(1), let title = row.text(3),
+                        let url = row.text(4).flatMap({ URL(string: $0) })
+                    else { return }
+                    songs.append(
+                        HeardSong(
+                            when: Date(timeIntervalSince1970: heard), station: station, artist: row.text(2),
+                            title: title, url: url))
+                }
+            } catch {
+                log.warning("state database read failed: \(StateStoreError(error))")
+            }
+            return songs
+        }
     }
 
     // MARK: SQLite

@@ -1,6 +1,7 @@
 import Basics
 import FoundationEssentials
 import GStreamerEngine
+import PlayerCore
 import SpoolConfig
 
 /// What a word on the command line is, so that completions know what to offer for it.
@@ -198,6 +199,11 @@ extension ControlCommand {
             CommandFlag("--format", "a line from a template of {{placeholders}}", placeholder: "TEMPLATE"),
         ]),
         "lyrics": Grammar(flags: [CommandFlag("--follow", "show each line in time as the track plays")]),
+        "history": Grammar(flags: [
+            CommandFlag(
+                "--limit", "list at most N songs (default \(HistoryRequest.defaultLimit))", placeholder: "N"),
+            CommandFlag("--json", "one JSON object per song and line, for scripts"),
+        ]),
         "playlist": Grammar(subcommands: [
             CommandSyntax(
                 "save", usage: "playlist save NAME", summary: "Save the queue as the playlist NAME",
@@ -242,6 +248,11 @@ extension ControlCommand {
             "RATE is a number from \(cFormat("%g", GStreamerEngine.rates.lowerBound)) to \(cFormat("%g", GStreamerEngine.rates.upperBound))"
             + " (1 is normal speed; a trailing x is allowed: 1.25x); the pitch is preserved.\n",
         "loop": "none plays the queue once, track repeats the current track, playlist repeats the whole queue.\n",
+        "history":
+            "A song is listed once its title is heard on a live stream that names its songs, with the local\n"
+            + "time to the minute and the station: 2026-12-05 10:31  Jazz FM  Miles Davis – So What.\n"
+            + "The daemon keeps the newest \(HeardSong.historyLimit), across restarts; N is 1 to \(HeardSong.historyLimit).\n"
+            + "--json writes {\"artist\", \"heard\" (Unix seconds), \"station\", \"title\"}, artist null when none.\n",
     ]
 
     private static let noWait = CommandFlag(

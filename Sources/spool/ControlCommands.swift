@@ -65,6 +65,7 @@ struct ControlCommand: Sendable {
         ControlCommand(
             name: "playlist", usage: "playlist save NAME|ls [--by-date]|load NAME|add NAME URL...|rm NAME",
             summary: "Save the queue as a playlist, list, play, extend or delete saved playlists", run: runPlaylist),
+        history,
     ]
 
     /// A command that calls one argument-less method (of the Player interface unless told).
