@@ -51,7 +51,7 @@ if grep -q 'Program crashed' "$log"; then
 fi
 # The functions of the failed tests; none when the run itself broke (a crash, a build error).
 failed=$(grep -E '^✘ Test [A-Za-z_][A-Za-z0-9_]*\(.* failed after' "$log" | sed -E 's/^✘ Test ([A-Za-z0-9_]+)\(.*/\1/' | sort -u)
-if [ -z "$failed" ] || grep -qE 'Fatal error|Crash|error: Exited' "$log"; then exit "$status"; fi
+if [ -z "$failed" ] || grep -qE 'Fatal error|Program crashed|error: Exited' "$log"; then exit "$status"; fi
 pattern=$(echo "$failed" | paste -sd'|')
 echo
 echo "=== running the failed tests again on their own: $pattern ==="

@@ -20,8 +20,10 @@ struct LoadTicket: Hashable, Sendable, CustomStringConvertible {
 /// thread, playbin's streaming-thread callbacks) feed it what happened and carry out what it
 /// returns; none of them decides. Pure: tested without GStreamer.
 struct TrackLifecycle: Sendable {
-    /// What a track's stream said of it: sent once its length is known (or it settled without
-    /// one), so that a title never reaches the player without its length; then at every change.
+    /// What a track's stream said of it: sent once its length and its tags are known (or it
+    /// settled without one of them), so that a title never reaches the player without its
+    /// length, nor a length without the title that comes just after it (a FLAC's length is in
+    /// its first header block, its tags in the next); then at every change.
     struct Description: Equatable, Sendable {
         /// Every tag read so far.
         var tags = TrackTags()
@@ -29,12 +31,22 @@ struct TrackLifecycle: Sendable {
         var duration: Duration?
         /// It was sent: later changes go out as they come.
         var sent = false
+        /// The track prerolled, or was handed over a while ago: what is not known by now is sent
+        /// without.
+        var settled = false
 
         /// Adds tags read for track `id`: the event that sends the description, once it was sent
-        /// before (until then the length is awaited).
+        /// before or the length is known (until then the length is awaited).
         mutating func add(_ more: TrackTags, for id: TrackID) -> EngineEvent? {
             tags = tags.merging(more)
-            return sent ? send(id) : nil
+            return sent || duration != nil ? send(id) : nil
+        }
+
+        /// The length is `length`: the event that sends the description, unless its tags are
+        /// still awaited (none yet, and the track has not settled).
+        mutating func lengthKnown(_ length: Duration, for id: TrackID) -> EngineEvent? {
+            duration = length
+            return sent || settled || !tags.isEmpty ? send(id) : nil
         }
 
         /// The event that sends it, marking it sent.
@@ -387,15 +399,17 @@ struct TrackLifecycle: Sendable {
     /// the length is new.
     mutating func durationKnown(_ length: Duration, for ticket: LoadTicket) -> EngineEvent? {
         guard isCurrent(ticket), current?.duration != length else { return nil }
-        current?.description.duration = length
-        return current?.description.send(ticket.track)
+        return current?.description.lengthKnown(length, for: ticket.track)
     }
 
-    /// The loaded track `ticket` settled (prerolled, or handed over a while ago) with no length
-    /// known, as a live stream does: its tags go without it, and later ones as they come.
+    /// The loaded track `ticket` settled (prerolled, or handed over a while ago): what it said
+    /// goes now, without a length a live stream never has, or tags a file may not have; later
+    /// changes as they come.
     mutating func settled(_ ticket: LoadTicket) -> EngineEvent? {
-        guard isCurrent(ticket), let description = current?.description, !description.sent,
-            !description.tags.isEmpty
+        guard isCurrent(ticket) else { return nil }
+        current?.description.settled = true
+        guard let description = current?.description, !description.sent,
+            !description.tags.isEmpty || description.duration != nil
         else { return nil }
         return current?.description.send(ticket.track)
     }

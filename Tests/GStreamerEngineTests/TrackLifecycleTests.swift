@@ -145,6 +145,22 @@ struct TrackLifecycleTests {
         #expect(machine.prepareNext(Self.track(4), uri: Self.uri) == .init(), "playbin already holds it")
     }
 
+    @Test func aLengthKnownBeforeTheTagsGoesOutWithThemAndATitleNeverWithoutIt() {
+        var (machine, first) = Self.started(1)
+        var tags = TrackTags()
+        tags.title = "Tone"
+        // A FLAC: its length is in the first header block, its tags in the next.
+        #expect(machine.durationKnown(.seconds(30), for: first) == nil)
+        #expect(
+            machine.tagsRead(tags, from: .stream(Self.uri(first)))
+                == .described(TrackID(1), tags, duration: .seconds(30)))
+        #expect(machine.settled(first) == nil, "sent once")
+        // An Ogg: its tags come first, and wait for the length.
+        var (other, second) = Self.started(2)
+        #expect(other.tagsRead(tags, from: .stream(Self.uri(second))) == nil)
+        #expect(other.durationKnown(.seconds(12), for: second) == .described(TrackID(2), tags, duration: .seconds(12)))
+    }
+
     @Test func aRebuildMakesPlaybinForgetTheHandedOverURI() {
         var (machine, _) = Self.started(1)
         _ = Self.prepare(2, in: &machine)
@@ -156,8 +172,8 @@ struct TrackLifecycleTests {
 
     @Test func theHandedOverTrackTakesOverAndIsAnnouncedWhenHeard() {
         var (machine, first) = Self.started(1)
-        let described = machine.durationKnown(.seconds(30), for: first)
-        #expect(described == .described(TrackID(1), TrackTags(), duration: .seconds(30)))
+        #expect(machine.durationKnown(.seconds(30), for: first) == nil, "a length awaits the tags until it settles")
+        #expect(machine.settled(first) == .described(TrackID(1), TrackTags(), duration: .seconds(30)))
         let next = Self.prepare(2, in: &machine)
         _ = machine.aboutToFinish()
         let start = machine.streamStarted(uri: next.uri, positionAtSwitch: .milliseconds(29_600), rate: 1)
