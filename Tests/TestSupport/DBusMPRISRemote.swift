@@ -37,6 +37,7 @@ public struct DBusMPRISRemote: MPRISRemote {
         let metadata = try await get("Metadata")?.stringVariantDictValue ?? [:]
         return MPRISTrack(
             trackID: metadata["mpris:trackid"].flatMap { $0.objectPathValue ?? $0.stringValue },
-            url: metadata["xesam:url"]?.stringValue, lengthMicroseconds: metadata["mpris:length"]?.int64Value)
+            url: metadata["xesam:url"]?.stringValue, lengthMicroseconds: metadata["mpris:length"]?.int64Value,
+            title: metadata["xesam:title"]?.stringValue, artists: metadata["xesam:artist"]?.stringArrayValue ?? [])
     }
 }

@@ -34,7 +34,7 @@ public protocol MPRISRemote: Sendable {
     func positionMicroseconds() async throws -> Int64
     /// Player.PlaybackStatus.
     func playbackStatus() async throws -> String
-    /// Player.Metadata: `mpris:trackid`, `xesam:url`, `mpris:length` (µs).
+    /// Player.Metadata: `mpris:trackid`, `xesam:url`, `mpris:length` (µs), `xesam:title`, `xesam:artist`.
     func metadata() async throws -> MPRISTrack
 }
 
@@ -43,10 +43,17 @@ public struct MPRISTrack: Sendable, Equatable {
     public var trackID: String?
     public var url: String?
     public var lengthMicroseconds: Int64?
-    public init(trackID: String?, url: String?, lengthMicroseconds: Int64?) {
+    /// `xesam:title` and `xesam:artist`.
+    public var title: String?
+    public var artists: [String]
+    public init(
+        trackID: String?, url: String?, lengthMicroseconds: Int64?, title: String? = nil, artists: [String] = []
+    ) {
         self.trackID = trackID
         self.url = url
         self.lengthMicroseconds = lengthMicroseconds
+        self.title = title
+        self.artists = artists
     }
     /// The length in seconds, when known.
     public var length: Double? { lengthMicroseconds.map { Double($0) / 1e6 } }

@@ -1,6 +1,7 @@
 // Spool against mpv with mpv-mpris where installed, in one run on one rig:
 //   bench/network.sh   the network cases (issue #12)
-//   bench/startup      the start path (issue #26): cold start, replays, each format at 250 ms
+//   bench/startup      the start path: cold start, replays, each format at 250 ms
+//   NetworkBench radio internet radio: start, titles when heard, nothing written, a drop
 // Each case starts a fresh player (its own home: an empty cache, unless the case says) on a
 // private bus, drives it over MPRIS against the fault origin, whose whole link is capped (all
 // responses share one token bucket, as all connections to a host share a real link), and
@@ -23,8 +24,8 @@ struct NetworkBench {
     static func main() async throws {
         let started = ContinuousClock.now
         let suite = CommandLine.arguments.dropFirst().first ?? "network"
-        guard ["network", "startup"].contains(suite) else {
-            FileHandle.standardError.write(Data("usage: NetworkBench [network|startup]\n".utf8))
+        guard ["network", "startup", "radio"].contains(suite) else {
+            FileHandle.standardError.write(Data("usage: NetworkBench [network|startup|radio]\n".utf8))
             exit(2)
         }
         let runner = try BenchRunner(rig: try NetworkRig(recordAudio: true, lifetime: 900))
@@ -33,6 +34,8 @@ struct NetworkBench {
         try runner.warmSoundServer()
         if suite == "startup" {
             try await StartupCases.run(runner)
+        } else if suite == "radio" {
+            try await RadioCases.run(runner)
         } else {
             try await NetworkCases.run(runner)
         }
