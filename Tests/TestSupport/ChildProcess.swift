@@ -210,6 +210,25 @@ public func runCommand(
     return CommandResult(status: status, stdout: child.standardOutput, stderr: child.standardError)
 }
 
+/// The entries `read` returns once there are at least `count`, for a server's log that lags its
+/// clients by a moment; throws "`server` logged N requests, expected `count`" after `timeout`.
+public func awaitLogEntries<Entry>(
+    of server: String, atLeast count: Int, timeout: Double, _ read: () -> [Entry]
+) async throws -> [Entry] {
+    var entries: [Entry] = []
+    guard
+        await eventually(
+            timeout: timeout,
+            {
+                entries = read()
+                return entries.count >= count
+            })
+    else {
+        throw RigError("\(server) logged \(entries.count) requests, expected \(count)")
+    }
+    return entries
+}
+
 /// Polls `condition` every few milliseconds until it holds or `timeout` passes.
 /// For waiting on *another process's* observable state (a D-Bus name, a file),
 /// where no in-process event exists to await. It sleeps as a task: a thread blocked here

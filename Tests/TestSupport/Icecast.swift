@@ -145,18 +145,7 @@ public final class IcecastServer: Sendable {
 
     /// The access log once it holds at least `count` entries; throws after `timeout` seconds.
     public func accessLog(atLeast count: Int, timeout: Double = 5) async throws -> [IcecastRequest] {
-        var entries = [IcecastRequest]()
-        guard
-            await eventually(
-                timeout: timeout,
-                {
-                    entries = accessLog()
-                    return entries.count >= count
-                })
-        else {
-            throw RigError("icecast logged \(entries.count) requests, expected \(count)")
-        }
-        return entries
+        try await awaitLogEntries(of: "icecast", atLeast: count, timeout: timeout) { accessLog() }
     }
 
     /// Stops the sources, then Icecast (also done when the server is released). Icecast takes

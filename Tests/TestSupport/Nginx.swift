@@ -51,18 +51,7 @@ public final class NginxServer: Sendable {
     /// The access log once it holds at least `count` entries (nginx writes a line after the
     /// response is sent, so it may lag the client by a moment); throws after `timeout` seconds.
     public func accessLog(atLeast count: Int, timeout: Double = 5) async throws -> [ServedRequest] {
-        var entries = [ServedRequest]()
-        guard
-            await eventually(
-                timeout: timeout,
-                {
-                    entries = accessLog()
-                    return entries.count >= count
-                })
-        else {
-            throw RigError("nginx logged \(entries.count) requests, expected \(count)")
-        }
-        return entries
+        try await awaitLogEntries(of: "nginx", atLeast: count, timeout: timeout) { accessLog() }
     }
 
     /// Stops nginx (also done when the server is released).

@@ -87,22 +87,8 @@ public struct RadioFaults: Sendable, Equatable {
         }
     }
 
-    /// Error answers for the next requests.
-    public struct ErrorResponses: Sendable, Equatable {
-        /// How many requests get the error.
-        public var count: Int
-        /// The status sent.
-        public var status: Int
-        /// A `Retry-After` value in seconds, if any.
-        public var retryAfter: Int?
-
-        /// Creates the plan.
-        public init(count: Int, status: Int = 503, retryAfter: Int? = nil) {
-            self.count = count
-            self.status = status
-            self.retryAfter = retryAfter
-        }
-    }
+    /// Error answers for the next requests, as the fault origin plans them.
+    public typealias ErrorResponses = OriginFaults.ErrorResponses
 
     /// Writes every metadata block one byte per `send`, each sent at once and followed by a
     /// short pause, after a write boundary right before the length byte, so that a reader
