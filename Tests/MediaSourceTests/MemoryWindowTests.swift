@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import MediaSource
@@ -50,5 +51,36 @@ struct MemoryWindowTests {
         #expect(runs.ranges == [4..<12, 42..<45])
         #expect(runs.read(at: 4, maxLength: 100) == Data([4, 5, 6, 7, 8, 9, 105, 106]))
         #expect(runs.read(at: 3, maxLength: 1) == nil)
+    }
+
+    @Test func smallPiecesInARowShareBlocksAndReadBackExactly() {
+        var runs = ByteRuns()
+        var expected = Data()
+        var generator = SeededGenerator(seed: 7)
+        var offset: Int64 = 0
+        // A live stream's pieces: a few hundred bytes each, one after the other.
+        while offset < 300_000 {
+            let piece = Data(
+                (0..<Int(generator.next() % 600 + 1)).map { _ in UInt8(truncatingIfNeeded: generator.next()) })
+            runs.write(piece, at: offset)
+            expected.append(piece)
+            offset += Int64(piece.count)
+        }
+        #expect(runs.ranges == [0..<offset])
+        #expect(runs.count == offset)
+        #expect(runs.read(at: 0, maxLength: Int(offset)) == expected)
+        #expect(runs.read(at: 65_530, maxLength: 20) == expected[65_530..<65_550], "across a block's end")
+        runs.write(Data(repeating: 1, count: 10), at: offset + 100)
+        runs.write(Data(repeating: 2, count: 100), at: offset)  // fills the gap, joins the ranges
+        #expect(runs.ranges == [0..<(offset + 110)])
+        runs.retain([1_000..<2_000, 70_000..<(offset + 110)])
+        #expect(runs.ranges == [1_000..<2_000, 70_000..<(offset + 110)])
+        #expect(runs.read(at: 1_500, maxLength: 10) == expected[1_500..<1_510])
+        runs.write(Data(repeating: 3, count: 5_000), at: 1_500)  // grows the first range
+        #expect(runs.ranges == [1_000..<6_500, 70_000..<(offset + 110)])
+        #expect(runs.read(at: 1_998, maxLength: 4) == expected[1_998..<2_000] + Data([3, 3]))
+        runs.write(Data(repeating: 4, count: 63_600), at: 6_400)  // bridges the gap
+        #expect(runs.ranges == [1_000..<(offset + 110)])
+        #expect(runs.count == offset + 110 - 1_000)
     }
 }
