@@ -307,15 +307,19 @@ extension GStreamerEngine {
         var length: gint64 = 0
         guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &length) != 0, length > 0 else { return }
         let value = Duration.nanoseconds(Int64(length))
-        let (event, feeder) = shared.withLock { state -> (EngineEvent?, AppSrcFeeder?) in
-            guard let event = state.lifecycle.durationKnown(value, for: current.ticket) else { return (nil, nil) }
-            return (event, state.feeders[current.uri])
+        // The source learns a new length's byte rate at once; the description may wait for the
+        // track's tags (``TrackLifecycle/durationKnown(_:for:)``).
+        let (isNew, event, feeder) = shared.withLock { state -> (Bool, EngineEvent?, AppSrcFeeder?) in
+            guard state.lifecycle.isCurrent(current.ticket), state.lifecycle.current?.duration != value else {
+                return (false, nil, nil)
+            }
+            return (true, state.lifecycle.durationKnown(value, for: current.ticket), state.feeders[current.uri])
         }
-        guard let event else { return }
+        guard isNew else { return }
         if let feeder, let bytes = feeder.info.length, bytes > 0 {
             feeder.source.setByteRate(Double(bytes) / (Double(length) / 1e9))
         }
-        emit(event)
+        if let event { emit(event) }
     }
 
     func emit(_ event: EngineEvent) {

@@ -85,7 +85,14 @@ struct HTTPCachingEndToEndTests {
     }
 
     @Test func aNoStoreResponsePlaysAndLeavesNoByteOnDisk() async throws {
-        let served = try serve(["Cache-Control": "no-store"])
+        // A 20 s tone: the fixture's 3.6 s ended before a starved poll read 1.5 s of it once.
+        let tone = try NetworkMedia.tone(.mp3CBR, seconds: 20)
+        let origin = try FaultOrigin()
+        let body = try Data(contentsOf: tone)
+        origin.serve(
+            OriginResource(body, etag: "\"v1\"", contentType: "audio/mpeg", headers: ["Cache-Control": "no-store"]),
+            at: "/long.mp3", faults: OriginFaults(bytesPerSecond: body.count * 3 / 20))
+        let served = (origin: origin, url: origin.url(for: "/long.mp3").absoluteString)
         let home = try TemporaryDirectory(prefix: "spool-home")
         let bus = try PrivateBus()
         let data = home.url.appendingPathComponent("cache/spool/data")
@@ -99,7 +106,7 @@ struct HTTPCachingEndToEndTests {
         #expect(await daemon.process.waitForExit(timeout: 10) == 0)
         let afterwards = try files(in: data)
         #expect(afterwards.isEmpty, "left after the daemon stopped: \(afterwards)")
-        let sent = served.requests.reduce(0) { $0 + $1.bodyBytesSent }
+        let sent = served.origin.requests().filter { $0.path == "/long.mp3" }.reduce(0) { $0 + $1.bodyBytesSent }
         #expect(sent > 0, "it did play from the network")
     }
 
