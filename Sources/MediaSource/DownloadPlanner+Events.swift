@@ -139,7 +139,9 @@ extension DownloadPlanner {
             // A stream of unknown length held in memory: the window goes on where it ended.
             return memoryBound != nil && !streamComplete ? refillWindow(cached: cached) : []
         }
-        if let waiting {
+        // A reader woken but not yet back is not waiting: its next read moves the play head
+        // and the window with it, and fetching on for it now would use the old window.
+        if let waiting, !readerCanGoOn(cached: cached) {
             let offset = waiting.offset + cached.contiguousLength(from: waiting.offset)
             if offset < length, !isHeld(offset, cached: cached) {
                 if let resumed = resumeParked(reaching: offset) { return resumed }

@@ -47,14 +47,40 @@ final class RunningDaemon {
         client = try DBusConnection(address: self.bus.address)
     }
 
-    /// Waits until the daemon owns the MPRIS name.
+    /// Waits until this daemon owns the MPRIS name. The owner's process is checked, not only
+    /// that the name has one: a daemon started right after another was killed can find the bus
+    /// still holding the name for the dead one's connection for a moment.
     func waitUntilReady() async throws {
         for _ in 0..<500 {
-            if try await client.nameHasOwner(busName) { return }
+            if try await client.nameHasOwner(busName), let owner = try await ownerProcess(),
+                owner == process.pid || parentProcess(of: owner) == process.pid  // under `timeout`
+            {
+                return
+            }
             if !process.isRunning { break }
             try await Task.sleep(for: .milliseconds(10))
         }
-        throw RigError("spool daemon never took \(busName); its log:\n\(process.standardError)")
+        let owner = try? await ownerProcess()
+        throw RigError(
+            "spool daemon never took \(busName) (owner: \(owner.map(String.init) ?? "none"), ours: \(process.pid)); "
+                + "its log:\n\(process.standardError)")
+    }
+
+    /// The parent of process `pid`, from `/proc/PID/stat` (its fourth field).
+    private func parentProcess(of pid: Int32) -> Int32? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let afterName = stat.range(of: ")", options: .backwards)
+        else { return nil }
+        let fields = stat[afterName.upperBound...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
+    }
+
+    /// The process id of the MPRIS name's owner, as the bus knows it; nil when it has none.
+    private func ownerProcess() async throws -> Int32? {
+        let reply = try? await client.call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus", interface: "org.freedesktop.DBus",
+            method: "GetConnectionUnixProcessID", arguments: [.string(busName)])
+        return reply?.first?.uint32Value.map { Int32(bitPattern: $0) }
     }
 
     /// Runs playerctl against the daemon.

@@ -370,14 +370,12 @@ struct LiveStreamSourceTests {
 
     @Test func aReconnectionAnsweredWith503AndRetryAfterWaitsThenGoesOn() async throws {
         let cut = 40_000
-        let rig = try LiveSourceRig(store: .memoryOnly, faults: RadioFaults(dropAfterAudioBytes: cut)) {
-            $0.retryBaseDelay = 0.05
-        }
+        // The first connection ends after `cut` bytes; the next request gets the error.
+        let faults = RadioFaults(
+            dropAfterAudioBytes: cut, errorResponses: .init(count: 1, status: 503, retryAfter: 1),
+            errorResponsesAfterRequests: 1)
+        let rig = try LiveSourceRig(store: .memoryOnly, faults: faults) { $0.retryBaseDelay = 0.05 }
         _ = try await rig.reader.open()
-        _ = try await rig.station.waitForRequests(atLeast: 1)
-        // The open connection keeps its own faults (it ends after `cut` bytes, a second from
-        // now); the next request gets the error.
-        rig.station.setFaults(RadioFaults(errorResponses: .init(count: 1, status: 503, retryAfter: 1)))
         let count = cut + 2 * Self.interval
         try await rig.reader.read(atLeast: count, timeout: .seconds(8))
 

@@ -96,4 +96,31 @@ struct PlannerWindowTests {
         let effects = planner.received(main, upTo: mb + 500, cached: RangeSet([0..<mb + 500]))
         #expect(cancels(effects.actions).isEmpty)
     }
+
+    /// A seek whose transfer ends before the woken reader reads again: the reader is not
+    /// waiting any more, so nothing more is fetched for it at the old play head's window; its
+    /// next read moves the window and refills it a whole window past the target.
+    @Test func aSatisfiedReaderIsNotFetchedForAgainBeforeItReads() {
+        var planner = DownloadPlanner(readAhead: (threshold: 2 * mb, window: mb))
+        _ = planner.open(cached: RangeSet())
+        planner.setResource(.init(length: 6 * mb, rangesSupported: true))
+        var held = RangeSet([0..<mb])
+        _ = planner.read(.init(offset: 0, maxLength: 65_536), cached: held, now: now)
+        _ = planner.finished(planner.transfers[0].key, cached: held)
+        let target = 3 * mb
+        let (answer, seek) = planner.read(.init(offset: target, maxLength: 65_536), cached: held, now: now)
+        #expect(answer == .wait)
+        guard case .start(let key, target, let end?, _) = seek.last else {
+            Issue.record("no request at the target: \(seek)")
+            return
+        }
+        held.insert(target..<end)
+        #expect(planner.received(key, upTo: end, cached: held).wakeReader)
+        let finished = planner.finished(key, cached: held)
+        #expect(finished.actions.isEmpty, "fetched on for a reader already served: \(finished.actions)")
+        let (served, refill) = planner.read(.init(offset: target, maxLength: 65_536), cached: held, now: now)
+        #expect(served == .serve(65_536))
+        #expect(
+            refill.contains { if case .start(_, end, target + mb, _) = $0 { true } else { false } }, "\(refill)")
+    }
 }

@@ -6,6 +6,7 @@ final class RadioCore: Sendable {
     private struct State {
         var faults = RadioFaults()
         var errorResponsesLeft = 0
+        var requestsSinceFaults = 0
         /// Sorted by byte; among changes at one byte, the later added wins.
         var titles: [TitleChange]
         var requests: [RadioRequest] = []
@@ -77,13 +78,17 @@ final class RadioCore: Sendable {
         state.withLock { state in
             state.faults = faults
             state.errorResponsesLeft = faults.errorResponses?.count ?? 0
+            state.requestsSinceFaults = 0
         }
     }
 
     /// The error a request gets instead of the stream, if the plan has one left (counting it).
     func claimErrorResponse() -> RadioFaults.ErrorResponses? {
         state.withLock { state in
-            guard state.errorResponsesLeft > 0, let plan = state.faults.errorResponses else { return nil }
+            state.requestsSinceFaults += 1
+            guard state.requestsSinceFaults > state.faults.errorResponsesAfterRequests, state.errorResponsesLeft > 0,
+                let plan = state.faults.errorResponses
+            else { return nil }
             state.errorResponsesLeft -= 1
             return plan
         }

@@ -104,6 +104,9 @@ public struct RadioFaults: Sendable, Equatable {
     public var stall: Stall?
     /// Answers the next requests with an error instead of the stream.
     public var errorResponses: ErrorResponses?
+    /// How many requests get the stream before ``errorResponses`` begin: a plan made up front
+    /// for a reconnection, whenever that comes.
+    public var errorResponsesAfterRequests: Int
     /// Closes every accepted connection at once, before reading its request.
     public var refuseConnections: Bool
 
@@ -111,7 +114,7 @@ public struct RadioFaults: Sendable, Equatable {
     public init(
         splitMetadataWrites: Bool = false, oversizeBlocks: Bool = false, dropAfterSeconds: Double? = nil,
         dropAfterAudioBytes: Int? = nil, stall: Stall? = nil, errorResponses: ErrorResponses? = nil,
-        refuseConnections: Bool = false
+        errorResponsesAfterRequests: Int = 0, refuseConnections: Bool = false
     ) {
         self.splitMetadataWrites = splitMetadataWrites
         self.oversizeBlocks = oversizeBlocks
@@ -119,6 +122,7 @@ public struct RadioFaults: Sendable, Equatable {
         self.dropAfterAudioBytes = dropAfterAudioBytes
         self.stall = stall
         self.errorResponses = errorResponses
+        self.errorResponsesAfterRequests = errorResponsesAfterRequests
         self.refuseConnections = refuseConnections
     }
 }
