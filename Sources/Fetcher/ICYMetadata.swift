@@ -115,16 +115,23 @@ public struct ICYMetadata: Sendable, Equatable {
     }
 
     /// "Artist - Title" split where it splits cleanly (first " - ", both sides non-empty after
-    /// trimming), else (nil, whole string trimmed).
+    /// trimming); with one side empty (" - Title", "Artist - ", as stations send when a field of
+    /// their own is blank) the other side alone is the title; else (nil, whole string trimmed).
     public static func artistAndTitle(_ streamTitle: String) -> (artist: String?, title: String) {
-        if let separator = streamTitle.firstRange(of: " - ") {
-            let artist = streamTitle[..<separator.lowerBound].trimmingWhitespaceAndNewlines()
-            let title = streamTitle[separator.upperBound...].trimmingWhitespaceAndNewlines()
-            if !artist.isEmpty && !title.isEmpty {
-                return (artist, title)
+        let whole = streamTitle.trimmingWhitespaceAndNewlines()
+        // Padded, so a dash at either end still reads as the separator.
+        let padded = " " + whole + " "
+        if let separator = padded.firstRange(of: " - ") {
+            let artist = padded[..<separator.lowerBound].trimmingWhitespaceAndNewlines()
+            let title = padded[separator.upperBound...].trimmingWhitespaceAndNewlines()
+            switch (artist.isEmpty, title.isEmpty) {
+            case (false, false): return (artist, title)
+            case (true, false): return (nil, title)
+            case (false, true): return (nil, artist)
+            case (true, true): break
             }
         }
-        return (nil, streamTitle.trimmingWhitespaceAndNewlines())
+        return (nil, whole)
     }
 
     /// Parses a block in place: the work of `init?(block:)`.

@@ -355,8 +355,10 @@ struct ICYMetadataTests {
         arguments: [
             ("Artist - Title", ["Artist", "Title"]),
             ("Title only", [nil, "Title only"]),
-            (" - Title", [nil, "- Title"]),
-            ("Artist - ", [nil, "Artist -"]),
+            (" - Title", [nil, "Title"]),
+            ("Artist - ", [nil, "Artist"]),
+            ("-", [nil, "-"]),
+            (" - ", [nil, "-"]),
             ("A - B - C", ["A", "B - C"]),
             ("AC-DC - Thunderstruck", ["AC-DC", "Thunderstruck"]),
             ("  Artist  -  Title  ", ["Artist", "Title"]),
