@@ -76,3 +76,14 @@ public struct FailurePolicy: Sendable, Equatable {
         givenUp = []
     }
 }
+
+extension FailureKind {
+    /// Whether another server of the same stream (a station's mirror) may play where this one
+    /// failed: anything the server did, not the output or a version change.
+    var mayDifferOnAMirror: Bool {
+        switch self {
+        case .transient, .notFound, .unsupported, .corrupt, .unreachable: true
+        case .newVersion, .outputLost: false
+        }
+    }
+}

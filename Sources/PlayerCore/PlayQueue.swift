@@ -13,11 +13,11 @@ public enum LoopMode: String, Sendable, Equatable, Codable, CaseIterable {
 }
 
 /// One entry of the play queue.
-public struct QueueEntry: Sendable, Equatable, Codable {
+public struct QueueEntry: Sendable, Equatable {
     /// Unique for the life of the daemon, never reused (even for the same URL).
     public let id: TrackID
     /// What to play.
-    public let url: URL
+    public var url: URL
     /// A title known before playing (from a playlist's EXTINF or Title line).
     public var title: String?
     /// What the queue shows of its tags (title, artists, album), heard while it played or read
@@ -25,12 +25,15 @@ public struct QueueEntry: Sendable, Equatable, Codable {
     public var tags: TrackTags?
     /// Its length, heard while it played or read ahead with its tags.
     public var duration: Duration?
+    /// Other addresses of the same stream (a station's mirrors), tried in turn when this one fails.
+    public var mirrors: [URL]
 
     /// Creates an entry.
-    public init(id: TrackID, url: URL, title: String? = nil) {
+    public init(id: TrackID, url: URL, title: String? = nil, mirrors: [URL] = []) {
         self.id = id
         self.url = url
         self.title = title
+        self.mirrors = mirrors
     }
 }
 
@@ -98,12 +101,10 @@ public struct PlayQueue: Sendable, Equatable {
     /// Appends entries (or inserts them after entry `after`, or at the start); returns
     /// their new ids. The first added entry becomes current when the queue had none.
     @discardableResult
-    public mutating func add(
-        _ items: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false
-    ) -> [TrackID] {
+    public mutating func add(_ items: [TrackItem], after: TrackID? = nil, atStart: Bool = false) -> [TrackID] {
         let new = items.map { item -> QueueEntry in
             defer { nextRawID += 1 }
-            return QueueEntry(id: TrackID(nextRawID), url: item.url, title: item.title)
+            return QueueEntry(id: TrackID(nextRawID), url: item.url, title: item.title, mirrors: item.mirrors)
         }
         let position = atStart ? 0 : after.flatMap(index).map { $0 + 1 } ?? entries.count
         entries.insert(contentsOf: new, at: position)
@@ -115,6 +116,24 @@ public struct PlayQueue: Sendable, Equatable {
         }
         if currentID == nil { currentID = new.first?.id }
         return new.map(\.id)
+    }
+
+    /// ``add(_:after:atStart:)`` for plain addresses with their titles.
+    @discardableResult
+    public mutating func add(
+        _ tracks: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false
+    ) -> [TrackID] {
+        add(TrackItem.list(tracks), after: after, atStart: atStart)
+    }
+
+    /// Makes the entry's first mirror its address, the other mirrors kept behind it; returns the
+    /// entry, or nil when it has no mirror left. The id stays: to the listener and to MPRIS it is
+    /// the same station, and the engine takes a new load of an id as a new start (as a retry).
+    public mutating func replaceWithMirror(_ id: TrackID) -> QueueEntry? {
+        guard let index = index(of: id), let mirror = entries[index].mirrors.first else { return nil }
+        entries[index].url = mirror
+        entries[index].mirrors.removeFirst()
+        return entries[index]
     }
 
     /// Removes an entry. Removing the current one makes the next in play order
@@ -254,7 +273,7 @@ public struct PlayQueue: Sendable, Equatable {
 
     /// Rebuilds a queue from saved entries (ids renumbered from 1), with `current` the list index.
     public static func restored(
-        _ items: [(url: URL, title: String?)], current: Int?, loop: LoopMode, shuffle: Bool, shuffleSeed: UInt64? = nil
+        _ items: [TrackItem], current: Int?, loop: LoopMode, shuffle: Bool, shuffleSeed: UInt64? = nil
     ) -> PlayQueue {
         var queue = PlayQueue(shuffleSeed: shuffleSeed)
         queue.add(items)

@@ -9,10 +9,10 @@ public enum PlaybackInput: Sendable {
     /// The saved session, restored paused and not loaded (its art already checked on disk).
     case restore(SavedSession)
     /// Replaces the queue with these items and plays the first.
-    case open([(url: URL, title: String?)])
+    case open([TrackItem])
     /// Adds items after an entry (nil: at the end; `atStart`: before everything); nothing starts,
     /// unless `play`: then the first of them plays, in the same step.
-    case add([(url: URL, title: String?)], after: TrackID?, atStart: Bool, play: Bool = false)
+    case add([TrackItem], after: TrackID?, atStart: Bool, play: Bool = false)
     /// Removes an entry; removing the current one moves on, keeping play/pause.
     case remove(TrackID)
     /// Moves an entry to a list position.

@@ -11,7 +11,8 @@ extension PlaybackMachine {
     mutating func restore(_ saved: SavedSession) {
         guard saved.version == 1, !saved.entries.isEmpty else { return }
         queue = .restored(
-            saved.entries.map { ($0.url, $0.title) }, current: saved.currentIndex, loop: saved.loop,
+            saved.entries.map { TrackItem(url: $0.url, title: $0.title, mirrors: $0.mirrors ?? []) },
+            current: saved.currentIndex, loop: saved.loop,
             shuffle: saved.shuffle, shuffleSeed: settings.shuffleSeed)
         // What the queue showed comes back with it: no entry is read for its tags again.
         for (entry, savedEntry) in zip(queue.entries, saved.entries)
@@ -40,7 +41,7 @@ extension PlaybackMachine {
 
     // MARK: Queue
 
-    mutating func open(_ items: [(url: URL, title: String?)]) {
+    mutating func open(_ items: [TrackItem]) {
         guard !items.isEmpty else { return }
         listenerActed()
         rememberCurrent()
@@ -51,7 +52,7 @@ extension PlaybackMachine {
         startCurrent(playing: true)
     }
 
-    mutating func add(_ items: [(url: URL, title: String?)], after: TrackID?, atStart: Bool) -> [TrackID] {
+    mutating func add(_ items: [TrackItem], after: TrackID?, atStart: Bool) -> [TrackID] {
         let wasEmpty = queue.current == nil
         let ids = queue.add(items, after: after, atStart: atStart)
         if wasEmpty, let current = queue.current {

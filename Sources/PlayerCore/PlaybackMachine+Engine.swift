@@ -145,6 +145,14 @@ extension PlaybackMachine {
         preparedID = nil
         restoredStart = place > .zero ? place : nil
         rewindOnPlay = false
+        if error.kind.mayDifferOnAMirror, world.networkUp(entry.url), let mirror = queue.replaceWithMirror(id) {
+            // A station's next server, at once: the listener chose the station, not the server.
+            log(.warning, "\(name): \(error.message); trying the station's next server, \(mirror.url.host ?? "")")
+            update { $0.nowPlaying?.entry = mirror }
+            startCurrent(playing: snapshot.status == .playing, at: place > .zero ? place : nil)
+            saveSession()
+            return
+        }
         saveSession()  // the place, should the daemon die before the retry
         let action = failures.failed(
             id, kind: error.kind, networkUp: world.networkUp(entry.url), queue: Set(queue.entries.map(\.id)))

@@ -251,7 +251,9 @@ public struct PlaybackMachine: Sendable {
             .saveSession(
                 SavedSession(
                     entries: queue.entries.map {
-                        .init(url: $0.url, title: $0.title, tags: $0.tags, duration: $0.duration)
+                        .init(
+                            url: $0.url, title: $0.title, tags: $0.tags, duration: $0.duration,
+                            mirrors: $0.mirrors.isEmpty ? nil : $0.mirrors)
                     },
                     currentIndex: queue.currentIndex,
                     position: position, loop: queue.loop, shuffle: queue.shuffle, rate: snapshot.rate,

@@ -37,12 +37,17 @@ public struct SavedSession: Sendable, Equatable, Codable {
         /// again after a restart. Absent in sessions of older versions.
         public var tags: TrackTags?
         public var duration: Duration?
+        /// A station's other addresses, tried in turn when one fails; absent when none.
+        public var mirrors: [URL]?
         /// Creates an entry.
-        public init(url: URL, title: String?, tags: TrackTags? = nil, duration: Duration? = nil) {
+        public init(
+            url: URL, title: String?, tags: TrackTags? = nil, duration: Duration? = nil, mirrors: [URL]? = nil
+        ) {
             self.url = url
             self.title = title
             self.tags = tags
             self.duration = duration
+            self.mirrors = mirrors
         }
     }
 

@@ -145,10 +145,13 @@ public actor Player {
     }
 
     /// Replaces the queue with `items` and plays the first.
-    public func open(_ items: [(url: URL, title: String?)]) { run(.open(items)) }
+    public func open(_ items: [TrackItem]) { run(.open(items)) }
+
+    /// ``open(_:)-([TrackItem])`` for plain addresses with their titles.
+    public func open(_ tracks: [(url: URL, title: String?)]) { open(TrackItem.list(tracks)) }
 
     /// Replaces the queue with `url` and plays it.
-    public func open(_ url: URL) { open([(url, nil)]) }
+    public func open(_ url: URL) { open([TrackItem(url: url)]) }
 
     /// Adds tracks after entry `after` (default: at the end; `atStart`: before everything).
     /// Nothing starts playing, unless `play`: then the first added plays, decided in the same
@@ -157,15 +160,23 @@ public actor Player {
     /// was told of survives a crash. The actor is free meanwhile.
     @discardableResult
     public func add(
-        _ items: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false, play: Bool = false
+        _ items: [TrackItem], after: TrackID? = nil, atStart: Bool = false, play: Bool = false
     ) async -> [TrackID] {
         let added = run(.add(items, after: after, atStart: atStart, play: play)).added
         await memory.written()
         return added
     }
 
+    /// ``add(_:after:atStart:play:)`` for plain addresses with their titles.
+    @discardableResult
+    public func add(
+        _ tracks: [(url: URL, title: String?)], after: TrackID? = nil, atStart: Bool = false, play: Bool = false
+    ) async -> [TrackID] {
+        await add(TrackItem.list(tracks), after: after, atStart: atStart, play: play)
+    }
+
     /// Appends URLs to the queue.
-    public func add(_ urls: [URL]) async { await add(urls.map { ($0, nil) }) }
+    public func add(_ urls: [URL]) async { await add(urls.map { TrackItem(url: $0) }) }
 
     /// Removes an entry; removing the current one moves on to the next (keeping play/pause).
     public func remove(_ id: TrackID) async {

@@ -131,7 +131,7 @@ private struct StationListReader {
         }
         // A list cut short keeps what its last entry completed (an unfinished element is dropped).
         if let draft = entry { add(draft) }
-        return items.map { item -> TrackItem in (item.url, item.title ?? listTitle) }
+        return items.map { TrackItem(url: $0.url, title: $0.title ?? listTitle, mirrors: $0.mirrors) }
     }
 
     private mutating func opened(_ name: String, attributes: [String: String], path: [String]) {
@@ -165,10 +165,9 @@ private struct StationListReader {
             case .title: if entry?.title == nil { entry?.title = cleanedTitle(finished.text) }
             case .creator: if entry?.creator == nil { entry?.creator = cleanedTitle(finished.text) }
             case .location:
-                // An XSPF track's locations are alternatives: the first playable one is the track.
-                if entry?.urls.isEmpty == true, let url = playableStationURL(finished.text, base: base) {
-                    entry?.urls.append(url)
-                }
+                // An XSPF track's locations are alternatives: the first playable one is the
+                // track, the others its mirrors.
+                if let url = playableStationURL(finished.text, base: base) { entry?.urls.append(url) }
             }
         }
         if let draft = entry, draft.depth == depth {
@@ -178,8 +177,9 @@ private struct StationListReader {
     }
 
     private mutating func add(_ draft: EntryDraft) {
-        let title = draft.title ?? draft.creator
-        items += draft.urls.map { url -> TrackItem in (url, title) }
+        // An entry's addresses (ASX refs, XSPF locations) are one stream's alternatives.
+        guard let first = draft.urls.first else { return }
+        items.append(TrackItem(url: first, title: draft.title ?? draft.creator, mirrors: Array(draft.urls.dropFirst())))
     }
 }
 

@@ -3,7 +3,27 @@ import FoundationEssentials
 import Glibc
 
 /// A track to queue, as a source names it.
-public typealias TrackItem = (url: URL, title: String?)
+public struct TrackItem: Sendable, Equatable {
+    /// What to play.
+    public var url: URL
+    /// A title known before playing (a playlist's EXTINF, Title or `<title>`).
+    public var title: String?
+    /// Other addresses of the same stream (a station file's mirrors), tried in turn when the
+    /// one playing fails.
+    public var mirrors: [URL]
+
+    /// Creates an item.
+    public init(url: URL, title: String? = nil, mirrors: [URL] = []) {
+        self.url = url
+        self.title = title
+        self.mirrors = mirrors
+    }
+
+    /// Items for plain addresses with their titles, none with mirrors.
+    public static func list(_ tracks: [(url: URL, title: String?)]) -> [TrackItem] {
+        tracks.map { TrackItem(url: $0.url, title: $0.title) }
+    }
+}
 
 /// Why an input could not be turned into tracks.
 public struct TrackSourceError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -49,9 +69,9 @@ public enum PlaylistParser {
             .split(separator: "\n").map { $0.trimmingWhitespace() }
             .map { $0.hasPrefix("\u{FEFF}") ? String($0.dropFirst()) : $0 }
         if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || fileExtension == "pls" {
-            return parsePLS(lines, base: base)
+            return StationMirrors.merged(parsePLS(lines, base: base))
         }
-        return parseM3U(lines, base: base)
+        return StationMirrors.merged(parseM3U(lines, base: base))
     }
 
     private static func isHLSTag(_ line: some StringProtocol) -> Bool {
@@ -75,10 +95,10 @@ public enum PlaylistParser {
                 }
                 continue
             }
-            if let url = resolve(line, base: base) { items.append((url, title)) }
+            if let url = resolve(line, base: base) { items.append(TrackItem(url: url, title: title)) }
             title = nil
         }
-        return items.map { item -> TrackItem in (item.url, item.title ?? playlistTitle) }
+        return items.map { TrackItem(url: $0.url, title: $0.title ?? playlistTitle) }
     }
 
     private static func parsePLS(_ lines: [String], base: URL) -> [TrackItem] {
@@ -94,7 +114,7 @@ public enum PlaylistParser {
                 titles[number] = value
             }
         }
-        return files.sorted { $0.key < $1.key }.map { file -> TrackItem in (file.value, titles[file.key]) }
+        return files.sorted { $0.key < $1.key }.map { TrackItem(url: $0.value, title: titles[$0.key]) }
     }
 
     /// An entry as a URL: absolute URLs as they are, absolute paths as files,
@@ -151,13 +171,13 @@ public struct TrackResolver: Sendable {
                 throw TrackSourceError("no such file: \(url.path)")
             }
             if isDirectory { return try directory(url) }
-            guard PlaylistParser.isPlaylist(url) else { return [(url, nil)] }
+            guard PlaylistParser.isPlaylist(url) else { return [TrackItem(url: url)] }
             guard let data = FileManager.default.contents(atPath: url.path) else {
                 throw TrackSourceError("cannot read \(url.path)")
             }
             return try playlist(data, base: url)
         }
-        guard PlaylistParser.isPlaylist(url) else { return [(url, nil)] }
+        guard PlaylistParser.isPlaylist(url) else { return [TrackItem(url: url)] }
         let data: Data
         do {
             data = try await fetch(url)
@@ -201,6 +221,6 @@ public struct TrackResolver: Sendable {
             }
         }
         guard !files.isEmpty else { throw TrackSourceError("no audio files in \(url.path)") }
-        return files.sorted { naturallyPrecedes($0.relative, $1.relative) }.map { ($0.url, nil) }
+        return files.sorted { naturallyPrecedes($0.relative, $1.relative) }.map { TrackItem(url: $0.url) }
     }
 }

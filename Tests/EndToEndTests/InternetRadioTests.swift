@@ -185,6 +185,40 @@ struct InternetRadioTests {
         #expect(first.hasPrefix("Live: Jazz Station – Artist "), "\(status.stdout)\n\(radio.context())")
     }
 
+    @Test func aStationFilesDeadServerGivesWayToTheNextAndTheStationIsOneEntry() async throws {
+        let radio = try await RadioCase(settings: RadioSettings(icyName: nil, titles: Self.titles))
+        let pls = radio.rig.files.file("mirrors.pls")
+        // The first server refuses (nothing listens on the discard port); the second is the station.
+        let text = """
+            [playlist]
+            NumberOfEntries=2
+            File1=http://127.0.0.1:9/jazz.mp3
+            Title1=Mirror FM (#1)
+            File2=\(radio.station.url.absoluteString)
+            Title2=Mirror FM (#2)
+            """
+        try Data(text.utf8).write(to: pls)
+        let environment = radio.rig.bus.environment
+        let started = ContinuousClock.now
+        let played = try await runCommandAwaiting(try spoolExecutable(), ["play", pls.path], environment: environment)
+        #expect(played.status == 0, "\(played.stderr)")
+        let advancing: Double
+        do {
+            advancing = try await radio.probe.awaitAdvancing(since: started, trackURLSuffix: "/stream.mp3")
+        } catch {
+            Issue.record("\(error)\n\(radio.context())")
+            return
+        }
+        print("a station file's dead first server → the mirror advancing: \(String(format: "%.3f", advancing)) s")
+        let tracks = try await radio.property("Tracks", of: "org.mpris.MediaPlayer2.TrackList")?.arrayValues ?? []
+        #expect(tracks.count == 1, "the station is one entry, not one per server: \(tracks)")
+        let metadata = try await radio.metadata()
+        #expect(metadata["xesam:album"]?.stringValue == "Mirror FM", "\(metadata)\n\(radio.context())")
+        let status = try await runCommandAwaiting(try spoolExecutable(), ["status"], environment: environment)
+        #expect(status.stdout.hasPrefix("Live: Mirror FM"), "\(status.stdout)\n\(radio.context())")
+        #expect(radio.player.log.contains("trying the station's next server"), "\(radio.context())")
+    }
+
     @Test func aDroppedConnectionReconnectsWithNoAudibleGap() async throws {
         let radio = try await RadioCase(
             settings: RadioSettings(icyName: "Drop FM", burstBytes: 4 * RadioCase.byteRate, titles: Self.titles),

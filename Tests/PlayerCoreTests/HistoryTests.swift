@@ -61,7 +61,7 @@ struct HistoryTests {
     /// station whose origin calls it `station` (nil: names none).
     static func listening(station: String?) -> MachineRig {
         var rig = MachineRig()
-        rig.apply(.open([(stream, "Jazz File")]))
+        rig.apply(.open([TrackItem(url: stream, title: "Jazz File")]))
         let id = rig.id(0)
         rig.apply(.engine(.seekable(id, false)))
         rig.apply(.engine(.liveStream(id, LiveStation(name: station, genre: "Jazz"))))
@@ -133,7 +133,7 @@ struct HistoryTests {
     @Test func aFilesTagsAreNoSongHeard() {
         var rig = MachineRig()
         var steps: [PlaybackStep] = []
-        steps.append(rig.apply(.open(MachineRig.urls.map { ($0, nil) })))
+        steps.append(rig.apply(.open(MachineRig.urls.map { TrackItem(url: $0) })))
         let id = rig.id(0)
         steps.append(rig.apply(.engine(.described(id, MachineRig.tags("So What"), duration: MachineRig.length))))
         steps.append(rig.apply(.engine(.trackStarted(id))))

@@ -15,7 +15,7 @@ struct PlaybackMachineLookupTests {
 
     @Test func aLoadedLocalTrackAsksForItsFolderItsLengthAndItsLyrics() {
         var rig = MachineRig(looksUp: true)
-        let step = rig.apply(.open([(Self.mp3, nil)]))
+        let step = rig.apply(.open([TrackItem(url: Self.mp3)]))
         let id = rig.id(0)
         #expect(step.effects.contains(.readFolders([Self.folder])))
         #expect(step.effects.contains(.estimateLength(id, Self.mp3)))
@@ -28,7 +28,7 @@ struct PlaybackMachineLookupTests {
 
     @Test func answersJoinTheTrackAndTheEnginesOwnReportsWin() {
         var rig = MachineRig(looksUp: true)
-        rig.apply(.open([(Self.mp3, nil)]))
+        rig.apply(.open([TrackItem(url: Self.mp3)]))
         let id = rig.id(0)
         rig.apply(.foldersRead([Self.folder: Self.art]))
         rig.apply(.lengthEstimated(.seconds(200), of: id))
@@ -43,7 +43,7 @@ struct PlaybackMachineLookupTests {
 
     @Test func lyricsOfAnotherTrackOrFromTagsAfterTheSidecarAreDropped() {
         var rig = MachineRig(looksUp: true)
-        rig.apply(.open(MachineRig.urls.map { ($0, nil) }))
+        rig.apply(.open(MachineRig.urls.map { TrackItem(url: $0) }))
         let first = rig.id(0)
         let sidecar = Self.lyrics("[00:01.00]from the file")
         rig.apply(.lyricsRead(sidecar, of: first, tagText: nil, fromSidecar: true))
@@ -58,7 +58,7 @@ struct PlaybackMachineLookupTests {
     @Test func anHTTPTrackAsksForItsRemoteLyricsOnceAndNewTagLyricsAreReadAgain() {
         var rig = MachineRig(looksUp: true)
         let url = URL(string: "http://127.0.0.1:1/song.mp3")!
-        let step = rig.apply(.open([(url, nil)]))
+        let step = rig.apply(.open([TrackItem(url: url)]))
         let id = rig.id(0)
         #expect(step.effects.contains(.readLyrics(id, url, tagText: nil, remote: true)))
         #expect(!step.effects.contains { if case .estimateLength = $0 { true } else { false } })
@@ -70,7 +70,7 @@ struct PlaybackMachineLookupTests {
 
     @Test func withoutLookupsNothingIsAsked() {
         var rig = MachineRig()
-        let step = rig.apply(.open([(Self.mp3, nil)]))
+        let step = rig.apply(.open([TrackItem(url: Self.mp3)]))
         #expect(
             !step.effects.contains {
                 switch $0 {

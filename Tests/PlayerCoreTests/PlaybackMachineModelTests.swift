@@ -92,10 +92,10 @@ struct PlaybackMachineModelTests {
         let anyID = ids.isEmpty ? TrackID(99) : ids[random.next(below: ids.count)]
         let engine = model.engine
         switch random.next(below: 30) {
-        case 0: return .open(urls.prefix(1 + random.next(below: urls.count)).map { ($0, nil) })
+        case 0: return .open(urls.prefix(1 + random.next(below: urls.count)).map { TrackItem(url: $0) })
         case 1:
             return .add(
-                [(urls[random.next(below: urls.count)], nil)], after: ids.isEmpty ? nil : anyID,
+                [TrackItem(url: urls[random.next(below: urls.count)])], after: ids.isEmpty ? nil : anyID,
                 atStart: random.next(below: 4) == 0, play: random.next(below: 4) == 0)
         case 2: return .remove(anyID)
         case 3: return .jump(anyID)

@@ -46,7 +46,7 @@ struct MachineRig {
 
     /// Opens the three tracks and has the engine say the first started, 60 s long and seekable.
     mutating func playing(at index: Int = 0, position: Duration = .zero) {
-        apply(.open(Self.urls.map { ($0, nil) }))
+        apply(.open(Self.urls.map { TrackItem(url: $0) }))
         if index > 0 { apply(.jump(id(index))) }
         started(index)
         enginePosition = position
@@ -145,12 +145,12 @@ struct PlaybackMachineTests {
                 $0.playing(at: 0, position: .seconds(5))
                 $0.apply(.pause)
             },
-            input: { _ in .open([(MachineRig.urls[2], nil)]) },
+            input: { _ in .open([TrackItem(url: MachineRig.urls[2])]) },
             commands: { rig in [.load(EngineTrack(id: rig.id(0), url: MachineRig.urls[2]), at: .zero, playing: true)] },
             status: .playing, current: 0),
         Row(
             name: "AddTrack with SetAsCurrent plays what it added, in one step", setup: { $0.playing(at: 0) },
-            input: { .add([(MachineRig.urls[2], nil)], after: $0.id(0), atStart: false, play: true) },
+            input: { .add([TrackItem(url: MachineRig.urls[2])], after: $0.id(0), atStart: false, play: true) },
             commands: { rig in [.load(EngineTrack(id: rig.id(1), url: MachineRig.urls[2]), at: .zero, playing: true)] },
             status: .playing, current: 1),
         Row(
@@ -240,7 +240,7 @@ struct PlaybackMachineTests {
             refused: true),
         Row(
             name: "A seek before the engine said whether the track can seek goes to the engine",
-            setup: { $0.apply(.open([(MachineRig.urls[0], nil)])) },
+            setup: { $0.apply(.open([TrackItem(url: MachineRig.urls[0])])) },
             input: { _ in .seek(to: .seconds(10)) }, commands: { _ in [.seek(.seconds(10))] }, status: .playing,
             current: 0),
     ]
@@ -305,7 +305,7 @@ struct PlaybackMachineTests {
 
     @Test func aLoadedTrackCanSeekUntilTheEngineSaysOtherwise() {
         var rig = MachineRig()
-        rig.apply(.open([(MachineRig.urls[0], nil)]))
+        rig.apply(.open([TrackItem(url: MachineRig.urls[0])]))
         #expect(rig.machine.snapshot.nowPlaying?.seekable == true, "a seek now would go to the engine")
         rig.apply(.engine(.seekable(rig.id(0), false)))
         #expect(rig.machine.snapshot.nowPlaying?.seekable == false)

@@ -1,6 +1,7 @@
 import Foundation
-import PlayerCore
 import Testing
+
+@testable import PlayerCore
 
 /// A station list, where it was read from, and the entries it must give.
 struct StationListCase: Sendable, CustomTestStringConvertible {
@@ -9,6 +10,8 @@ struct StationListCase: Sendable, CustomTestStringConvertible {
     let base: String
     let urls: [String]
     let titles: [String?]
+    /// Each entry's other addresses; empty: none has any.
+    var mirrors: [[String]] = []
     var testDescription: String { name }
 }
 
@@ -50,7 +53,7 @@ struct StationFileTests {
             name: "XSPF: a titled track, an untitled one named by the playlist",
             text: realisticXSPF, base: "http://radio.example/lists/night.xspf",
             urls: ["https://ice1.example.net/nightjazz.mp3", "http://ice2.example.net:8000/ambient"],
-            titles: ["Night Jazz", "Late Night Radio"]),
+            titles: ["Night Jazz", "Late Night Radio"], mirrors: [[], ["http://backup.example.net/ambient"]]),
         StationListCase(
             name: "XSPF found by its namespace, with entities, CDATA and a commented-out track",
             text: """
@@ -113,7 +116,7 @@ struct StationFileTests {
             ],
             titles: [nil, nil, nil]),
         StationListCase(
-            name: "ASX in upper case: two entries, the second's refs named by the list",
+            name: "ASX in upper case: two entries, the second's two refs one stream named by the list",
             text: """
                 <ASX VERSION="3.0">
                   <TITLE>Radio Example</TITLE>
@@ -129,11 +132,8 @@ struct StationFileTests {
                 </ASX>
                 """,
             base: "http://radio.example/radio.asx",
-            urls: [
-                "http://stream.example/morning.mp3", "http://stream.example/backup.mp3",
-                "https://stream2.example/backup.mp3",
-            ],
-            titles: ["Morning Show", "Radio Example", "Radio Example"]),
+            urls: ["http://stream.example/morning.mp3", "http://stream.example/backup.mp3"],
+            titles: ["Morning Show", "Radio Example"], mirrors: [[], ["https://stream2.example/backup.mp3"]]),
         StationListCase(
             name: "ASX: single quotes, bare ampersands, mms and rtsp skipped, an unquoted relative ref",
             text: """
@@ -189,6 +189,87 @@ struct StationFileTests {
         let items = PlaylistParser.parse(list.text, base: try #require(URL(string: list.base)))
         #expect(items.map(\.url.absoluteString) == list.urls)
         #expect(items.map(\.title) == list.titles)
+        let mirrors = items.map { $0.mirrors.map(\.absoluteString) }
+        #expect(mirrors == (list.mirrors.isEmpty ? Array(repeating: [], count: items.count) : list.mirrors))
+    }
+
+    /// One station's servers as directories write them, and lists of tracks that only look alike.
+    static let mirrorLists: [StationListCase] = [
+        StationListCase(
+            name: "SomaFM PLS: numbered mirrors of one station",
+            text: """
+                [playlist]
+                numberofentries=3
+                File1=https://ice1.somafm.com/groovesalad-128-mp3
+                Title1=SomaFM: Groove Salad (#1): A nicely chilled plate of ambient beats
+                Length1=-1
+                File2=https://ice2.somafm.com/groovesalad-128-mp3
+                Title2=SomaFM: Groove Salad (#2): A nicely chilled plate of ambient beats
+                File3=https://ice4.somafm.com/groovesalad-128-mp3
+                Title3=SomaFM: Groove Salad (#3): A nicely chilled plate of ambient beats
+                Version=2
+                """,
+            base: "https://somafm.com/groovesalad.pls", urls: ["https://ice1.somafm.com/groovesalad-128-mp3"],
+            titles: ["SomaFM: Groove Salad: A nicely chilled plate of ambient beats"],
+            mirrors: [["https://ice2.somafm.com/groovesalad-128-mp3", "https://ice4.somafm.com/groovesalad-128-mp3"]]),
+        StationListCase(
+            name: "SHOUTcast PLS: listener counts in the markers",
+            text: """
+                [playlist]
+                File1=http://198.51.100.7:8000/
+                Title1=(#1 - 12/500) Jazz Radio
+                File2=http://198.51.100.9:8010/
+                Title2=(#2 - 407/500) Jazz Radio
+                """,
+            base: "http://yp.example/tunein.pls", urls: ["http://198.51.100.7:8000/"], titles: ["Jazz Radio"],
+            mirrors: [["http://198.51.100.9:8010/"]]),
+        StationListCase(
+            name: "untitled M3U: one stream path on two servers",
+            text: "http://a.example:8000/live.mp3\nhttp://b.example/live.mp3\n",
+            base: "http://radio.example/live.m3u", urls: ["http://a.example:8000/live.mp3"], titles: [nil],
+            mirrors: [["http://b.example/live.mp3"]]),
+        StationListCase(
+            name: "podcast M3U: episodes with titles of their own stay tracks",
+            text: """
+                #EXTM3U
+                #EXTINF:1800,Episode 1
+                https://cdn.example/ep1.mp3
+                #EXTINF:1750,Episode 2
+                https://cdn.example/ep2.mp3
+                """,
+            base: "https://cdn.example/feed.m3u", urls: ["https://cdn.example/ep1.mp3", "https://cdn.example/ep2.mp3"],
+            titles: ["Episode 1", "Episode 2"]),
+        StationListCase(
+            name: "untitled M3U of remote songs stays tracks",
+            text: "http://music.example/a.mp3\nhttp://music.example/b.mp3\n",
+            base: "http://music.example/mix.m3u", urls: ["http://music.example/a.mp3", "http://music.example/b.mp3"],
+            titles: [nil, nil]),
+        StationListCase(
+            name: "one title on local files stays tracks",
+            text: "#EXTM3U\n#PLAYLIST:Mix\n/music/a.flac\n/music/b.flac\n",
+            base: "file:///music/mix.m3u", urls: ["file:///music/a.flac", "file:///music/b.flac"],
+            titles: ["Mix", "Mix"]),
+        StationListCase(
+            name: "M3U named by #PLAYLIST only: remote entries of one list are its mirrors",
+            text: "#EXTM3U\n#PLAYLIST:Jazz Radio\nhttp://a.example/jazz\nhttp://b.example/jazz\n",
+            base: "http://radio.example/jazz.m3u", urls: ["http://a.example/jazz"], titles: ["Jazz Radio"],
+            mirrors: [["http://b.example/jazz"]]),
+    ]
+
+    @Test(arguments: mirrorLists)
+    func oneStationsServersAreOneEntryWithMirrors(_ list: StationListCase) throws {
+        try aStationListGivesItsEntriesInOrderWithTheirTitles(list)
+    }
+
+    @Test(arguments: [
+        ("SomaFM: Groove Salad (#1): Ambient", "SomaFM: Groove Salad: Ambient"),
+        ("(#2 - 407/500) Jazz Radio", "Jazz Radio"),
+        ("Radio (#hashtag) One", "Radio (#hashtag) One"),
+        ("Cut (#3", "Cut (#3"),
+        ("  Plain   Name ", "Plain Name"),
+    ])
+    func mirrorMarkersAreTakenOutOfTitles(_ title: String, _ stem: String) {
+        #expect(StationMirrors.withoutMirrorMarkers(title) == stem)
     }
 
     static let hlsMedia = "#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXT-X-VERSION:3\n#EXTINF:9.009,\nseg0.ts\n"
