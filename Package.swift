@@ -9,6 +9,7 @@
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)
 //   MediaSource → ByteSourceAPI (implements it), RangeCache (sparse data files + SQLite index;
 //                 no networking), Fetcher
+//   HLS: RFC 8216 playlists and the live reload schedule as pure values (imports nothing of Spool's)
 // RangeCache and StateStore reach SQLite through SQLiteKit.
 // Every module may use Basics (logging, XDG folders, thread and queue helpers).
 // C libraries are reached through the C* targets.
@@ -46,6 +47,8 @@ let package = Package(
         .target(name: "Fetcher", dependencies: ["CCurl", "CCurlShim", "Basics"]),
         // The protocol the engine reads a track's bytes through; the download engine implements it.
         .target(name: "ByteSourceAPI"),
+        // RFC 8216 (HTTP Live Streaming) playlists and the live reload schedule: pure values, no networking.
+        .target(name: "HLS"),
         .target(name: "MediaSource", dependencies: ["ByteSourceAPI", "Fetcher", "RangeCache", "Basics"]),
         // The values a live stream's bytes announce (``LiveStation``, ``StreamTitle``) travel to the
         // player in engine events.
@@ -126,6 +129,7 @@ let package = Package(
             name: "StateStoreTests",
             dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
+        .testTarget(name: "HLSTests", dependencies: ["HLS"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "Basics", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit", "PlayerCore", "EngineAPI", "TestDoubles"]),
