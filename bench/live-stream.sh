@@ -25,12 +25,15 @@
 # OTHERS=0 leaves mpv out. SINK (default `fakesink sync=true`) is spool's audio sink (mpv plays
 # into --ao=null, which keeps real time). LIVE_CSV=path.csv keeps the samples (t in s, KiB,
 # bytes) and, as path.rss.csv, the per-second RSS readings. LIVE_INTERVAL (default 15) is the
-# seconds between samples.
+# seconds between samples. LIVE_BURST (default 65536, Icecast's default burst-size) is how many
+# bytes behind the live point a listener starts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minutes=${1:-${LIVE_MINUTES:-20}}
 interval=${LIVE_INTERVAL:-15}
 sink=${SINK:-fakesink sync=true}
+# Icecast's default burst-size: a new listener starts 64 KiB behind the live point.
+burst=${LIVE_BURST:-65536}
 kbps=128
 . bench/lib/common.sh
 bench_setup
@@ -72,7 +75,7 @@ read_status() {  # pid: sets st_rss and st_anon (KiB) from its status, empty onc
 gst-launch-1.0 -q audiotestsrc num-buffers=$((30 * 44100 / 1024)) freq=440 ! audio/x-raw,rate=44100,channels=2 \
   ! audioconvert ! lamemp3enc target=bitrate bitrate=$kbps cbr=true ! filesink location="$work/station.mp3"
 /usr/bin/python3 bench/lib/icy_station.py "$work/station.mp3" --bitrate $kbps --metaint 16000 --title-every 5 \
-  --port-file "$work/port" 2>"$work/station.log" &
+  --burst "$burst" --port-file "$work/port" 2>"$work/station.log" &
 station=$!
 until [ -s "$work/port" ]; do
   kill -0 $station 2>/dev/null || { echo "the station exited: $(cat "$work/station.log")" >&2; exit 1; }
