@@ -10,6 +10,7 @@
 //   MediaSource → ByteSourceAPI (implements it), RangeCache (sparse data files + SQLite index;
 //                 no networking), Fetcher
 //   HLS: RFC 8216 playlists and the live reload schedule as pure values (imports nothing of Spool's)
+//   HLSSource → HLS, ByteSourceAPI (an HLS presentation as one byte source; CacheFilling makes it)
 // RangeCache and StateStore reach SQLite through SQLiteKit.
 // Every module may use Basics (logging, XDG folders, thread and queue helpers).
 // C libraries are reached through the C* targets.
@@ -49,6 +50,8 @@ let package = Package(
         .target(name: "ByteSourceAPI"),
         // RFC 8216 (HTTP Live Streaming) playlists and the live reload schedule: pure values, no networking.
         .target(name: "HLS"),
+        // An HLS presentation as one ByteSource: its segments read through sources made by the caller.
+        .target(name: "HLSSource", dependencies: ["HLS", "ByteSourceAPI", "Basics"]),
         .target(name: "MediaSource", dependencies: ["ByteSourceAPI", "Fetcher", "RangeCache", "Basics"]),
         // The values a live stream's bytes announce (``LiveStation``, ``StreamTitle``) travel to the
         // player in engine events.
@@ -64,7 +67,9 @@ let package = Package(
         // policy plans, prefetches a user asks for.
         .target(
             name: "CacheFilling",
-            dependencies: ["ByteSourceAPI", "Fetcher", "MediaSource", "RangeCache", "PlayerCore", "Basics"]),
+            dependencies: [
+                "ByteSourceAPI", "Fetcher", "MediaSource", "HLSSource", "RangeCache", "PlayerCore", "Basics",
+            ]),
         // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
         .executableTarget(name: "RangeCacheKillChild", dependencies: ["RangeCache"]),
         // Range cache benchmarks: `swift run -c release CacheBench`.
@@ -130,6 +135,7 @@ let package = Package(
             dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS"]),
+        .testTarget(name: "HLSSourceTests", dependencies: ["HLSSource", "HLS", "ByteSourceAPI"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "Basics", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit", "PlayerCore", "EngineAPI", "TestDoubles"]),

@@ -15,18 +15,28 @@ public struct ResourceInfo: Sendable, Equatable {
     /// The station, when the resource is a live stream (internet radio): it has no length, no
     /// end and no place to seek to, and its titles come as it plays (``ByteSource/whenStreamTitle(_:)``).
     public var live: LiveStation?
+    /// The length in time, when the source knows it without the decoder (an HLS playlist's
+    /// total): the engine reports it, since a stream of segments tells the decoder none.
+    public var duration: Duration?
 
     /// Creates resource facts.
-    public init(length: Int64?, contentType: String? = nil, randomAccess: Bool, live: LiveStation? = nil) {
+    public init(
+        length: Int64?, contentType: String? = nil, randomAccess: Bool, live: LiveStation? = nil,
+        duration: Duration? = nil
+    ) {
         self.length = length
         self.contentType = contentType
         self.randomAccess = randomAccess
         self.live = live
+        self.duration = duration
     }
 
     /// The facts in words, for the log line of an open.
     public var openedDescription: String {
         if let live { return "a live stream\(live.name.map { " (\($0))" } ?? "")" }
+        if let duration, length == nil {
+            return "a stream of segments, \(duration.components.seconds) s"
+        }
         return "\(length.map(String.init) ?? "unknown") bytes, \(randomAccess ? "range requests" : "no range support")"
     }
 }

@@ -1,6 +1,7 @@
 import ByteSourceAPI
 import Fetcher
 import FoundationEssentials
+import HLSSource
 import MediaSource
 import RangeCache
 
@@ -16,6 +17,9 @@ public final class SourceChooser: Sendable {
         /// http(s): an ``HTTPByteSource``, over the URL's cache entry when the cache is open
         /// (else its bytes are kept in memory only).
         case http
+        /// An http(s) HLS playlist (`.m3u8`): an ``HLSByteSource`` whose segments each take
+        /// the http route.
+        case hls
         /// Any other scheme (the scheme as written, empty when there is none).
         case unsupported(scheme: String)
     }
@@ -46,7 +50,7 @@ public final class SourceChooser: Sendable {
     public static func route(for url: URL) -> Route {
         switch url.scheme?.lowercased() {
         case "file": .file
-        case "http", "https": .http
+        case "http", "https": url.pathExtension.lowercased() == "m3u8" ? .hls : .http
         default: .unsupported(scheme: url.scheme ?? "")
         }
     }
@@ -58,14 +62,34 @@ public final class SourceChooser: Sendable {
         case .file:
             return FileByteSource(path: url.path)
         case .http:
-            // No cache, or no entry: the source keeps the bytes in memory.
-            let entry = try? cache?.entry(for: url, namespace: namespace)
-            let source = HTTPByteSource(
-                url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
-            playback.register(source, for: url)
-            return source
+            return httpSource(for: url)
+        case .hls:
+            let fetcher = fetcher
+            return HLSByteSource(
+                url: url,
+                fetchPlaylist: { playlist throws(MediaSourceError) in
+                    do throws(FetchError) {
+                        return try await fetcher.fetchWhole(playlist)
+                    } catch {
+                        throw MediaSourceError(downloadFailure: error)
+                    }
+                },
+                makeSource: { [weak self] segment throws(MediaSourceError) in
+                    guard let self else { throw MediaSourceError.closed }
+                    return try self.httpSource(for: segment)
+                })
         case .unsupported(let scheme):
             throw .gone("unsupported URL scheme '\(scheme)'")
         }
+    }
+
+    /// An ``HTTPByteSource`` for `url`, over its cache entry when there is one (else its bytes
+    /// are kept in memory), registered for the metered rules.
+    private func httpSource(for url: URL) -> HTTPByteSource {
+        let entry = try? cache?.entry(for: url, namespace: namespace)
+        let source = HTTPByteSource(
+            url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
+        playback.register(source, for: url)
+        return source
     }
 }

@@ -303,9 +303,16 @@ extension GStreamerEngine {
     func reportDuration(of current: TrackLifecycle.Loaded) {
         // A live stream has no length, whatever a header frame in it (a looped file's Xing
         // frame) makes the parser believe.
-        if shared.withLock({ $0.feeders[current.uri]?.info.live != nil }) { return }
+        let info = shared.withLock { $0.feeders[current.uri]?.info }
+        if info?.live != nil { return }
         var length: gint64 = 0
-        guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &length) != 0, length > 0 else { return }
+        if let known = info?.duration {
+            // The source knows the length (a playlist of segments, which the decoder sees as
+            // one stream with no length, or with a guess).
+            length = gint64(known / .nanoseconds(1))
+        } else {
+            guard gst_element_query_duration(playbin, GST_FORMAT_TIME, &length) != 0, length > 0 else { return }
+        }
         let value = Duration.nanoseconds(Int64(length))
         // The source learns a new length's byte rate at once; the description may wait for the
         // track's tags (``TrackLifecycle/durationKnown(_:for:)``).

@@ -189,6 +189,14 @@ public struct TrackResolver: Sendable {
 
     private func playlist(_ data: Data, base: URL) throws(TrackSourceError) -> [TrackItem] {
         let text = String(decoding: data, as: UTF8.self)
+        if PlaylistParser.isHLS(text) {
+            // The segments or variants of one presentation: one track, played by the HLS source.
+            guard !base.isFileURL else {
+                throw TrackSourceError(
+                    "\(base.lastPathComponent) is an HLS playlist: Spool plays HLS over http(s) only")
+            }
+            return [TrackItem(url: base)]
+        }
         let items = PlaylistParser.parse(text, base: base)
         guard !items.isEmpty else { throw TrackSourceError("the playlist \(base.lastPathComponent) has no entries") }
         return items

@@ -1,0 +1,250 @@
+import ByteSourceAPI
+import Foundation
+import HLS
+import HLSSource
+import Synchronization
+import Testing
+
+/// A resource held in memory whose open and bytes come when the test says.
+private final class HeldSource: ByteSource {
+    private struct State {
+        var available = 0
+        var wake: (@Sendable () -> Void)?
+        var closed = false
+        var backgroundHints: [Bool] = []
+    }
+    let bytes: Data
+    private let state = Mutex(State())
+
+    init(_ bytes: Data, available: Int? = nil) {
+        self.bytes = bytes
+        state.withLock { $0.available = available ?? bytes.count }
+    }
+
+    var closed: Bool { state.withLock { $0.closed } }
+
+    func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        completion(.success(ResourceInfo(length: Int64(bytes.count), randomAccess: true)))
+    }
+
+    func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
+        state.withLock { state in
+            if offset >= Int64(bytes.count) { return .endOfStream }
+            guard offset < Int64(state.available) else {
+                state.wake = wake
+                return .pending
+            }
+            let end = min(Int(offset) + maxLength, state.available)
+            return .data(bytes.subdata(in: Int(offset)..<end))
+        }
+    }
+
+    /// Makes all its bytes readable and wakes a waiting read.
+    func arrive() {
+        let wake = state.withLock { state -> (@Sendable () -> Void)? in
+            state.available = bytes.count
+            defer { state.wake = nil }
+            return state.wake
+        }
+        wake?()
+    }
+
+    func cancelPendingReads() { state.withLock { $0.wake = nil } }
+    func close() { state.withLock { $0.closed = true } }
+}
+
+/// Playlists and segment bytes served from memory.
+private final class Origin: Sendable {
+    let playlists: [URL: String]
+    let sources: Mutex<[URL: [HeldSource]]> = Mutex([:])
+    let bodies: [URL: Data]
+    let slow: Set<URL>
+
+    init(playlists: [URL: String], bodies: [URL: Data], slow: Set<URL> = []) {
+        self.playlists = playlists
+        self.bodies = bodies
+        self.slow = slow
+    }
+
+    func source(_ url: URL) -> HLSByteSource {
+        HLSByteSource(
+            url: url,
+            fetchPlaylist: { [self] address throws(MediaSourceError) in
+                guard let text = playlists[address] else { throw MediaSourceError.gone(address.path) }
+                return Data(text.utf8)
+            },
+            makeSource: { [self] address throws(MediaSourceError) in
+                guard let body = bodies[address] else { throw MediaSourceError.gone(address.path) }
+                let source = HeldSource(body, available: slow.contains(address) ? 0 : nil)
+                sources.withLock { $0[address, default: []].append(source) }
+                return source
+            })
+    }
+
+    func made(_ url: URL) -> [HeldSource] { sources.withLock { $0[url] ?? [] } }
+}
+
+private func url(_ path: String) -> URL { URL(string: "http://hls.example/\(path)")! }
+
+private func open(_ source: HLSByteSource) async -> Result<ResourceInfo, MediaSourceError> {
+    await withCheckedContinuation { continuation in source.open { continuation.resume(returning: $0) } }
+}
+
+/// Reads the whole stream with reads of `chunk` bytes, waiting for each wake-up.
+private func readAll(_ source: HLSByteSource, chunk: Int = 7) async -> Result<Data, MediaSourceError> {
+    var collected = Data()
+    while true {
+        let outcome = await withCheckedContinuation { continuation in
+            let once = Mutex(false)
+            let wake: @Sendable () -> Void = {
+                if !once.withLock({ done in
+                    defer { done = true }
+                    return done
+                }) {
+                    continuation.resume(returning: ReadOutcome.pending)
+                }
+            }
+            let first = source.read(at: Int64(collected.count), maxLength: chunk, wake: wake)
+            if case .pending = first { return }
+            if !once.withLock({ done in
+                defer { done = true }
+                return done
+            }) {
+                continuation.resume(returning: first)
+            }
+        }
+        switch outcome {
+        case .data(let bytes): collected.append(bytes)
+        case .endOfStream: return .success(collected)
+        case .failed(let error): return .failure(error)
+        case .pending: continue
+        }
+    }
+}
+
+@Suite("HLS: segments as one stream")
+struct HLSByteSourceTests {
+    static let segments = (0..<5).map { Data("segment \($0) ".utf8) + Data(repeating: UInt8($0), count: 20 + $0) }
+
+    static func mediaPlaylist(_ names: [String], extra: String = "", end: Bool = true) -> String {
+        "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + extra
+            + names.map { "#EXTINF:4.0,\n\($0)\n" }.joined() + (end ? "#EXT-X-ENDLIST\n" : "")
+    }
+
+    @Test func theSegmentsAreReadAsOneStreamWithThePlaylistsLength() async throws {
+        let names = (0..<5).map { "seg\($0).ts" }
+        let origin = Origin(
+            playlists: [url("index.m3u8"): Self.mediaPlaylist(names)],
+            bodies: Dictionary(uniqueKeysWithValues: zip(names.map(url), Self.segments)),
+            slow: [url("seg2.ts")])
+        let source = origin.source(url("index.m3u8"))
+        let info = try await open(source).get()
+        #expect(info.duration == .seconds(20) && info.length == nil && !info.randomAccess)
+        let reading = Task { await readAll(source) }
+        // The third segment's bytes come late: the read waits for them, then goes on.
+        while origin.made(url("seg2.ts")).isEmpty { await Task.yield() }
+        try await Task.sleep(for: .milliseconds(20))
+        origin.made(url("seg2.ts")).first?.arrive()
+        let all = try await reading.value.get()
+        #expect(all == Self.segments.reduce(Data(), +))
+        #expect(names.allSatisfy { origin.made(url($0)).count == 1 }, "each segment's source made once")
+        #expect(origin.made(url("seg0.ts")).first?.closed == true, "parts behind the reader are closed")
+        source.close()
+        #expect(origin.made(url("seg4.ts")).first?.closed == true)
+    }
+
+    @Test func byteRangesOfOneFileAndAnInitializationSectionComeInOrder() async throws {
+        let file = Data((0..<200).map { UInt8($0) })
+        let playlist = """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:4
+            #EXT-X-MAP:URI="init.mp4"
+            #EXTINF:4.0,
+            #EXT-X-BYTERANGE:50@10
+            media.mp4
+            #EXTINF:4.0,
+            #EXT-X-BYTERANGE:30
+            media.mp4
+            #EXT-X-ENDLIST
+
+            """
+        let initSection = Data("init".utf8)
+        let origin = Origin(
+            playlists: [url("a.m3u8"): playlist], bodies: [url("media.mp4"): file, url("init.mp4"): initSection])
+        let source = origin.source(url("a.m3u8"))
+        _ = try await open(source).get()
+        let all = try await readAll(source, chunk: 16).get()
+        #expect(all == initSection + file[10..<60] + file[60..<90])
+    }
+
+    @Test func aMasterPlaylistPlaysItsLowestAudioVariant() async throws {
+        let master = """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=256000,CODECS="mp4a.40.2"
+            high/index.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.5"
+            low/index.m3u8
+
+            """
+        let origin = Origin(
+            playlists: [
+                url("master.m3u8"): master, url("low/index.m3u8"): Self.mediaPlaylist(["a.ts"]),
+                url("high/index.m3u8"): Self.mediaPlaylist(["b.ts"]),
+            ],
+            bodies: [url("low/a.ts"): Data("low".utf8), url("high/b.ts"): Data("high".utf8)])
+        let source = origin.source(url("master.m3u8"))
+        _ = try await open(source).get()
+        #expect(try await readAll(source).get() == Data("low".utf8))
+    }
+
+    @Test func aReadBehindTheCurrentPartStartsAgainFromItsPart() async throws {
+        let names = ["s0.ts", "s1.ts", "s2.ts"]
+        let origin = Origin(
+            playlists: [url("i.m3u8"): Self.mediaPlaylist(names)],
+            bodies: Dictionary(uniqueKeysWithValues: zip(names.map(url), Self.segments)))
+        let source = origin.source(url("i.m3u8"))
+        _ = try await open(source).get()
+        let all = try await readAll(source).get()
+        let back = Int64(Self.segments[0].count + 3)
+        let outcome = source.read(at: back, maxLength: 5) {}
+        if case .pending = outcome {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        guard case .data(let bytes) = source.read(at: back, maxLength: 5, wake: {}) else {
+            Issue.record("no bytes back at \(back)")
+            return
+        }
+        #expect(bytes == all[Int(back)..<Int(back) + 5])
+    }
+
+    @Test(arguments: [
+        ("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\na.ts\n", "live HLS"),
+        (
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:4,\na.ts\n#EXT-X-ENDLIST\n",
+            "AES-128"
+        ),
+        ("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-ENDLIST\n", "no segment"),
+        ("<html>not found</html>", "not a valid HLS playlist"),
+    ])
+    func whatCannotBePlayedFailsToOpenWithAClearError(_ text: String, _ words: String) async {
+        let origin = Origin(playlists: [url("x.m3u8"): text], bodies: [url("a.ts"): Data("a".utf8)])
+        guard case .failure(let error) = await open(origin.source(url("x.m3u8"))) else {
+            Issue.record("opened")
+            return
+        }
+        #expect(error.description.contains(words), "\(error)")
+    }
+
+    @Test func aSegmentThatIsGoneFailsTheReadAtItsPlace() async throws {
+        let origin = Origin(
+            playlists: [url("i.m3u8"): Self.mediaPlaylist(["s0.ts", "missing.ts"])],
+            bodies: [url("s0.ts"): Self.segments[0]])
+        let source = origin.source(url("i.m3u8"))
+        _ = try await open(source).get()
+        guard case .failure(let error) = await readAll(source) else {
+            Issue.record("read through a missing segment")
+            return
+        }
+        #expect(error == .gone("/missing.ts"))
+    }
+}
