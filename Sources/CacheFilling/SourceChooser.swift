@@ -74,19 +74,19 @@ public final class SourceChooser: Sendable {
                         throw MediaSourceError(downloadFailure: error)
                     }
                 },
-                makeSource: { [weak self] segment throws(MediaSourceError) in
+                makeSource: { [weak self] segment, live throws(MediaSourceError) in
                     guard let self else { throw MediaSourceError.closed }
-                    return try self.httpSource(for: segment)
+                    return self.httpSource(for: segment, stored: !live)
                 })
         case .unsupported(let scheme):
             throw .gone("unsupported URL scheme '\(scheme)'")
         }
     }
 
-    /// An ``HTTPByteSource`` for `url`, over its cache entry when there is one (else its bytes
-    /// are kept in memory), registered for the metered rules.
-    private func httpSource(for url: URL) -> HTTPByteSource {
-        let entry = try? cache?.entry(for: url, namespace: namespace)
+    /// An ``HTTPByteSource`` for `url`, over its cache entry when there is one and `stored`
+    /// (else its bytes are kept in memory), registered for the metered rules.
+    private func httpSource(for url: URL, stored: Bool = true) -> HTTPByteSource {
+        let entry = stored ? try? cache?.entry(for: url, namespace: namespace) : nil
         let source = HTTPByteSource(
             url: url, entry: entry, fetcher: fetcher, revalidator: revalidator, readAhead: readAhead)
         playback.register(source, for: url)

@@ -16,8 +16,9 @@ import Synchronization
 public final class HLSByteSource: ByteSource {
     /// Fetches a playlist whole.
     public typealias PlaylistFetch = @Sendable (URL) async throws(MediaSourceError) -> Data
-    /// Makes the unopened byte source of one segment's URL.
-    public typealias SourceMaker = @Sendable (URL) throws(MediaSourceError) -> any ByteSource
+    /// Makes the unopened byte source of one segment's URL; `live`: a live presentation's
+    /// segment, kept in memory only.
+    public typealias SourceMaker = @Sendable (URL, _ live: Bool) throws(MediaSourceError) -> any ByteSource
 
     /// How many parts past the reader's are opened ahead of it.
     public static let partsAhead = 3
@@ -40,7 +41,25 @@ public final class HLSByteSource: ByteSource {
         var wake: (@Sendable () -> Void)?
         var background = false
         var closed = false
+        /// The reloading of a live playlist; nil on demand.
+        var live: LiveFeed?
     }
+
+    /// What a live presentation's reloads know.
+    private struct LiveFeed {
+        /// The media playlist to reload.
+        var url: URL
+        /// The last segment listed so far (new segments come after it).
+        var lastSegment: MediaSegment?
+        var lastMap: MediaInitializationSection?
+        /// No more segments will come (`EXT-X-ENDLIST` appeared).
+        var ended = false
+        /// Reloads failed for too long: reads past the last part fail with it.
+        var failure: MediaSourceError?
+    }
+
+    /// How long a live playlist may fail to reload before reads past its last segment fail.
+    public static let liveRetryDuration: Duration = .seconds(60)
 
     /// A part's source and whether its open has finished (with its failure, if it failed).
     private struct PartSource {
@@ -57,37 +76,135 @@ public final class HLSByteSource: ByteSource {
     }
 
     /// Fetches the playlist (and, for a master playlist, the chosen variant's), starts the first
-    /// segments' downloads and answers with the presentation's length in time.
+    /// segments' downloads and answers with the presentation's length in time; a live playlist
+    /// answers as a live stream, starts three target durations from its end (or at
+    /// `EXT-X-START`) and is reloaded as RFC 8216 §6.3.4 says until the source closes.
     public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
         Task {
             do throws(MediaSourceError) {
-                let media = try await loadMediaPlaylist()
-                let parts: [StreamPart]
-                switch SegmentStream.parts(of: media) {
-                case .success(let found): parts = found
-                case .failure(let refusal): throw MediaSourceError.unavailable(refusal.description)
-                }
-                let duration = parts.reduce(Duration.zero) { $0 + $1.duration }
-                let closed = state.withLock { state -> Bool in
-                    state.parts = parts
-                    return state.closed
-                }
-                if closed { throw MediaSourceError.closed }
-                Self.log.info("\(url.lastPathComponent): \(parts.count) parts, \(duration.components.seconds) s")
+                let (media, mediaURL) = try await loadMediaPlaylist()
+                let info = media.isLive ? try startLive(media, at: mediaURL) : try startOnDemand(media)
                 openAhead()
-                completion(.success(ResourceInfo(length: nil, randomAccess: false, duration: duration)))
+                completion(.success(info))
+                if media.isLive { await reloadLive(after: media, began: .now) }
             } catch {
                 completion(.failure(error))
             }
         }
     }
 
+    private func startOnDemand(_ media: MediaPlaylist) throws(MediaSourceError) -> ResourceInfo {
+        let parts: [StreamPart]
+        switch SegmentStream.parts(of: media) {
+        case .success(let found): parts = found
+        case .failure(let refusal): throw .unavailable(refusal.description)
+        }
+        let duration = parts.reduce(Duration.zero) { $0 + $1.duration }
+        try install(parts, live: nil)
+        Self.log.info("\(url.lastPathComponent): \(parts.count) parts, \(duration.components.seconds) s")
+        return ResourceInfo(length: nil, randomAccess: false, duration: duration)
+    }
+
+    private func startLive(_ media: MediaPlaylist, at mediaURL: URL) throws(MediaSourceError) -> ResourceInfo {
+        let first = media.startPosition()?.segmentIndex ?? 0
+        let segments = media.segments[first...]
+        let laidOut: (parts: [StreamPart], lastMap: MediaInitializationSection?)
+        switch SegmentStream.parts(of: segments, after: nil) {
+        case .success(let found): laidOut = found
+        case .failure(let refusal): throw .unavailable(refusal.description)
+        }
+        guard !laidOut.parts.isEmpty else { throw .unavailable(SegmentStreamRefusal.empty.description) }
+        try install(
+            laidOut.parts, live: LiveFeed(url: mediaURL, lastSegment: media.segments.last, lastMap: laidOut.lastMap))
+        Self.log.info("\(url.lastPathComponent): live, starting \(segments.count) segments from the end")
+        return ResourceInfo(length: nil, randomAccess: false, live: LiveStation(name: nil))
+    }
+
+    private func install(_ parts: [StreamPart], live: LiveFeed?) throws(MediaSourceError) {
+        let closed = state.withLock { state -> Bool in
+            state.parts = parts
+            state.live = live
+            return state.closed
+        }
+        if closed { throw .closed }
+    }
+
+    /// Reloads a live playlist when the schedule says, adding its new segments, until the
+    /// source closes or the playlist ends; failing reloads are retried with backoff, and after
+    /// ``liveRetryDuration`` of failures reads past the last segment fail.
+    private func reloadLive(after first: MediaPlaylist, began: ContinuousClock.Instant) async {
+        var schedule = LiveReloadSchedule()
+        var decision = schedule.loaded(first, began: began)
+        var failingSince: ContinuousClock.Instant?
+        while let at = decision.reloadAt {
+            try? await Task.sleep(until: at, clock: .continuous)
+            guard let feedURL = state.withLock({ $0.closed ? nil : $0.live?.url }) else { return }
+            let started = ContinuousClock.now
+            do throws(MediaSourceError) {
+                guard case .media(let reloaded) = try await playlist(at: feedURL) else {
+                    throw .unavailable("the live HLS playlist became a master playlist")
+                }
+                failingSince = nil
+                try append(reloaded)
+                decision = schedule.loaded(reloaded, began: started)
+            } catch {
+                let since = failingSince ?? started
+                failingSince = since
+                if ContinuousClock.now - since >= Self.liveRetryDuration {
+                    Self.log.warning("\(url.lastPathComponent): the live playlist failed for a minute: \(error)")
+                    endLive(failure: error)
+                    return
+                }
+                Self.log.info("\(url.lastPathComponent): reloading the live playlist failed: \(error)")
+                decision = schedule.failed(ended: .now)
+            }
+        }
+        endLive(failure: nil)
+    }
+
+    /// Adds what a reload lists after the last known segment, and wakes a read waiting for it.
+    private func append(_ reloaded: MediaPlaylist) throws(MediaSourceError) {
+        let wake = try state.withLock { state throws(MediaSourceError) -> (@Sendable () -> Void)? in
+            guard var live = state.live else { return nil }
+            let update = LiveSegmentUpdate(known: live.lastSegment.map { [$0] } ?? [], reloaded: reloaded)
+            if update.missedSegmentCount > 0 {
+                Self.log.warning(
+                    "\(url.lastPathComponent): \(update.missedSegmentCount) live segments slid away unread")
+            }
+            switch SegmentStream.parts(of: update.newSegments, after: update.isRestart ? nil : live.lastMap) {
+            case .success(let laidOut):
+                state.parts += laidOut.parts
+                live.lastMap = laidOut.lastMap
+            case .failure(let refusal):
+                throw .unavailable(refusal.description)
+            }
+            live.lastSegment = reloaded.segments.last ?? live.lastSegment
+            live.ended = !reloaded.isLive
+            state.live = live
+            guard !update.newSegments.isEmpty else { return nil }
+            defer { state.wake = nil }
+            return state.wake
+        }
+        openAhead()
+        wake?()
+    }
+
+    private func endLive(failure: MediaSourceError?) {
+        let wake = state.withLock { state -> (@Sendable () -> Void)? in
+            state.live?.ended = true
+            state.live?.failure = failure
+            defer { state.wake = nil }
+            return state.wake
+        }
+        wake?()
+    }
+
     /// The media playlist to play: the one at `url`, or the variant a master playlist there
     /// chooses (audio only where it offers that; the lowest bitrate, as nothing is measured yet).
-    private func loadMediaPlaylist() async throws(MediaSourceError) -> MediaPlaylist {
+    private func loadMediaPlaylist() async throws(MediaSourceError) -> (MediaPlaylist, URL) {
         switch try await playlist(at: url) {
         case .media(let media):
-            return media
+            return (media, url)
         case .master(let master):
             guard let variant = master.chooseVariant(throughput: nil, ceiling: nil) else {
                 throw .unavailable("the HLS master playlist offers no variant to play")
@@ -97,7 +214,7 @@ public final class HLSByteSource: ByteSource {
             guard case .media(let media) = try await playlist(at: chosen) else {
                 throw .unavailable("the HLS variant \(chosen.lastPathComponent) is not a media playlist")
             }
-            return media
+            return (media, chosen)
         }
     }
 
@@ -120,7 +237,7 @@ public final class HLSByteSource: ByteSource {
             for index in state.current..<min(state.parts.count, state.current + 1 + Self.partsAhead)
             where state.sources[index] == nil {
                 do throws(MediaSourceError) {
-                    let source = try makeSource(state.parts[index].url)
+                    let source = try makeSource(state.parts[index].url, state.live != nil)
                     source.setBackground(state.background || index > state.current)
                     state.sources[index] = PartSource(source: source)
                     made.append((index, source))
@@ -196,7 +313,14 @@ public final class HLSByteSource: ByteSource {
             state.starts.removeSubrange((index + 1)...)
             return .openParts
         }
-        guard state.current < state.parts.count else { return .answer(.endOfStream) }
+        guard state.current < state.parts.count else {
+            // A live playlist's next segments come with a reload.
+            guard let live = state.live, !live.ended else {
+                return .answer(state.live?.failure.map(ReadOutcome.failed) ?? .endOfStream)
+            }
+            state.wake = wake
+            return .answer(.pending)
+        }
         guard let part = state.sources[state.current] else { return .openParts }
         guard part.opened else {
             state.wake = wake

@@ -21,7 +21,8 @@ public struct StreamPart: Sendable, Equatable {
 
 /// Why a media playlist cannot be played as one stream here.
 public enum SegmentStreamRefusal: Error, Sendable, Equatable, CustomStringConvertible {
-    /// No `EXT-X-ENDLIST`: segments keep coming, and the playlist must be reloaded.
+    /// No `EXT-X-ENDLIST`: segments keep coming, and the playlist must be reloaded (played by
+    /// ``HLSByteSource`` as a live stream, not as parts laid out once).
     case live
     /// A segment is encrypted with a method this player does not decrypt.
     case encrypted(String)
@@ -31,7 +32,7 @@ public enum SegmentStreamRefusal: Error, Sendable, Equatable, CustomStringConver
     /// A one-line explanation.
     public var description: String {
         switch self {
-        case .live: "a live HLS playlist (no EXT-X-ENDLIST), which Spool does not play yet"
+        case .live: "a live HLS playlist (no EXT-X-ENDLIST)"
         case .encrypted(let method): "encrypted HLS segments (\(method)), which Spool does not decrypt yet"
         case .empty: "the HLS playlist lists no segment"
         }
@@ -40,14 +41,25 @@ public enum SegmentStreamRefusal: Error, Sendable, Equatable, CustomStringConver
 
 /// The parts a media playlist plays as, in order: each segment, preceded by its initialization
 /// section wherever that changes (the first segment, a new `EXT-X-MAP`); gap segments are left
-/// out. Pure: the playlist in, the parts out.
+/// out. Pure: segments in, parts out.
 public enum SegmentStream {
-    /// The parts of `playlist`, or why it cannot be played as one stream.
+    /// The parts of an on-demand `playlist`, or why it cannot be played as one stream.
     public static func parts(of playlist: MediaPlaylist) -> Result<[StreamPart], SegmentStreamRefusal> {
         if playlist.isLive { return .failure(.live) }
+        return parts(of: playlist.segments, after: nil).flatMap {
+            $0.parts.isEmpty ? .failure(.empty) : .success($0.parts)
+        }
+    }
+
+    /// The parts of `segments`, which follow parts whose last initialization section was
+    /// `lastMap` (nil at the start: the first segment's section comes first), and the last
+    /// initialization section after them.
+    public static func parts(
+        of segments: some Sequence<MediaSegment>, after lastMap: MediaInitializationSection?
+    ) -> Result<(parts: [StreamPart], lastMap: MediaInitializationSection?), SegmentStreamRefusal> {
         var parts: [StreamPart] = []
-        var lastMap: MediaInitializationSection?
-        for segment in playlist.segments where !segment.isGap {
+        var lastMap = lastMap
+        for segment in segments where !segment.isGap {
             if let key = segment.key {
                 let method: String
                 switch key.method {
@@ -64,7 +76,7 @@ public enum SegmentStream {
             parts.append(
                 StreamPart(url: segment.uri, range: segment.byteRange.map(range), duration: segment.duration))
         }
-        return parts.isEmpty ? .failure(.empty) : .success(parts)
+        return .success((parts, lastMap))
     }
 
     private static func range(_ byteRange: ByteRange) -> Range<Int64> {

@@ -45,19 +45,7 @@ final class RadioCase {
     }
 
     /// The regular files under the daemon's cache folder and their sizes.
-    func cacheFiles() -> [String: Int] {
-        let root = player.home.file("cache")
-        var files: [String: Int] = [:]
-        for case let file as URL in FileManager.default.enumerator(
-            at: root, includingPropertiesForKeys: [.fileSizeKey, .isRegularFileKey])
-            ?? FileManager.DirectoryEnumerator()
-        {
-            guard (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
-            files[file.path.replacingOccurrences(of: root.path, with: "")] =
-                (try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0
-        }
-        return files
-    }
+    func cacheFiles() -> [String: Int] { cachedFiles(of: player) }
 
     func context() -> String { "daemon log:\n\(player.logTail(60))\nstation requests: \(station.requests())" }
 }
@@ -283,4 +271,19 @@ struct IcecastRadioTests {
         let stored = (try? FileManager.default.contentsOfDirectory(atPath: data.path)) ?? []
         #expect(stored.isEmpty, "nothing of a live stream is stored: \(stored)")
     }
+}
+
+/// The regular files under `player`'s cache folder, by path below it, and their sizes.
+func cachedFiles(of player: PlayerProcess) -> [String: Int] {
+    let root = player.home.file("cache")
+    var files: [String: Int] = [:]
+    for case let file as URL in FileManager.default.enumerator(
+        at: root, includingPropertiesForKeys: [.fileSizeKey, .isRegularFileKey])
+        ?? FileManager.DirectoryEnumerator()
+    {
+        guard (try? file.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true else { continue }
+        files[file.path.replacingOccurrences(of: root.path, with: "")] =
+            (try? file.resourceValues(forKeys: [.fileSizeKey]).fileSize) ?? 0
+    }
+    return files
 }

@@ -55,13 +55,17 @@ private final class HeldSource: ByteSource {
 
 /// Playlists and segment bytes served from memory.
 private final class Origin: Sendable {
-    let playlists: [URL: String]
+    let playlists: Mutex<[URL: String]>
     let sources: Mutex<[URL: [HeldSource]]> = Mutex([:])
     let bodies: [URL: Data]
     let slow: Set<URL>
+    /// The playlists fetched, in order.
+    let fetched: Mutex<[URL]> = Mutex([])
+    /// Whether each segment source made was a live one.
+    let liveFlags: Mutex<[Bool]> = Mutex([])
 
     init(playlists: [URL: String], bodies: [URL: Data], slow: Set<URL> = []) {
-        self.playlists = playlists
+        self.playlists = Mutex(playlists)
         self.bodies = bodies
         self.slow = slow
     }
@@ -70,13 +74,15 @@ private final class Origin: Sendable {
         HLSByteSource(
             url: url,
             fetchPlaylist: { [self] address throws(MediaSourceError) in
-                guard let text = playlists[address] else { throw MediaSourceError.gone(address.path) }
+                fetched.withLock { $0.append(address) }
+                guard let text = playlists.withLock({ $0[address] }) else { throw MediaSourceError.gone(address.path) }
                 return Data(text.utf8)
             },
-            makeSource: { [self] address throws(MediaSourceError) in
+            makeSource: { [self] address, live throws(MediaSourceError) in
                 guard let body = bodies[address] else { throw MediaSourceError.gone(address.path) }
                 let source = HeldSource(body, available: slow.contains(address) ? 0 : nil)
                 sources.withLock { $0[address, default: []].append(source) }
+                liveFlags.withLock { $0.append(live) }
                 return source
             })
     }
@@ -217,8 +223,30 @@ struct HLSByteSourceTests {
         #expect(bytes == all[Int(back)..<Int(back) + 5])
     }
 
+    /// A live playlist: it starts three target durations from the end, each reload's new
+    /// segments follow without a break, and its end (`EXT-X-ENDLIST`) ends the stream.
+    @Test func aLivePlaylistStartsNearItsEndAndGrowsWithEachReload() async throws {
+        let names = (0..<6).map { "live\($0).ts" }
+        let bodies = Dictionary(uniqueKeysWithValues: zip(names.map(url), Self.segments + [Data("tail".utf8)]))
+        let window = { (range: Range<Int>, end: Bool) in
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(range.lowerBound)\n"
+                + range.map { "#EXTINF:1.0,\nlive\($0).ts\n" }.joined() + (end ? "#EXT-X-ENDLIST\n" : "")
+        }
+        let origin = Origin(playlists: [url("live.m3u8"): window(0..<5, false)], bodies: bodies)
+        let source = origin.source(url("live.m3u8"))
+        let info = try await open(source).get()
+        #expect(info.live != nil && info.duration == nil && info.length == nil)
+        let reading = Task { await readAll(source) }
+        // The next reload slides the window and ends the presentation.
+        origin.playlists.withLock { $0[url("live.m3u8")] = window(3..<6, true) }
+        let all = try await reading.value.get()
+        let expected = Self.segments[2...].reduce(Data(), +) + Data("tail".utf8)
+        #expect(all == expected, "from the third segment (3 s from the end) to the last")
+        #expect(origin.fetched.withLock { $0.count } >= 2)
+        #expect(origin.liveFlags.withLock { $0.allSatisfy { $0 } }, "a live presentation's segments are live")
+    }
+
     @Test(arguments: [
-        ("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXTINF:4,\na.ts\n", "live HLS"),
         (
             "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:4,\na.ts\n#EXT-X-ENDLIST\n",
             "AES-128"
