@@ -109,6 +109,7 @@ enum RadioCases {
     static func icecast(_ runner: BenchRunner) async throws {
         await runner.run([
             ("radio, Icecast 2: open → advancing", "s", "≤ 0.3"),
+            ("radio, Icecast 2: the server's first audio byte to a new listener (median of 5)", "s", ""),
             ("radio, Icecast 2: title set → shown in MPRIS (median of 3)", "s", ""),
             ("radio, Icecast 2: titles split into artist and title, of 3", "", "3"),
         ]) { probe, _ in
@@ -117,6 +118,21 @@ enum RadioCases {
             let source = try server.startSource(mount: "/bench.mp3", name: "Bench Icecast", genre: "Test")
             defer { source.stop() }
             try await server.waitUntilMounted("/bench.mp3")
+            // What no player can go below: when Icecast sends a new listener its first audio byte
+            // (it answers the head at once, and the burst when its source thread next runs).
+            var firstBytes: [Double] = []
+            for _ in 0..<5 {
+                let answer = try runCommand(
+                    "python3", ["bench/lib/first_body.py", server.streamURL(mount: "/bench.mp3").absoluteString],
+                    timeout: 5)
+                if let body = answer.stdout.split(separator: " ").last.flatMap({
+                    Double($0.trimmingCharacters(in: .whitespacesAndNewlines))
+                }), body > 0 {
+                    firstBytes.append(body)
+                }
+            }
+            let serverFirstByte: Outcome =
+                firstBytes.count == 5 ? .value(firstBytes.sorted()[2]) : .failed("first body bytes: \(firstBytes)")
             let opened = try await probe.open(server.streamURL(mount: "/bench.mp3"))
             let started = await attempt { try await probe.awaitAdvancing(since: opened, timeout: 20) }
             var delays: [Double] = []
@@ -136,7 +152,7 @@ enum RadioCases {
             }
             let median: Outcome =
                 delays.count == 3 ? .value(delays.sorted()[1]) : .failed("\(delays.count) of 3 titles shown")
-            return [started, median, .value(Double(split))]
+            return [started, serverFirstByte, median, .value(Double(split))]
         }
     }
 
