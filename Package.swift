@@ -36,6 +36,11 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        // OpenSSL's libcrypto, for HLS segments encrypted with AES-128 (already there beside
+        // libcurl4-openssl-dev).
+        .systemLibrary(
+            name: "CCrypto", pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
         // Typed wrappers for the variadic libcurl calls Swift cannot import.
         .target(name: "CCurlShim", dependencies: ["CCurl"]),
 
@@ -51,7 +56,7 @@ let package = Package(
         // RFC 8216 (HTTP Live Streaming) playlists and the live reload schedule: pure values, no networking.
         .target(name: "HLS"),
         // An HLS presentation as one ByteSource: its segments read through sources made by the caller.
-        .target(name: "HLSSource", dependencies: ["HLS", "ByteSourceAPI", "Basics"]),
+        .target(name: "HLSSource", dependencies: ["HLS", "ByteSourceAPI", "CCrypto", "Basics"]),
         .target(name: "MediaSource", dependencies: ["ByteSourceAPI", "Fetcher", "RangeCache", "Basics"]),
         // The values a live stream's bytes announce (``LiveStation``, ``StreamTitle``) travel to the
         // player in engine events.

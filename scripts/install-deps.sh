@@ -8,7 +8,7 @@ set -euo pipefail
 runtime=(
   pkg-config ca-certificates
   libdbus-1-dev dbus-daemon dbus-bin
-  libcurl4-openssl-dev
+  libcurl4-openssl-dev libssl-dev
   libsqlite3-dev
   libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev
   gstreamer1.0-plugins-base gstreamer1.0-plugins-good
@@ -17,7 +17,7 @@ runtime=(
 )
 # pulseaudio + pulseaudio-utils: a private sound server (and pactl, parec, paplay) for the output tests.
 # man-db + groff-base: the man page is checked with man --warnings; zsh, fish: their completions parse.
-testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light icecast2 desktop-file-utils lame curl
+testing=(gstreamer1.0-tools gstreamer1.0-plugins-base-apps playerctl nginx-light icecast2 desktop-file-utils lame curl openssl
   pulseaudio pulseaudio-utils man-db groff-base zsh fish)
 
 wanted=("${runtime[@]}")

@@ -14,7 +14,7 @@ import Synchronization
 /// (their downloads start) so a segment's end never waits for the next one's first byte; parts
 /// behind it are closed. A read behind the current part starts again from the part holding it.
 public final class HLSByteSource: ByteSource {
-    /// Fetches a playlist whole.
+    /// Fetches a playlist (or a key) whole.
     public typealias PlaylistFetch = @Sendable (URL) async throws(MediaSourceError) -> Data
     /// Makes the unopened byte source of one segment's URL; `live`: a live presentation's
     /// segment, kept in memory only.
@@ -43,6 +43,8 @@ public final class HLSByteSource: ByteSource {
         var closed = false
         /// The reloading of a live playlist; nil on demand.
         var live: LiveFeed?
+        /// Keys of encrypted parts, fetched once per key URL.
+        var keys: [URL: Task<Data, any Error>] = [:]
     }
 
     /// What a live presentation's reloads know.
@@ -226,6 +228,24 @@ public final class HLSByteSource: ByteSource {
         }
     }
 
+    /// The key at `keyURL`, fetched once however many parts it opens.
+    private func key(at keyURL: URL) async throws(MediaSourceError) -> Data {
+        let fetch = fetchPlaylist
+        let task = state.withLock { state -> Task<Data, any Error> in
+            if let running = state.keys[keyURL] { return running }
+            let task = Task<Data, any Error> { try await fetch(keyURL) }
+            state.keys[keyURL] = task
+            return task
+        }
+        do {
+            return try await task.value
+        } catch let error as MediaSourceError {
+            throw .unavailable("the HLS key \(keyURL.lastPathComponent) cannot be fetched: \(error)")
+        } catch {
+            throw .unavailable("the HLS key \(keyURL.lastPathComponent) cannot be fetched")
+        }
+    }
+
     /// Opens the reader's part and the few after it; closes those behind it.
     private func openAhead() {
         let toOpen = state.withLock { state -> [(Int, any ByteSource)] in
@@ -237,7 +257,15 @@ public final class HLSByteSource: ByteSource {
             for index in state.current..<min(state.parts.count, state.current + 1 + Self.partsAhead)
             where state.sources[index] == nil {
                 do throws(MediaSourceError) {
-                    let source = try makeSource(state.parts[index].url, state.live != nil)
+                    let part = state.parts[index]
+                    var source = try makeSource(part.url, state.live != nil)
+                    if let encryption = part.encryption {
+                        source = DecryptingSource(inner: source, range: part.range, iv: encryption.iv) {
+                            [weak self] () throws(MediaSourceError) -> Data in
+                            guard let self else { throw .closed }
+                            return try await self.key(at: encryption.keyURL)
+                        }
+                    }
                     source.setBackground(state.background || index > state.current)
                     state.sources[index] = PartSource(source: source)
                     made.append((index, source))
@@ -321,24 +349,27 @@ public final class HLSByteSource: ByteSource {
             state.wake = wake
             return .answer(.pending)
         }
-        guard let part = state.sources[state.current] else { return .openParts }
-        guard part.opened else {
+        guard let opened = state.sources[state.current] else { return .openParts }
+        guard opened.opened else {
             state.wake = wake
             return .answer(.pending)
         }
-        if let failure = part.failure { return .answer(.failed(failure)) }
+        if let failure = opened.failure { return .answer(.failed(failure)) }
         let local = offset - state.starts[state.current]
-        let range = state.parts[state.current].range
+        // An encrypted part's source reads its own range and answers with plaintext.
+        let part = state.parts[state.current]
+        let range = part.encryption == nil ? part.range : nil
         let start = (range?.lowerBound ?? 0) + local
         if let range, start >= range.upperBound { return .rangeEnded(index: state.current, local: start) }
-        return .read(index: state.current, source: part.source, local: start, limit: range?.upperBound)
+        return .read(index: state.current, source: opened.source, local: start, limit: range?.upperBound)
     }
 
     /// Part `index` ended: the next one starts at the stream offset where it stopped.
     private func partEnded(_ index: Int, at local: Int64) {
         state.withLock { state in
             guard state.current == index else { return }
-            let length = local - (state.parts[index].range?.lowerBound ?? 0)
+            let part = state.parts[index]
+            let length = local - (part.encryption == nil ? part.range?.lowerBound ?? 0 : 0)
             state.starts.append(state.starts[index] + length)
             state.current += 1
         }

@@ -10,12 +10,31 @@ public struct StreamPart: Sendable, Equatable {
     public var range: Range<Int64>?
     /// The time it plays for (zero for an initialization section).
     public var duration: Duration
+    /// How its bytes are encrypted (AES-128), or nil when they are clear.
+    public var encryption: PartEncryption?
 
     /// Creates a part.
-    public init(url: URL, range: Range<Int64>? = nil, duration: Duration = .zero) {
+    public init(
+        url: URL, range: Range<Int64>? = nil, duration: Duration = .zero, encryption: PartEncryption? = nil
+    ) {
         self.url = url
         self.range = range
         self.duration = duration
+        self.encryption = encryption
+    }
+}
+
+/// An AES-128 part's key and initialization vector (RFC 8216 §5.2).
+public struct PartEncryption: Sendable, Equatable {
+    /// Where the 16-byte key is.
+    public var keyURL: URL
+    /// The 16-byte IV: the key tag's, else the segment's media sequence number.
+    public var iv: [UInt8]
+
+    /// Creates the facts.
+    public init(keyURL: URL, iv: [UInt8]) {
+        self.keyURL = keyURL
+        self.iv = iv
     }
 }
 
@@ -24,7 +43,7 @@ public enum SegmentStreamRefusal: Error, Sendable, Equatable, CustomStringConver
     /// No `EXT-X-ENDLIST`: segments keep coming, and the playlist must be reloaded (played by
     /// ``HLSByteSource`` as a live stream, not as parts laid out once).
     case live
-    /// A segment is encrypted with a method this player does not decrypt.
+    /// A segment is encrypted with a method this player does not decrypt (SAMPLE-AES, DRM).
     case encrypted(String)
     /// The playlist lists no segment.
     case empty
@@ -33,7 +52,7 @@ public enum SegmentStreamRefusal: Error, Sendable, Equatable, CustomStringConver
     public var description: String {
         switch self {
         case .live: "a live HLS playlist (no EXT-X-ENDLIST)"
-        case .encrypted(let method): "encrypted HLS segments (\(method)), which Spool does not decrypt yet"
+        case .encrypted(let method): "HLS segments encrypted with \(method), which Spool cannot decrypt"
         case .empty: "the HLS playlist lists no segment"
         }
     }
@@ -60,23 +79,38 @@ public enum SegmentStream {
         var parts: [StreamPart] = []
         var lastMap = lastMap
         for segment in segments where !segment.isGap {
+            var encryption: PartEncryption?
             if let key = segment.key {
-                let method: String
-                switch key.method {
-                case .aes128: method = "AES-128"
-                case .sampleAES: method = "SAMPLE-AES"
-                case .other(let name): method = name
-                }
-                return .failure(.encrypted(method))
+                guard key.method == .aes128 else { return .failure(.encrypted(name(of: key.method))) }
+                encryption = PartEncryption(keyURL: key.uri, iv: segment.initializationVector)
             }
             if let map = segment.map, map != lastMap {
-                parts.append(StreamPart(url: map.uri, range: map.byteRange.map(range)))
+                // An encrypted initialization section has no sequence number for an IV to
+                // come from: only one whose key gives its IV can be read.
+                var mapEncryption: PartEncryption?
+                if let key = map.key {
+                    guard key.method == .aes128, let iv = key.iv else {
+                        return .failure(.encrypted(name(of: key.method) + " initialization section"))
+                    }
+                    mapEncryption = PartEncryption(keyURL: key.uri, iv: iv)
+                }
+                parts.append(StreamPart(url: map.uri, range: map.byteRange.map(range), encryption: mapEncryption))
                 lastMap = map
             }
             parts.append(
-                StreamPart(url: segment.uri, range: segment.byteRange.map(range), duration: segment.duration))
+                StreamPart(
+                    url: segment.uri, range: segment.byteRange.map(range), duration: segment.duration,
+                    encryption: encryption))
         }
         return .success((parts, lastMap))
+    }
+
+    private static func name(of method: EncryptionMethod) -> String {
+        switch method {
+        case .aes128: "AES-128"
+        case .sampleAES: "SAMPLE-AES"
+        case .other(let name): name
+        }
     }
 
     private static func range(_ byteRange: ByteRange) -> Range<Int64> {

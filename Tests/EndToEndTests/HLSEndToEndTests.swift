@@ -162,4 +162,52 @@ struct HLSEndToEndTests {
         let files = cachedFiles(of: player)
         #expect(files.filter { $0.key.hasPrefix("/spool/data/") }.values.reduce(0, +) == 0, "stored: \(files)")
     }
+
+    /// The same presentation encrypted as packagers do it (AES-128-CBC with `openssl enc`, the
+    /// IV each segment's sequence number, the key behind its own URL): heard to the end, the key
+    /// fetched once.
+    @Test func anEncryptedPresentationIsHeardThroughWithItsKeyFetchedOnce() async throws {
+        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 150)
+        let media = try TemporaryDirectory(prefix: "spool-hls-aes")
+        let (playlist, segments) = try await Self.makeHLS(in: media.url, seconds: Self.seconds)
+        let key = (0..<16).map { String(format: "%02x", $0 * 11 % 256) }.joined()
+        var listing = try String(contentsOf: playlist, encoding: .utf8)
+        listing = listing.replacingOccurrences(
+            of: "#EXT-X-TARGETDURATION:4", with: "#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=AES-128,URI=\"key.bin\"")
+        try Data(listing.utf8).write(to: playlist)
+        for (number, segment) in segments.enumerated() {
+            let clear = media.url.appendingPathComponent(segment)
+            let sealed = media.url.appendingPathComponent("enc-" + segment)
+            let iv = String(repeating: "0", count: 30) + String(format: "%02x", number)
+            let result = try runCommand(
+                "openssl", ["enc", "-aes-128-cbc", "-K", key, "-iv", iv, "-in", clear.path, "-out", sealed.path])
+            try #require(result.status == 0, "openssl: \(result.stderr)")
+            try rig.serve(sealed, as: segment, headers: ["Cache-Control": "max-age=86400"])
+        }
+        let keyBytes = Data(
+            stride(from: 0, to: key.count, by: 2).map {
+                UInt8(
+                    key[key.index(key.startIndex, offsetBy: $0)..<key.index(key.startIndex, offsetBy: $0 + 2)],
+                    radix: 16)!
+            })
+        rig.origin.serve(OriginResource(keyBytes), at: "/key.bin")
+        let url = try rig.serve(playlist)
+        let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 140)
+        let connection = try DBusConnection(address: rig.bus.address)
+        let probe = PlayerProbe(
+            remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
+        try await probe.waitUntilReady()
+        let monitor = try #require(rig.monitor)
+        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
+
+        let offset = monitor.offset
+        let opened = try await probe.open(url)
+        _ = try await monitor.firstSound(after: offset, since: opened, timeout: 10)
+        let soundStart = monitor.offset
+        let end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: Double(Self.seconds) + 10)
+        let heard = Double(end - soundStart) / Double(AudioMonitor.byteRate) - 0.3
+        #expect(heard > Double(Self.seconds) - 0.5, "heard \(heard) s of \(Self.seconds)\n\(context())")
+        let keyRequests = rig.origin.requests().filter { $0.path == "/key.bin" }
+        #expect(keyRequests.count == 1, "the key was fetched \(keyRequests.count) times")
+    }
 }

@@ -64,10 +64,14 @@ private final class Origin: Sendable {
     /// Whether each segment source made was a live one.
     let liveFlags: Mutex<[Bool]> = Mutex([])
 
-    init(playlists: [URL: String], bodies: [URL: Data], slow: Set<URL> = []) {
+    /// Whole resources other than playlists (keys).
+    let blobs: [URL: Data]
+
+    init(playlists: [URL: String], bodies: [URL: Data], slow: Set<URL> = [], blobs: [URL: Data] = [:]) {
         self.playlists = Mutex(playlists)
         self.bodies = bodies
         self.slow = slow
+        self.blobs = blobs
     }
 
     func source(_ url: URL) -> HLSByteSource {
@@ -75,6 +79,7 @@ private final class Origin: Sendable {
             url: url,
             fetchPlaylist: { [self] address throws(MediaSourceError) in
                 fetched.withLock { $0.append(address) }
+                if let blob = blobs[address] { return blob }
                 guard let text = playlists.withLock({ $0[address] }) else { throw MediaSourceError.gone(address.path) }
                 return Data(text.utf8)
             },
@@ -246,10 +251,66 @@ struct HLSByteSourceTests {
         #expect(origin.liveFlags.withLock { $0.allSatisfy { $0 } }, "a live presentation's segments are live")
     }
 
+    /// AES-128 segments: the key fetched once, each segment's IV its sequence number unless the
+    /// key tag gives one, the plaintext one stream.
+    @Test func encryptedSegmentsAreDecryptedWithTheirKeyAndIV() async throws {
+        let key = Array((0..<16).map { UInt8($0 * 3) })
+        let explicitIV: [UInt8] = Array(repeating: 0xAB, count: 16)
+        let sequenceIV = { (number: UInt8) -> [UInt8] in Array(repeating: 0, count: 15) + [number] }
+        let bodies: [URL: Data] = [
+            url("c5.ts"): try opensslEncrypt(Self.segments[0], key: key, iv: sequenceIV(5)),
+            url("c6.ts"): try opensslEncrypt(Self.segments[1], key: key, iv: sequenceIV(6)),
+            url("c7.ts"): try opensslEncrypt(Self.segments[2], key: key, iv: explicitIV),
+            url("clear.ts"): Self.segments[3],
+        ]
+        let playlist = """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:4
+            #EXT-X-MEDIA-SEQUENCE:5
+            #EXT-X-KEY:METHOD=AES-128,URI="keys/k1"
+            #EXTINF:4,
+            c5.ts
+            #EXTINF:4,
+            c6.ts
+            #EXT-X-KEY:METHOD=AES-128,URI="keys/k1",IV=0x\(hex(explicitIV))
+            #EXTINF:4,
+            c7.ts
+            #EXT-X-KEY:METHOD=NONE
+            #EXTINF:4,
+            clear.ts
+            #EXT-X-ENDLIST
+
+            """
+        let origin = Origin(
+            playlists: [url("enc.m3u8"): playlist], bodies: bodies, blobs: [url("keys/k1"): Data(key)])
+        let source = origin.source(url("enc.m3u8"))
+        _ = try await open(source).get()
+        let all = try await readAll(source, chunk: 11).get()
+        #expect(all == Self.segments[0..<4].reduce(Data(), +))
+        #expect(origin.fetched.withLock { $0.filter { $0 == url("keys/k1") }.count } == 1, "the key fetched once")
+    }
+
+    @Test func aSegmentThatDoesNotDecryptWithItsKeyFailsTheRead() async throws {
+        let cipher = try opensslEncrypt(
+            Self.segments[0], key: Array(repeating: 1, count: 16), iv: Array(repeating: 0, count: 16))
+        let playlist =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:4,\nx.ts\n#EXT-X-ENDLIST\n"
+        let origin = Origin(
+            playlists: [url("bad.m3u8"): playlist], bodies: [url("x.ts"): cipher],
+            blobs: [url("k"): Data(repeating: 2, count: 16)])
+        let source = origin.source(url("bad.m3u8"))
+        _ = try await open(source).get()
+        guard case .failure(let error) = await readAll(source) else {
+            Issue.record("wrong bytes read as the segment")
+            return
+        }
+        #expect(error.description.contains("does not decrypt"), "\(error)")
+    }
+
     @Test(arguments: [
         (
-            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=AES-128,URI=\"k\"\n#EXTINF:4,\na.ts\n#EXT-X-ENDLIST\n",
-            "AES-128"
+            "#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-KEY:METHOD=SAMPLE-AES,URI=\"k\"\n#EXTINF:4,\na.ts\n#EXT-X-ENDLIST\n",
+            "SAMPLE-AES"
         ),
         ("#EXTM3U\n#EXT-X-TARGETDURATION:4\n#EXT-X-ENDLIST\n", "no segment"),
         ("<html>not found</html>", "not a valid HLS playlist"),
