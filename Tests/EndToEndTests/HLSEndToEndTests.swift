@@ -4,7 +4,7 @@ import TestSupport
 import Testing
 
 /// HLS made at test time by GStreamer's `hlssink2` (AAC in MPEG-TS), served by the fault origin
-/// over a link capped at about 2.5× the stream's rate, played by the real daemon into
+/// over a link capped at 3× the audio's bitrate, played by the real daemon into
 /// PulseAudio. On demand: one track with the playlist's length, heard to its end with no gap at
 /// a segment's join, and a replay that asks the origin for no segment. Live: a sliding window,
 /// played from near its edge with no stall, nothing stored.
@@ -12,41 +12,14 @@ import Testing
 struct HLSEndToEndTests {
     /// Seconds of audio in the presentation.
     static let seconds = 12
-    /// The link's rate: the segments run at ~26 kB/s (AAC at 128 kbit/s plus MPEG-TS framing).
-    static let linkRate = 64_000
-
-    /// Writes `seconds` of a 440 Hz tone as HLS into `folder`; returns the playlist and the
-    /// segments' file names.
-    static func makeHLS(in folder: URL, seconds: Int, targetDuration: Int = 4) async throws -> (
-        playlist: URL, segments: [String]
-    ) {
-        let playlist = folder.appendingPathComponent("index.m3u8")
-        let logs = try TemporaryDirectory(prefix: "spool-hlssink")
-        let segmenter = try ChildProcess(
-            "gst-launch-1.0",
-            [
-                "-q", "-e", "audiotestsrc", "num-buffers=\(seconds * 44100 / 1024)", "freq=440", "volume=0.5", "!",
-                "audio/x-raw,rate=44100,channels=2", "!", "avenc_aac", "bitrate=128000", "!", "aacparse", "!",
-                "hls.audio", "hlssink2", "name=hls", "location=\(folder.path)/seg%03d.ts",
-                "playlist-location=\(playlist.path)", "target-duration=\(targetDuration)", "playlist-length=0",
-                "max-files=0",
-            ], logDirectory: logs.url, selfStopAfter: 60)
-        // gst-launch sometimes hangs at the end of a long hlssink2 run after writing it all
-        // (1 run in 4 of 60 s here): the playlist's end marker is the sign it is done.
-        let done = await eventually(timeout: 30, interval: 0.05) {
-            (try? String(contentsOf: playlist, encoding: .utf8))?.contains("#EXT-X-ENDLIST") == true
-        }
-        segmenter.stop(grace: 1)
-        guard done else { throw RigError("hlssink2 never finished: \(segmenter.standardError)") }
-        let segments = try FileManager.default.contentsOfDirectory(atPath: folder.path)
-            .filter { $0.hasSuffix(".ts") }.sorted()
-        return (playlist, segments)
-    }
+    /// The link's rate, 3x the audio's 128 kbit/s: the segments run at ~26 kB/s (MPEG-TS
+    /// framing adds a fifth), so the link carries them at 1.85x.
+    static let linkRate = 48_000
 
     @Test func anOnDemandPlaylistIsOneTrackWithItsLengthHeardThroughAndReplayedFromTheCache() async throws {
         let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 150)
         let media = try TemporaryDirectory(prefix: "spool-hls")
-        let (playlist, segments) = try await Self.makeHLS(in: media.url, seconds: Self.seconds)
+        let (playlist, segments) = try await HLSMedia.make(in: media.url, seconds: Self.seconds)
         try #require(segments.count >= 3, "hlssink2 wrote \(segments)")
         let url = try rig.serve(playlist)
         for segment in segments {
@@ -106,26 +79,10 @@ struct HLSEndToEndTests {
     @Test func aLivePlaylistPlaysFromNearItsEdgeWithoutAStallAndKeepsNothing() async throws {
         let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 150)
         let media = try TemporaryDirectory(prefix: "spool-hls-live")
-        let (_, segments) = try await Self.makeHLS(in: media.url, seconds: 60, targetDuration: 2)
+        let (_, segments) = try await HLSMedia.make(in: media.url, seconds: 60, targetDuration: 2)
         try #require(segments.count >= 25, "hlssink2 wrote \(segments)")
-        for segment in segments {
-            try rig.serve(media.url.appendingPathComponent(segment), headers: ["Cache-Control": "max-age=86400"])
-        }
         let window = 6
-        let begun = ContinuousClock.now
-        let listing = { (first: Int) -> OriginResource in
-            let text =
-                "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-                + segments[first..<(first + window)].map { "#EXTINF:2.0,\n\($0)\n" }.joined()
-            return OriginResource(Data(text.utf8), contentType: "application/vnd.apple.mpegurl")
-        }
-        rig.origin.serve(listing(0), at: "/live.m3u8")
-        let sliding = Task {
-            for first in 1...(segments.count - window) {
-                try await Task.sleep(until: begun + .seconds(2 * first), clock: .continuous)
-                rig.origin.replace("/live.m3u8", with: listing(first))
-            }
-        }
+        let sliding = try HLSMedia.serveLive(segments, from: media.url, on: rig.origin, window: window)
         defer { sliding.cancel() }
         let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 140)
         let connection = try DBusConnection(address: rig.bus.address)
@@ -169,7 +126,7 @@ struct HLSEndToEndTests {
     @Test func anEncryptedPresentationIsHeardThroughWithItsKeyFetchedOnce() async throws {
         let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 150)
         let media = try TemporaryDirectory(prefix: "spool-hls-aes")
-        let (playlist, segments) = try await Self.makeHLS(in: media.url, seconds: Self.seconds)
+        let (playlist, segments) = try await HLSMedia.make(in: media.url, seconds: Self.seconds)
         let key = (0..<16).map { String(format: "%02x", $0 * 11 % 256) }.joined()
         var listing = try String(contentsOf: playlist, encoding: .utf8)
         listing = listing.replacingOccurrences(

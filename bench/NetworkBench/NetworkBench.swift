@@ -2,6 +2,7 @@
 //   bench/network.sh   the network cases (issue #12)
 //   bench/startup      the start path: cold start, replays, each format at 250 ms
 //   NetworkBench radio internet radio: start, titles when heard, nothing written, a drop
+//   NetworkBench hls   HLS on demand and live: start, replay from the cache, live stalls and writes
 // Each case starts a fresh player (its own home: an empty cache, unless the case says) on a
 // private bus, drives it over MPRIS against the fault origin, whose whole link is capped (all
 // responses share one token bucket, as all connections to a host share a real link), and
@@ -24,8 +25,8 @@ struct NetworkBench {
     static func main() async throws {
         let started = ContinuousClock.now
         let suite = CommandLine.arguments.dropFirst().first ?? "network"
-        guard ["network", "startup", "radio"].contains(suite) else {
-            FileHandle.standardError.write(Data("usage: NetworkBench [network|startup|radio]\n".utf8))
+        guard ["network", "startup", "radio", "hls"].contains(suite) else {
+            FileHandle.standardError.write(Data("usage: NetworkBench [network|startup|radio|hls]\n".utf8))
             exit(2)
         }
         let runner = try BenchRunner(rig: try NetworkRig(recordAudio: true, lifetime: 900))
@@ -36,6 +37,8 @@ struct NetworkBench {
             try await StartupCases.run(runner)
         } else if suite == "radio" {
             try await RadioCases.run(runner)
+        } else if suite == "hls" {
+            try await HLSCases.run(runner)
         } else {
             try await NetworkCases.run(runner)
         }

@@ -1,0 +1,62 @@
+import Foundation
+
+/// HLS presentations made at test time by GStreamer's `hlssink2` (a 440 Hz tone as AAC at
+/// 128 kbit/s in MPEG-TS segments), and a live window of them served by the fault origin.
+public enum HLSMedia {
+    /// Writes `seconds` of the tone as HLS into `folder`; returns the on-demand playlist and the
+    /// segments' file names in order.
+    public static func make(in folder: URL, seconds: Int, targetDuration: Int = 4) async throws -> (
+        playlist: URL, segments: [String]
+    ) {
+        let playlist = folder.appendingPathComponent("index.m3u8")
+        let logs = try TemporaryDirectory(prefix: "spool-hlssink")
+        let segmenter = try ChildProcess(
+            "gst-launch-1.0",
+            [
+                "-q", "-e", "audiotestsrc", "num-buffers=\(seconds * 44100 / 1024)", "freq=440", "volume=0.5", "!",
+                "audio/x-raw,rate=44100,channels=2", "!", "avenc_aac", "bitrate=128000", "!", "aacparse", "!",
+                "hls.audio", "hlssink2", "name=hls", "location=\(folder.path)/seg%03d.ts",
+                "playlist-location=\(playlist.path)", "target-duration=\(targetDuration)", "playlist-length=0",
+                "max-files=0",
+            ], logDirectory: logs.url, selfStopAfter: 60)
+        // gst-launch sometimes hangs at the end of a long hlssink2 run after writing it all
+        // (1 run in 4 of 60 s here): the playlist's end marker is the sign it is done.
+        let done = await eventually(timeout: 30, interval: 0.05) {
+            (try? String(contentsOf: playlist, encoding: .utf8))?.contains("#EXT-X-ENDLIST") == true
+        }
+        segmenter.stop(grace: 1)
+        guard done else { throw RigError("hlssink2 never finished: \(segmenter.standardError)") }
+        let segments = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            .filter { $0.hasSuffix(".ts") }.sorted()
+        return (playlist, segments)
+    }
+
+    /// Serves `segments` (files in `folder`) on `origin` as a live presentation at `/live.m3u8`:
+    /// `window` segments listed at a time, the window sliding by one every `targetDuration`
+    /// seconds from now, as a live packager's does. Cancel the task to stop the sliding.
+    public static func serveLive(
+        _ segments: [String], from folder: URL, on origin: FaultOrigin, window: Int = 6, targetDuration: Int = 2
+    ) throws -> Task<Void, any Error> {
+        for segment in segments {
+            origin.serve(
+                OriginResource(
+                    try Data(contentsOf: folder.appendingPathComponent(segment)), contentType: "video/mp2t",
+                    headers: ["Cache-Control": "max-age=86400"]),
+                at: "/" + segment)
+        }
+        let listing = { (first: Int) -> OriginResource in
+            let text =
+                "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:\(targetDuration)\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+                + segments[first..<(first + window)].map { "#EXTINF:\(targetDuration).0,\n\($0)\n" }.joined()
+            return OriginResource(Data(text.utf8), contentType: "application/vnd.apple.mpegurl")
+        }
+        origin.serve(listing(0), at: "/live.m3u8")
+        let begun = ContinuousClock.now
+        return Task {
+            for first in 1...(segments.count - window) {
+                try await Task.sleep(until: begun + .seconds(targetDuration * first), clock: .continuous)
+                origin.replace("/live.m3u8", with: listing(first))
+            }
+        }
+    }
+}
