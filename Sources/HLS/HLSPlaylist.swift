@@ -60,6 +60,18 @@ public enum HLSParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// An `EXT-X-STREAM-INF` not followed by its variant's URI line.
     case variantWithoutURI(line: Int)
 
+    /// The line the error is on, when it is about one line.
+    public var line: Int? {
+        switch self {
+        case .mixedPlaylistKinds(let line, _), .invalidTargetDuration(let line), .invalidTagValue(let line, _),
+            .missingAttribute(let line, _, _), .segmentWithoutURI(let line), .segmentWithoutDuration(let line),
+            .byteRangeWithoutPrevious(let line), .invalidURI(let line), .variantWithoutBandwidth(let line),
+            .variantWithoutURI(let line):
+            line
+        case .notUTF8, .missingHeader, .missingTargetDuration, .noVariants: nil
+        }
+    }
+
     /// The error in words, for a log line.
     public var description: String {
         switch self {

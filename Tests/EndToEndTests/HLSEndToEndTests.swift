@@ -16,6 +16,16 @@ struct HLSEndToEndTests {
     /// framing adds a fifth), so the link carries them at 1.85x.
     static let linkRate = 48_000
 
+    /// The real daemon on `rig`'s bus, ready, with a connection and a probe to drive it.
+    static func startSpool(on rig: NetworkRig) async throws -> (PlayerProcess, DBusConnection, PlayerProbe) {
+        let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 140)
+        let connection = try DBusConnection(address: rig.bus.address)
+        let probe = PlayerProbe(
+            remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
+        try await probe.waitUntilReady()
+        return (player, connection, probe)
+    }
+
     @Test func anOnDemandPlaylistIsOneTrackWithItsLengthHeardThroughAndReplayedFromTheCache() async throws {
         let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 150)
         let media = try TemporaryDirectory(prefix: "spool-hls")
@@ -26,11 +36,7 @@ struct HLSEndToEndTests {
             // Segments never change: cacheable for a day, as HLS servers send them.
             try rig.serve(media.url.appendingPathComponent(segment), headers: ["Cache-Control": "max-age=86400"])
         }
-        let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 140)
-        let connection = try DBusConnection(address: rig.bus.address)
-        let probe = PlayerProbe(
-            remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
-        try await probe.waitUntilReady()
+        let (player, connection, probe) = try await Self.startSpool(on: rig)
         let monitor = try #require(rig.monitor)
         let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
 
@@ -84,11 +90,7 @@ struct HLSEndToEndTests {
         let window = 6
         let sliding = try HLSMedia.serveLive(segments, from: media.url, on: rig.origin, window: window)
         defer { sliding.cancel() }
-        let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 140)
-        let connection = try DBusConnection(address: rig.bus.address)
-        let probe = PlayerProbe(
-            remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
-        try await probe.waitUntilReady()
+        let (player, connection, probe) = try await Self.startSpool(on: rig)
         let monitor = try #require(rig.monitor)
         let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
 
@@ -149,11 +151,7 @@ struct HLSEndToEndTests {
             })
         rig.origin.serve(OriginResource(keyBytes), at: "/key.bin")
         let url = try rig.serve(playlist)
-        let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 140)
-        let connection = try DBusConnection(address: rig.bus.address)
-        let probe = PlayerProbe(
-            remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
-        try await probe.waitUntilReady()
+        let (player, connection, probe) = try await Self.startSpool(on: rig)
         let monitor = try #require(rig.monitor)
         let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
 

@@ -114,23 +114,12 @@ struct MutationFuzzTests {
             case .failure(let error):
                 refused += 1
                 #expect(!error.description.isEmpty)
-                if let line = Self.line(of: error) { #expect((1...lineCount).contains(line), "\(error)") }
+                if let line = error.line { #expect((1...lineCount).contains(line), "\(error)") }
             }
         }
         // The mutations must exercise both outcomes, or the test proves little.
         #expect(parsed > 100)
         #expect(refused > 100)
-    }
-
-    static func line(of error: HLSParseError) -> Int? {
-        switch error {
-        case .mixedPlaylistKinds(let line, _), .invalidTargetDuration(let line), .invalidTagValue(let line, _),
-            .missingAttribute(let line, _, _), .segmentWithoutURI(let line), .segmentWithoutDuration(let line),
-            .byteRangeWithoutPrevious(let line), .invalidURI(let line), .variantWithoutBandwidth(let line),
-            .variantWithoutURI(let line):
-            line
-        case .notUTF8, .missingHeader, .missingTargetDuration, .noVariants: nil
-        }
     }
 
     /// Not a timing test: it proves a 10,000-segment playlist parses whole (the parse takes a few

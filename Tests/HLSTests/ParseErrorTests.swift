@@ -108,15 +108,7 @@ struct ParseErrorTests {
     func errorsDescribeThemselvesWithTheirLine(_ test: Case) {
         let description = test.error.description
         #expect(!description.isEmpty)
-        let line: Int? =
-            switch test.error {
-            case .mixedPlaylistKinds(let line, _), .invalidTargetDuration(let line), .invalidTagValue(let line, _),
-                .missingAttribute(let line, _, _), .segmentWithoutURI(let line), .segmentWithoutDuration(let line),
-                .byteRangeWithoutPrevious(let line), .invalidURI(let line), .variantWithoutBandwidth(let line),
-                .variantWithoutURI(let line):
-                line
-            case .notUTF8, .missingHeader, .missingTargetDuration, .noVariants: nil
-            }
+        let line = test.error.line
         if let line { #expect(description.hasPrefix("line \(line): ")) }
     }
 
