@@ -18,17 +18,21 @@ public struct ResourceInfo: Sendable, Equatable {
     /// The length in time, when the source knows it without the decoder (an HLS playlist's
     /// total): the engine reports it, since a stream of segments tells the decoder none.
     public var duration: Duration?
+    /// Whether the engine may seek in it; false for a stream it can only play from its start
+    /// (an HLS presentation, until time seeks reach its source).
+    public var seekable: Bool
 
     /// Creates resource facts.
     public init(
         length: Int64?, contentType: String? = nil, randomAccess: Bool, live: LiveStation? = nil,
-        duration: Duration? = nil
+        duration: Duration? = nil, seekable: Bool = true
     ) {
         self.length = length
         self.contentType = contentType
         self.randomAccess = randomAccess
         self.live = live
         self.duration = duration
+        self.seekable = seekable
     }
 
     /// The facts in words, for the log line of an open.

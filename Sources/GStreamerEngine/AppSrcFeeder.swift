@@ -111,8 +111,9 @@ final class AppSrcFeeder: Sendable {
     /// without Range) is pushed in seekable mode, and a seek-data beyond what has arrived is a
     /// read the source answers when the sequential download gets there (the download planner
     /// waits for it; it never fails such a read). Bytes already here are served at once.
-    /// A live stream never: it has no place to go to but the present.
-    var seekable: Bool { info.live == nil }
+    /// A live stream never: it has no place to go to but the present; nor a source that says
+    /// it can only play from its start.
+    var seekable: Bool { info.live == nil && info.seekable }
 
     /// Whether GStreamer pushes from this feeder (seekable mode) rather than pulling.
     var pushed: Bool { !(randomAccess && pulled) }

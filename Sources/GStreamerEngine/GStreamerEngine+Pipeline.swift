@@ -83,9 +83,14 @@ extension GStreamerEngine {
         _ track: EngineTrack, feeder: AppSrcFeeder, ticket: LoadTicket, at position: Duration, resumed: Bool = false
     ) {
         let uri = Self.uri(of: ticket, url: track.url, contentType: feeder.info.contentType)
+        var movedToStart = false
         let playing = shared.withLock { state -> Bool? in
             // A seek while the track was coming back moved its place; until now it was reported.
-            let position = resumed ? (state.released?.position ?? position) : position
+            let asked = resumed ? (state.released?.position ?? position) : position
+            // A track that cannot seek starts at its beginning, wherever it was asked to start
+            // (the player, which showed the place asked, is told below).
+            movedToStart = !feeder.seekable && asked > .zero
+            let position = feeder.seekable ? asked : .zero
             // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
             let start: Duration? = position > .zero || state.rate != 1 ? position : nil
             let phase: TrackPhase = resumed ? .resuming(at: start) : .loading(start: start)
@@ -100,6 +105,7 @@ extension GStreamerEngine {
             return
         }
         emit(.seekable(track.id, feeder.seekable))
+        if movedToStart { emit(.seeked(track.id, position: .zero)) }
         if let station = feeder.info.live { emit(.liveStream(track.id, station)) }
         // The pipeline is stopped (NULL): the filter can be set or dropped.
         installRateFilter(stopped: true)

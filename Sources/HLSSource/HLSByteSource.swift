@@ -108,7 +108,9 @@ public final class HLSByteSource: ByteSource {
         let duration = parts.reduce(Duration.zero) { $0 + $1.duration }
         try install(parts, live: nil)
         Self.log.info("\(url.lastPathComponent): \(parts.count) parts, \(duration.components.seconds) s")
-        return ResourceInfo(length: nil, randomAccess: false, duration: duration)
+        // Not seekable yet: a seek would reach the demuxer as a byte seek in a pushed stream,
+        // and a stream started mid-presentation counts its time from 0 (tsdemux).
+        return ResourceInfo(length: nil, randomAccess: false, duration: duration, seekable: false)
     }
 
     private func startLive(_ media: MediaPlaylist, at mediaURL: URL) throws(MediaSourceError) -> ResourceInfo {

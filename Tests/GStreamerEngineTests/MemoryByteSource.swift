@@ -7,11 +7,14 @@ import Synchronization
 /// open as not found, as a real source does; reads are never pending.
 final class MemoryByteSource: ByteSource {
     private let url: URL
+    private let seekable: Bool
     private let bytes = Mutex<Data?>(nil)
 
-    /// A source of the file at `url`, read whole at the open.
-    init(file url: URL) {
+    /// A source of the file at `url`, read whole at the open; `seekable` false plays one that
+    /// says it can only be played from its start.
+    init(file url: URL, seekable: Bool = true) {
         self.url = url
+        self.seekable = seekable
     }
 
     func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
@@ -19,7 +22,7 @@ final class MemoryByteSource: ByteSource {
             return completion(.failure(.gone("\(url.path): cannot be read")))
         }
         bytes.withLock { $0 = data }
-        completion(.success(ResourceInfo(length: Int64(data.count), randomAccess: true)))
+        completion(.success(ResourceInfo(length: Int64(data.count), randomAccess: true, seekable: seekable)))
     }
 
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
