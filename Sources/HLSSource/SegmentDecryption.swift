@@ -54,9 +54,9 @@ final class DecryptingSource: ByteSource {
 
     private struct State {
         var decryptor: AES128CBCDecryptor?
-        /// Plaintext from `plainStart` on, not yet read past.
+        /// The segment's plaintext so far, all of it: a reader may read an earlier offset again
+        /// (a type finder peeking back at the start), and one segment is small.
         var plain = Data()
-        var plainStart: Int64 = 0
         var cipherNext: Int64 = 0
         var finished = false
         var failure: MediaSourceError?
@@ -98,17 +98,9 @@ final class DecryptingSource: ByteSource {
         while true {
             let step = state.withLock { state -> (ReadOutcome?, Int64) in
                 if let failure = state.failure { return (.failed(failure), 0) }
-                guard offset >= state.plainStart else {
-                    return (.failed(.readFailed("HLS decryption reads forward")), 0)
-                }
-                // Plaintext before `offset` is read: let it go.
-                let drop = Int(min(Int64(state.plain.count), offset - state.plainStart))
-                if drop > 0 {
-                    state.plain.removeFirst(drop)
-                    state.plainStart += Int64(drop)
-                }
-                if offset == state.plainStart, !state.plain.isEmpty {
-                    return (.data(Data(state.plain.prefix(maxLength))), 0)
+                if offset < Int64(state.plain.count) {
+                    let start = state.plain.startIndex + Int(offset)
+                    return (.data(Data(state.plain[start..<min(state.plain.endIndex, start + maxLength)])), 0)
                 }
                 if state.finished { return (.endOfStream, 0) }
                 return (nil, state.cipherNext)

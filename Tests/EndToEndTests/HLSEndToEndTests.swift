@@ -159,7 +159,13 @@ struct HLSEndToEndTests {
         let opened = try await probe.open(url)
         _ = try await monitor.firstSound(after: offset, since: opened, timeout: 10)
         let soundStart = monitor.offset
-        let end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: Double(Self.seconds) + 10)
+        let end: Int
+        do {
+            end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: Double(Self.seconds) + 10)
+        } catch {
+            Issue.record("\(error); position \(try await probe.remote.positionMicroseconds()) µs\n\(context())")
+            return
+        }
         let heard = Double(end - soundStart) / Double(AudioMonitor.byteRate) - 0.3
         #expect(heard > Double(Self.seconds) - 0.5, "heard \(heard) s of \(Self.seconds)\n\(context())")
         let keyRequests = rig.origin.requests().filter { $0.path == "/key.bin" }
