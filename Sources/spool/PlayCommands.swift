@@ -34,8 +34,10 @@ let startSampleInterval: Duration = .milliseconds(100)
         .objectPathValue
     try await client.spool("Play", [.stringArray(inputs)])
     // A remote playlist is fetched after the call returns: the queue changes later.
-    let fetched = inputs.contains { (try? TrackInput.parse($0).get())?.isRemotePlaylist == true }
-    try await waitForStart(client, signals, replacing: fetched ? before ?? MPRISService.noTrack : nil)
+    let playlists = inputs.filter { (try? TrackInput.parse($0).get())?.isRemotePlaylist == true }
+    try await waitForStart(
+        client, signals, replacing: playlists.isEmpty ? nil : before ?? MPRISService.noTrack,
+        playlistNames: playlists.map { URL(string: $0)?.lastPathComponent ?? $0 })
 }
 
 /// `spool add INPUT...`: checks the inputs, then appends them to the queue.
@@ -75,15 +77,17 @@ func checkedInputs(_ arguments: [String], command: String) throws(CommandFailure
 }
 
 /// Waits until the first track of the queue just opened starts or fails (see ``StartWatch``);
-/// with `replacing`, the queue is replaced later and `replacing` is the track current before.
+/// with `replacing`, the queue is replaced later (once the remote playlists `playlistNames`
+/// have arrived) and `replacing` is the track current before.
 private func waitForStart(
-    _ client: SpoolClient, _ signals: AsyncStream<DBusSignalMessage>, replacing: String?
+    _ client: SpoolClient, _ signals: AsyncStream<DBusSignalMessage>, replacing: String?,
+    playlistNames: [String] = []
 ) async throws(CommandFailure) {
     let properties = try await client.properties(MPRISService.playerInterface)
     let metadata = properties["Metadata"]?.stringVariantDictValue ?? [:]
     var watch: StartWatch
     if let replacing {
-        watch = StartWatch(track: replacing, name: "the playlist", replacing: true)
+        watch = StartWatch(track: replacing, name: "the playlist", replacing: true, playlistNames: playlistNames)
     } else {
         guard let track = metadata["mpris:trackid"]?.objectPathValue, track != MPRISService.noTrack else { return }
         watch = StartWatch(track: track, name: metadata["xesam:title"]?.stringValue ?? "the track")

@@ -49,12 +49,18 @@ struct StartWatch {
     private(set) var baseline: Int64?
     /// The error signalled since the call, if any.
     private(set) var error: String?
+    /// The file names of the playlists being fetched: while ``replacing``, only an error that
+    /// names one of them is the playlist's (the daemon writes "NAME: why"); any other is about
+    /// the queue before, a failure that was under way when the call came.
+    private let playlistNames: [String]
 
-    /// Watches `track` (shown as `name`), or with `replacing` the track that replaces it.
-    init(track: String, name: String, replacing: Bool = false) {
+    /// Watches `track` (shown as `name`), or with `replacing` the track that replaces it once
+    /// the playlists `playlistNames` have arrived.
+    init(track: String, name: String, replacing: Bool = false, playlistNames: [String] = []) {
         self.track = track
         self.name = name
         self.replacing = replacing
+        self.playlistNames = playlistNames
     }
 
     /// The verdict after `observation`.
@@ -64,7 +70,7 @@ struct StartWatch {
             case .track(let id) where id != track && id != Self.noTrack:
                 (track, name, replacing) = (id, "the first track", false)
                 return .waiting
-            case .lastError(let text) where !text.isEmpty:
+            case .lastError(let text) where !text.isEmpty && namesAPlaylist(text):
                 return .failed(text)
             case .timeout:
                 return .undecided
@@ -97,6 +103,12 @@ struct StartWatch {
         case .timeout:
             return error.map(StartVerdict.failed) ?? .undecided
         }
+    }
+
+    /// Whether `error` is about one of the playlists being fetched (any error is, when their
+    /// names are not known).
+    private func namesAPlaylist(_ error: String) -> Bool {
+        playlistNames.isEmpty || playlistNames.contains { error.hasPrefix($0 + ": ") }
     }
 
     /// The number at the end of a track id (`/org/spool/Track/12`).

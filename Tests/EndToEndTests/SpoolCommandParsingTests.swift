@@ -72,6 +72,13 @@ struct SpoolCommandParsingTests {
                 == .failed("list.m3u: cannot fetch the playlist: HTTP 404"))
         var slow = StartWatch(track: "/org/spool/Track/3", name: "list.m3u", replacing: true)
         #expect(slow.observe(.timeout) == .undecided)
+        // The failure of the queue before, signalled after the call, is not the playlist's.
+        var late = StartWatch(
+            track: "/org/spool/Track/3", name: "the playlist", replacing: true, playlistNames: ["list.m3u"])
+        #expect(late.observe(.lastError("missing.mp3: not found: HTTP status 404")) == .waiting)
+        #expect(
+            late.observe(.lastError("list.m3u: cannot fetch the playlist: HTTP 404"))
+                == .failed("list.m3u: cannot fetch the playlist: HTTP 404"))
     }
 
     @Test(arguments: startCases.indices)
