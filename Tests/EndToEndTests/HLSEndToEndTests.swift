@@ -171,4 +171,32 @@ struct HLSEndToEndTests {
         let keyRequests = rig.origin.requests().filter { $0.path == "/key.bin" }
         #expect(keyRequests.count == 1, "the key was fetched \(keyRequests.count) times")
     }
+
+    /// Served by nginx, which sends validators but no freshness: a replay revalidates each
+    /// segment (304s) and fetches none of its bytes again.
+    @Test func fromNginxAReplayFetchesNoSegmentByteAgain() async throws {
+        let media = try TemporaryDirectory(prefix: "spool-hls-nginx")
+        let (_, segments) = try await HLSMedia.make(in: media.url, seconds: 8)
+        let nginx = try NginxServer(serving: media.url, lifetime: 120)
+        defer { nginx.stop() }
+        let rig = try NetworkRig(lifetime: 120)
+        let (player, _, probe) = try await Self.startSpool(on: rig)
+        let context = { "daemon log:\n\(player.logTail(60))\nnginx: \(nginx.accessLog())" }
+        let url = nginx.url(for: "index.m3u8")
+        for play in 1...2 {
+            let opened = try await probe.open(url)
+            _ = try await probe.awaitAdvancing(since: opened)
+            _ = try await probe.awaitStatus("Stopped", timeout: 20)
+            let served = nginx.accessLog().filter { $0.path.hasSuffix(".ts") }
+            if play == 1 {
+                #expect(
+                    served.count == segments.count && served.allSatisfy { [200, 206].contains($0.status) },
+                    "the first play fetches each segment once: \(served)\n\(context())")
+            } else {
+                let again = served.dropFirst(segments.count)
+                #expect(again.map(\.bodyBytesSent).reduce(0, +) == 0, "a replay fetched segment bytes: \(again)")
+                #expect(again.allSatisfy { $0.status == 304 }, "\(again)\n\(context())")
+            }
+        }
+    }
 }
