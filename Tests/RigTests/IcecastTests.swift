@@ -70,11 +70,12 @@ struct IcecastTests {
 
     @Test func playsAFileInRealTimeThenDropsTheMount() async throws {
         let files = try TemporaryDirectory(prefix: "spool-icecast-file")
-        let file = files.file("two-seconds.mp3")
+        // Six seconds: a listener that a loaded machine connects late still hears the stream.
+        let file = files.file("six-seconds.mp3")
         let encoded = try await runCommandAwaiting(
             "gst-launch-1.0",
             [
-                "-q", "audiotestsrc", "num-buffers=87", "!", "audio/x-raw,rate=44100,channels=2", "!", "lamemp3enc",
+                "-q", "audiotestsrc", "num-buffers=258", "!", "audio/x-raw,rate=44100,channels=2", "!", "lamemp3enc",
                 "!", "filesink", "location=\(file.path)",
             ])
         try #require(encoded.status == 0, "\(encoded.stderr)")
