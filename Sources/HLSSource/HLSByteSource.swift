@@ -254,12 +254,12 @@ public final class HLSByteSource: ByteSource {
 
     /// Opens the reader's part and the few after it; closes those behind it.
     private func openAhead() {
-        let toOpen = state.withLock { state -> [(Int, any ByteSource)] in
+        let toOpen = state.withLock { state -> [any ByteSource] in
             guard !state.closed else { return [] }
             for index in state.sources.keys where index < state.current {
                 state.sources.removeValue(forKey: index)?.source.close()
             }
-            var made: [(Int, any ByteSource)] = []
+            var made: [any ByteSource] = []
             for index in state.current..<min(state.parts.count, state.current + 1 + Self.partsAhead)
             where state.sources[index] == nil {
                 do throws(MediaSourceError) {
@@ -274,21 +274,23 @@ public final class HLSByteSource: ByteSource {
                     }
                     source.setBackground(state.background || index > state.current)
                     state.sources[index] = PartSource(source: source)
-                    made.append((index, source))
+                    made.append(source)
                 } catch {
                     state.sources[index] = PartSource(source: FailedSource(), opened: true, failure: error)
                 }
             }
             return made
         }
-        for (index, source) in toOpen {
-            source.open { [weak self] result in self?.opened(index, result) }
+        for source in toOpen {
+            source.open { [weak self] result in self?.opened(source, result) }
         }
     }
 
-    private func opened(_ index: Int, _ result: Result<ResourceInfo, MediaSourceError>) {
+    /// `source` opened. It is found by identity: a live source renumbers its parts as it
+    /// forgets those read.
+    private func opened(_ source: any ByteSource, _ result: Result<ResourceInfo, MediaSourceError>) {
         let wake = state.withLock { state -> (@Sendable () -> Void)? in
-            guard state.sources[index] != nil else { return nil }
+            guard let index = state.sources.first(where: { $0.value.source === source })?.key else { return nil }
             state.sources[index]?.opened = true
             if case .failure(let error) = result { state.sources[index]?.failure = error }
             guard index == state.current else { return nil }
@@ -378,9 +380,22 @@ public final class HLSByteSource: ByteSource {
             let length = local - (part.encryption == nil ? part.range?.lowerBound ?? 0 : 0)
             state.starts.append(state.starts[index] + length)
             state.current += 1
+            if state.live != nil {
+                // A live presentation's parts come for hours: those read are forgotten, so its
+                // lists stay as long as the window, not the listening. (Its reader never goes
+                // back past a part: it is pushed, with no seeking.)
+                let read = state.current
+                state.parts.removeFirst(read)
+                state.starts.removeFirst(read)
+                state.current = 0
+                state.sources = Dictionary(uniqueKeysWithValues: state.sources.map { ($0.key - read, $0.value) })
+            }
         }
         openAhead()
     }
+
+    /// How many parts the source keeps listed (read or to read): a live one's stay bounded.
+    public var partsListed: Int { state.withLock { $0.parts.count } }
 
     /// Drops a pending wake-up here and in the current part's source.
     public func cancelPendingReads() {
