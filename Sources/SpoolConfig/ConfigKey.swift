@@ -125,6 +125,10 @@ public enum ConfigKeys {
         "network.metered", default: .auto,
         "auto follows NetworkManager (none: not metered); metered: no preload but the next track's head, a read-ahead window"
     )
+    /// The highest HLS variant bit rate chosen on a metered network.
+    public static let networkMeteredQuality = ConfigKey<BitRate>(
+        "network.metered-quality", default: .kilobits(128),
+        "on a metered network no HLS variant above this bit rate is chosen (the lowest when all are above it)")
     /// Positions earlier than this are not remembered.
     public static let resumeMinimum = ConfigKey<Duration>(
         "resume.minimum", default: .seconds(5), "a track stopped earlier than this starts from the beginning next time")
@@ -174,7 +178,7 @@ public enum ConfigKeys {
         AnyConfigKey(preloadCount), AnyConfigKey(preloadBudget), AnyConfigKey(preloadTrigger),
         AnyConfigKey(preloadConcurrency),
         AnyConfigKey(readAheadLargeFileThreshold), AnyConfigKey(readAheadWindow), AnyConfigKey(readAheadMeteredWindow),
-        AnyConfigKey(networkMetered),
+        AnyConfigKey(networkMetered), AnyConfigKey(networkMeteredQuality),
         AnyConfigKey(resumeMinimum), AnyConfigKey(resumeEndMargin), AnyConfigKey(resumeRewind),
         AnyConfigKey(revalidateInterval), AnyConfigKey(revalidateWait), AnyConfigKey(idleRelease),
         AnyConfigKey(audioSink), AnyConfigKey(audioInterruptions), AnyConfigKey(notify), AnyConfigKey(logLevel),

@@ -143,6 +143,57 @@ public struct FreeSpaceFloor: ConfigValue, Hashable, CustomStringConvertible {
     public static var placeholder: String { "SIZE,PERCENT" }
 }
 
+// MARK: Bit rates
+
+/// A bit rate, written with an optional decimal unit: `128k`, `96kbps`, `0.5M`, `1.5 Mbit/s`, or a
+/// bare number of bit/s (`128000`). `k` is a thousand and `M` a million (bit rates are decimal);
+/// `bps`, `bit/s` or `b/s` may follow; case does not matter, except that a capital `B` means bytes
+/// and is refused rather than read as bits eight times too small.
+public struct BitRate: ConfigValue, Hashable, Comparable, CustomStringConvertible {
+    /// The rate in bits per second.
+    public var bitsPerSecond: Int
+
+    /// Creates a rate of `bitsPerSecond`.
+    public init(bitsPerSecond: Int) { self.bitsPerSecond = bitsPerSecond }
+
+    /// `count` × 1000 bit/s.
+    public static func kilobits(_ count: Int) -> BitRate { BitRate(bitsPerSecond: count * 1000) }
+
+    /// The prefixes from the largest (the order `configText` prefers), as written back.
+    private static let prefixes: [(prefix: String, factor: Int64)] = [("M", 1_000_000), ("k", 1000), ("", 1)]
+    /// What may follow a prefix, lowercased; a bare `k` or `M` means bit/s too.
+    private static let suffixes: Set<String> = ["", "bps", "bit/s", "b/s"]
+
+    /// Parses a rate such as `128k`, `96 kbps`, `0.5M` or `128000`.
+    public init(configText text: String) throws(ConfigValueError) {
+        let problem = ConfigValueError("'\(text)' is not a bit rate; write e.g. 128k, 96kbps, 0.5M or 128000")
+        let (number, unit) = splitNumberAndUnit(text)
+        let lowered = unit.lowercased()
+        guard !unit.contains("B"),
+            let factor = Self.prefixes.first(where: { entry in
+                lowered.hasPrefix(entry.prefix.lowercased())
+                    && Self.suffixes.contains(String(lowered.dropFirst(entry.prefix.count)))
+            })?.factor,
+            let bits = wholeUnits(number, times: factor), let rate = Int(exactly: bits)
+        else { throw problem }
+        bitsPerSecond = rate
+    }
+
+    /// The exact rate with the prefix that gives the smallest whole number: `128kbps`, `1Mbps`,
+    /// `1500bps`.
+    public var configText: String {
+        let best = Self.prefixes.first { Int64(bitsPerSecond) % $0.factor == 0 && bitsPerSecond != 0 } ?? ("", 1)
+        return "\(Int64(bitsPerSecond) / best.factor)\(best.prefix)bps"
+    }
+
+    /// Same as `configText`.
+    public var description: String { configText }
+    /// The placeholder for bit rates in `--help`.
+    public static var placeholder: String { "BITRATE" }
+    /// Orders by rate.
+    public static func < (lhs: BitRate, rhs: BitRate) -> Bool { lhs.bitsPerSecond < rhs.bitsPerSecond }
+}
+
 // MARK: Durations
 
 extension Duration: ConfigValue {

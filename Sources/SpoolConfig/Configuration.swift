@@ -89,6 +89,8 @@ public struct Configuration: Sendable {
     public var readAheadMeteredWindow: Duration { self[ConfigKeys.readAheadMeteredWindow] }
     /// Whether the network counts as metered: auto (NetworkManager decides), yes or no.
     public var networkMetered: MeteredSetting { self[ConfigKeys.networkMetered] }
+    /// On a metered network, no HLS variant above this bit rate is chosen (the lowest when none fits).
+    public var networkMeteredQuality: BitRate { self[ConfigKeys.networkMeteredQuality] }
     /// A track stopped earlier than this starts from the beginning next time.
     public var resumeMinimum: Duration { self[ConfigKeys.resumeMinimum] }
     /// A track stopped this close to its end counts as finished.

@@ -94,7 +94,7 @@ struct ConfigCommandTests {
         let keys = config.stdout.split(separator: "\n").filter { !$0.hasPrefix("#") }.compactMap {
             $0.split(separator: " ").first
         }
-        #expect(keys.count == 22)
+        #expect(keys.count == 23)
         for key in keys {
             #expect(help.stdout.contains("--\(key.replacingOccurrences(of: ".", with: "-")) "), "no flag for \(key)")
         }

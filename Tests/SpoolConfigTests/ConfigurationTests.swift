@@ -30,6 +30,7 @@ struct ConfigurationTests {
         #expect(configuration.readAheadWindow == .mebibytes(32))
         #expect(configuration.readAheadMeteredWindow == .seconds(120))
         #expect(configuration.networkMetered == .auto)
+        #expect(configuration.networkMeteredQuality == .kilobits(128))
         #expect(configuration.resumeMinimum == .seconds(5))
         #expect(configuration.resumeEndMargin == .seconds(10))
         #expect(configuration.resumeRewind == .seconds(2))
@@ -60,6 +61,20 @@ struct ConfigurationTests {
         #expect(configuration.source(of: AnyConfigKey(ConfigKeys.resumeRewind)) == .flag("--resume-rewind"))
         #expect(configuration.source(of: AnyConfigKey(ConfigKeys.account)) == .defaultValue)
         #expect(configuration.fileFound)
+    }
+
+    @Test func theMeteredQualityComesFromTheFileTheVariableOrTheFlag() throws {
+        let fromFile = try resolve(file: "network.metered-quality = 96k")
+        #expect(fromFile.networkMeteredQuality == .kilobits(96))
+        let fromVariable = try resolve(environment: ["SPOOL_NETWORK_METERED_QUALITY": "0.5M"])
+        #expect(fromVariable.networkMeteredQuality == BitRate(bitsPerSecond: 500_000))
+        let fromFlag = try resolve(
+            file: "network.metered-quality = 96k", arguments: ["--network-metered-quality=64kbps"])
+        #expect(fromFlag.networkMeteredQuality == .kilobits(64))
+        #expect(fromFlag.text(of: AnyConfigKey(ConfigKeys.networkMeteredQuality)) == "64kbps")
+        #expect(
+            configError { _ = try resolve(arguments: ["--network-metered-quality", "128KB"]) }?.description
+                == "--network-metered-quality: '128KB' is not a bit rate; write e.g. 128k, 96kbps, 0.5M or 128000")
     }
 
     @Test func theLastOfARepeatedFlagWins() throws {
@@ -110,6 +125,10 @@ struct ConfigurationTests {
         (
             "resume.rewind = soon",
             "/etc/x/config:1: resume.rewind: 'soon' is not a duration; write e.g. 60s, 1m30s, 500ms or 2h"
+        ),
+        (
+            "network.metered-quality = high",
+            "/etc/x/config:1: network.metered-quality: 'high' is not a bit rate; write e.g. 128k, 96kbps, 0.5M or 128000"
         ),
         (
             "log.level = loud",

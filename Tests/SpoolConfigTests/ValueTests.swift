@@ -87,6 +87,32 @@ struct ValueTests {
         #expect(try Duration(configText: text) == .milliseconds(milliseconds))
     }
 
+    @Test(arguments: [
+        ("96k", 96000), ("128kbps", 128_000), ("0.5M", 500_000), ("128000", 128_000), ("1.5 Mbit/s", 1_500_000),
+        ("64 kb/s", 64000), ("2mbps", 2_000_000), ("320K", 320_000), ("48000bps", 48000), ("0", 0), (".5k", 500),
+    ])
+    func bitRatesParseWithDecimalPrefixes(text: String, bitsPerSecond: Int) throws {
+        #expect(try BitRate(configText: text).bitsPerSecond == bitsPerSecond)
+    }
+
+    @Test(arguments: ["", "k", "fast", "-96k", "128KB", "16kB/s", "1.2.3k", "128 kbit", "5G", "99999999999999999M"])
+    func textsThatAreNotBitRatesAreRefusedWithAnExample(text: String) {
+        let message = valueProblem { _ = try BitRate(configText: text) }
+        #expect(message == "'\(text)' is not a bit rate; write e.g. 128k, 96kbps, 0.5M or 128000")
+    }
+
+    @Test(arguments: [(128_000, "128kbps"), (1_000_000, "1Mbps"), (1500, "1500bps"), (0, "0bps"), (96000, "96kbps")])
+    func bitRatesAreWrittenWithThePrefixGivingTheSmallestExactNumber(bitsPerSecond: Int, text: String) throws {
+        #expect(BitRate(bitsPerSecond: bitsPerSecond).configText == text)
+        #expect(try BitRate(configText: text).bitsPerSecond == bitsPerSecond)
+    }
+
+    @Test func theMeteredQualityIs128KilobitsUnlessSet() {
+        #expect(ConfigKeys.networkMeteredQuality.defaultValue == BitRate(bitsPerSecond: 128_000))
+        #expect(AnyConfigKey(ConfigKeys.networkMeteredQuality).defaultText == "128kbps")
+        #expect(AnyConfigKey(ConfigKeys.networkMeteredQuality).placeholder == "BITRATE")
+    }
+
     @Test func countsAreWholeNumbersFromZero() throws {
         #expect(try Int(configText: "0") == 0)
         #expect(try Int(configText: "12") == 12)
