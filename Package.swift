@@ -130,7 +130,7 @@ let package = Package(
             name: "GStreamerEngineTests",
             dependencies: [
                 "GStreamerEngine", "EngineAPI", "ByteSourceAPI", "MediaSource", "Fetcher", "RangeCache", "CGStreamer",
-                "TestSupport",
+                "TestSupport", "HLSSource", "Basics",
             ]),
         .testTarget(
             name: "PlayerCoreTests",

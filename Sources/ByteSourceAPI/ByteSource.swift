@@ -18,14 +18,16 @@ public struct ResourceInfo: Sendable, Equatable {
     /// The length in time, when the source knows it without the decoder (an HLS playlist's
     /// total): the engine reports it, since a stream of segments tells the decoder none.
     public var duration: Duration?
-    /// Whether the engine may seek in it; false for a stream it can only play from its start
-    /// (an HLS presentation, until time seeks reach its source).
+    /// Whether the engine may seek in it; false for a stream it can only play from its start.
     public var seekable: Bool
+    /// Whether a seek restarts the stream at a time (``ByteSource/restart(at:)``) rather than
+    /// moving in its bytes: a stream of timed pieces with no map from time to byte (HLS).
+    public var seeksByRestart: Bool
 
     /// Creates resource facts.
     public init(
         length: Int64?, contentType: String? = nil, randomAccess: Bool, live: LiveStation? = nil,
-        duration: Duration? = nil, seekable: Bool = true
+        duration: Duration? = nil, seekable: Bool = true, seeksByRestart: Bool = false
     ) {
         self.length = length
         self.contentType = contentType
@@ -33,6 +35,7 @@ public struct ResourceInfo: Sendable, Equatable {
         self.live = live
         self.duration = duration
         self.seekable = seekable
+        self.seeksByRestart = seeksByRestart
     }
 
     /// The facts in words, for the log line of an open.
@@ -42,6 +45,21 @@ public struct ResourceInfo: Sendable, Equatable {
             return "a stream of segments, \(duration.components.seconds) s"
         }
         return "\(length.map(String.init) ?? "unknown") bytes, \(randomAccess ? "range requests" : "no range support")"
+    }
+}
+
+/// One ended transfer over the network: the bytes it brought and the time they took, from the
+/// request to the last byte.
+public struct TransferSample: Sendable, Equatable {
+    /// Bytes received.
+    public var bytes: Int64
+    /// From the request to the last byte.
+    public var took: Duration
+
+    /// Creates a sample.
+    public init(bytes: Int64, took: Duration) {
+        self.bytes = bytes
+        self.took = took
     }
 }
 
@@ -194,6 +212,17 @@ public protocol ByteSource: AnyObject, Sendable {
     /// asking (a new version of the resource found just after the play began from the cached
     /// copy): the reader learns it now, not at its next read. Replaces an earlier handler.
     func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void)
+
+    /// Calls `handler`, on any thread, each time a transfer of the source's bytes over the
+    /// network ends: how many bytes it brought and how long from its request to its last byte
+    /// (a measure of the link; bytes read from the cache bring none). Replaces an earlier handler.
+    func whenTransferred(_ handler: @escaping @Sendable (TransferSample) -> Void)
+
+    /// Starts the stream again at the piece that holds `target` (a source whose info says
+    /// ``ResourceInfo/seeksByRestart``): offset 0 is then that piece's first byte (after what
+    /// decoding it needs first, an initialization section). Answers the piece's start time, or
+    /// nil when the source cannot restart. The reader must read from offset 0 again.
+    func restart(at target: Duration) -> Duration?
 }
 
 extension ByteSource {
@@ -220,6 +249,12 @@ extension ByteSource {
 
     /// Sources that fail only when read never call the handler.
     public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {}
+
+    /// Sources that transfer nothing over the network never call the handler.
+    public func whenTransferred(_ handler: @escaping @Sendable (TransferSample) -> Void) {}
+
+    /// Sources addressed by bytes do not restart at a time.
+    public func restart(at target: Duration) -> Duration? { nil }
 
     /// Sources of files announce no titles.
     public func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void) {}

@@ -49,6 +49,8 @@ final class AppSrcFeeder: Sendable {
     let label: String
     /// When a live stream's titles are heard; nil for anything but a live stream.
     let liveTitles: LiveTitleClock?
+    /// The presentation's timeline of a stream that seeks by restarting; nil for any other.
+    let timeline: PresentationTimeline?
     private let lock: Mutex<LockedState>
     private let log = Logger(label: "appsrc")
 
@@ -92,6 +94,7 @@ final class AppSrcFeeder: Sendable {
         self.takesShortReads = takesShortReads
         self.onBuffering = onBuffering
         liveTitles = info.live == nil ? nil : LiveTitleClock()
+        timeline = info.seeksByRestart ? PresentationTimeline() : nil
         lock = Mutex(LockedState())
     }
 
@@ -123,16 +126,6 @@ final class AppSrcFeeder: Sendable {
     func holds(streamRange range: Range<Int64>) -> Bool {
         let shift = lock.withLock { $0.state.leadingTag } ?? 0
         return source.holds((range.lowerBound + shift)..<(range.upperBound + shift))
-    }
-
-    /// The length of an ID3v2 tag starting `head` (10-byte header, syncsafe size, optional
-    /// 10-byte footer), 0 when `head` starts with none.
-    static func id3v2Length(_ head: Data) -> Int64 {
-        let bytes = [UInt8](head.prefix(10))
-        guard bytes.count == 10, bytes[0] == 0x49, bytes[1] == 0x44, bytes[2] == 0x33 else { return 0 }
-        let size = bytes[6...9].reduce(Int64(0)) { $0 << 7 | Int64($1 & 0x7f) }
-        let footer: Int64 = bytes[5] & 0x10 != 0 ? 10 : 0
-        return 10 + size + footer
     }
 
     /// Configures `appsrc` and starts answering its callbacks. Attaching again
@@ -185,6 +178,25 @@ final class AppSrcFeeder: Sendable {
                 Unmanaged.passRetained(self).toOpaque(), AppSrcFeeder.release)
             gst_object_unref(UnsafeMutableRawPointer(pad))
         }
+    }
+
+    /// Restarts the source at `target` (see ``ByteSource/restart(at:)``) while its appsrc is
+    /// stopped, and puts the stream the next appsrc reads on the presentation's timeline.
+    /// The read pending for the stopped appsrc is dropped first: answered after the restart,
+    /// it would read the new stream at the old one's offset. Answers where the stream starts
+    /// (the target, or 0 when the source cannot restart there).
+    func restart(at target: Duration, rate: Double) -> Duration {
+        lock.withLock { box in
+            box.state.generation &+= 1
+            box.state.pending = nil
+        }
+        source.cancelPendingReads()
+        guard let pieceStart = source.restart(at: target) else {
+            timeline?.restart(target: .zero, pieceStart: .zero, rate: rate)
+            return .zero
+        }
+        timeline?.restart(target: target, pieceStart: pieceStart, rate: rate)
+        return target
     }
 
     /// Stops pushing, drops the pending read and releases the appsrc. Idempotent.
@@ -340,7 +352,7 @@ final class AppSrcFeeder: Sendable {
         case .data(let bytes):
             state.pending = nil
             if state.offset == 0, state.leadingTag == nil, bytes.count >= 10 {
-                state.leadingTag = Self.id3v2Length(bytes)
+                state.leadingTag = ID3v2.tagLength(bytes)
             }
             push(bytes, at: state.offset, to: appsrc)
             state.offset += Int64(bytes.count)

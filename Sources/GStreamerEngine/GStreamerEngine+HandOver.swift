@@ -75,6 +75,17 @@ extension GStreamerEngine {
     func elementAdded(_ element: UnsafeMutablePointer<GstElement>) {
         guard let metadata = gst_element_get_metadata(element, "klass") else { return }
         let klass = String(cString: metadata)
+        if klass.contains("Decoder"), klass.contains("Audio"),
+            shared.withLock({ $0.feeders.values.contains { $0.timeline != nil } }),
+            let uri = streamOrigin(
+                of: UnsafeMutableRawPointer(element).assumingMemoryBound(to: GstObject.self),
+                below: UnsafeMutableRawPointer(playbin)
+            ).uri,
+            let timeline = shared.withLock({ $0.feeders[uri]?.timeline })
+        {
+            // Before faad's own segment probe: it then sees the presentation's segment.
+            timeline.watch(decoder: element)
+        }
         if klass.contains("Decoder") { FaadTiming.attach(to: element) }
         // Only while a feeder can use it: the walk up to the stream's URI is skipped for the rest.
         if klass.contains("Demuxer"), shared.withLock({ $0.feeders.values.contains { $0.takesShortReads } }),

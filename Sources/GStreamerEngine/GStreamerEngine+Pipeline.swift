@@ -84,16 +84,31 @@ extension GStreamerEngine {
     ) {
         let uri = Self.uri(of: ticket, url: track.url, contentType: feeder.info.contentType)
         var movedToStart = false
+        // A seek while the track was coming back moved its place; until now it was reported.
+        let (asked, rate) = shared.withLock { (resumed ? ($0.released?.position ?? position) : position, $0.rate) }
+        // A source that seeks by restarting begins where asked before the pipeline reads it.
+        var restartedAt: Duration?
+        if let timeline = feeder.timeline {
+            if asked > .zero, feeder.seekable {
+                restartedAt = feeder.restart(at: asked, rate: rate)
+            } else {
+                timeline.restart(target: .zero, pieceStart: .zero, rate: rate)
+            }
+        }
         let playing = shared.withLock { state -> Bool? in
-            // A seek while the track was coming back moved its place; until now it was reported.
-            let asked = resumed ? (state.released?.position ?? position) : position
             // A track that cannot seek starts at its beginning, wherever it was asked to start
             // (the player, which showed the place asked, is told below).
-            movedToStart = !feeder.seekable && asked > .zero
+            movedToStart = (!feeder.seekable && asked > .zero) || restartedAt == .zero
             let position = feeder.seekable ? asked : .zero
-            // A rate other than 1.0 is applied by a seek once prerolled, even at position 0.
-            let start: Duration? = position > .zero || state.rate != 1 ? position : nil
-            let phase: TrackPhase = resumed ? .resuming(at: start) : .loading(start: start)
+            // A rate other than 1.0 is applied by a seek once prerolled, even at position 0 (a
+            // restarted stream's segment carries it).
+            let start: Duration? = feeder.timeline == nil && (position > .zero || state.rate != 1) ? position : nil
+            let phase: TrackPhase =
+                if let restartedAt, restartedAt > .zero {
+                    .restarted(at: restartedAt, reported: !resumed)
+                } else {
+                    resumed ? .resuming(at: start) : .loading(start: start)
+                }
             guard state.lifecycle.start(ticket, track: track, uri: uri, phase: phase, seekable: feeder.seekable)
             else { return nil }
             state.released = nil
@@ -191,6 +206,9 @@ extension GStreamerEngine {
     /// the feeder answers it from the same source, and the start is a seek to
     /// `position`. No Seeked, no new start, no pause is reported for it.
     func reconfigure(at position: Duration) {
+        if let feeder = currentFeeder(), feeder.timeline != nil {
+            return restart(feeder, at: position, reported: false)
+        }
         let uri = shared.withLock { state -> String? in
             guard let current = state.lifecycle.current else { return nil }
             state.markersPosted &+= 1
@@ -267,6 +285,12 @@ extension GStreamerEngine {
     /// Seeks to `position`, as a time or, in a pushed track whose bytes before the target are
     /// not here, as the byte the parser maps it to (see ``SeekRoute``).
     func performSeek(to position: Duration, accurate: Bool = true) {
+        if let feeder = currentFeeder(), feeder.timeline != nil {
+            let reported = shared.withLock { state in
+                state.lifecycle.withPhase { $0.stage == .seeking(reported: true) } ?? false
+            }
+            return restart(feeder, at: position, reported: reported)
+        }
         // A reference of its own: the streaming thread that adds a new parser drops the old one.
         let (rate, feeder, parser) = shared.withLock { state -> (Double, AppSrcFeeder?, ElementRef?) in
             state.lifecycle.withPhase { $0.aim(at: position) }
@@ -298,6 +322,44 @@ extension GStreamerEngine {
                 return state.lifecycle.wantPlaying
             }
             if playing { gst_element_set_state(playbin, GST_STATE_PLAYING) }
+        }
+    }
+
+    /// The loaded track's feeder.
+    func currentFeeder() -> AppSrcFeeder? {
+        shared.withLock { state in state.lifecycle.current.flatMap { state.feeders[$0.uri] } }
+    }
+
+    /// Seeks a track whose source restarts at a time (HLS): the pipeline goes back to READY,
+    /// the source begins again at the piece holding `position`, and the stream prerolls there
+    /// on the presentation's timeline (``PresentationTimeline``), as a rebuild does around an
+    /// open source. The rate filter is set for the current rate on the way. `reported`: a
+    /// listener's seek, which ends with a Seeked event.
+    func restart(_ feeder: AppSrcFeeder, at position: Duration, reported: Bool) {
+        let taken = shared.withLock { state -> (uri: String, rate: Double)? in
+            guard let current = state.lifecycle.current, state.feeders[current.uri] === feeder else { return nil }
+            state.markersPosted &+= 1
+            let marker = state.markersPosted
+            state.lifecycle.withPhase { $0.restart(at: position, marker: marker, reported: reported) }
+            // playbin may already hold the next URI (about-to-finish): this track plays again,
+            // and the next one is handed over again near the end.
+            state.lifecycle.rebuilt()
+            return (current.uri, state.rate)
+        }
+        guard let taken else { return }
+        awaitHandOverActivation()
+        gst_element_set_state(playbin, GST_STATE_READY)
+        // Everything on the bus before this marker belongs to the pipeline before the restart.
+        postMarker(Self.restartMarkerName)
+        let landed = feeder.restart(at: position, rate: taken.rate)
+        if landed != position {
+            log.warning("the stream could not restart at \(position.forPeople); it starts again from 0")
+        }
+        log.debug("restarting the stream at \(position.forPeople)")
+        installRateFilter(stopped: false)
+        setProperty(playbin, "uri", taken.uri)
+        if gst_element_set_state(playbin, GST_STATE_PAUSED) == GST_STATE_CHANGE_FAILURE {
+            log.warning("the pipeline refused to restart at \(position.forPeople)")
         }
     }
 }

@@ -19,6 +19,10 @@ struct TrackPhase: Equatable, Sendable {
         /// A seek in flight; `reported`: a listener's seek, which ends with a Seeked event (a
         /// seek that only applies a rate does not).
         case seeking(reported: Bool)
+        /// The pipeline restarts around a source that begins again at the position held (a
+        /// stream that seeks by restarting, ``ResourceInfo/seeksByRestart``): it prerolls
+        /// there, and no seek follows. `reported` as for ``seeking(reported:)``.
+        case restarting(reported: Bool)
     }
 
     /// What the engine does after a preroll or a seek is done (ASYNC_DONE).
@@ -59,6 +63,14 @@ struct TrackPhase: Equatable, Sendable {
     /// and not reported as a seek.
     static func resuming(at start: Duration?) -> TrackPhase { TrackPhase(stage: .loading(start: start, quiet: true)) }
 
+    /// A track loaded with its source restarted at `start` (``restart(at:marker:reported:)``
+    /// without a pipeline before it).
+    static func restarted(at start: Duration, reported: Bool) -> TrackPhase {
+        var phase = TrackPhase(stage: .restarting(reported: reported))
+        phase.held = start
+        return phase
+    }
+
     /// A track already playing (handed over without a gap).
     static let ready = TrackPhase(stage: .ready)
 
@@ -95,6 +107,8 @@ struct TrackPhase: Equatable, Sendable {
             if isRebuilding { held = target }
             return .atPreroll
         }
+        // A restart in flight held its own target: this one is reported instead.
+        if case .restarting = stage { held = nil }
         stage = .seeking(reported: true)
         self.target = target  // reported from now on, before the seek has even left
         return .now
@@ -115,6 +129,15 @@ struct TrackPhase: Equatable, Sendable {
         rebuildMarker = marker
         held = position
         stage = .loading(start: position == .zero && rateIsOne ? nil : position, quiet: true)
+    }
+
+    /// The pipeline restarts around a source restarted at `position`; `marker` is the restart
+    /// marker posted on the bus. The position is held there until the restart has prerolled.
+    mutating func restart(at position: Duration, marker: UInt64, reported: Bool) {
+        rebuildMarker = marker
+        held = position
+        target = position
+        stage = .restarting(reported: reported)
     }
 
     /// The pipeline refused a seek: the track is as it was, ready.
@@ -142,7 +165,7 @@ struct TrackPhase: Equatable, Sendable {
             rebuildMarker = nil
             held = nil
             return .resume
-        case .seeking(let reported):
+        case .seeking(let reported), .restarting(let reported):
             stage = .ready
             rebuildMarker = nil
             held = nil

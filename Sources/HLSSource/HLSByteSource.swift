@@ -19,6 +19,8 @@ public final class HLSByteSource: ByteSource {
     /// Makes the unopened byte source of one segment's URL; `live`: a live presentation's
     /// segment, kept in memory only.
     public typealias SourceMaker = @Sendable (URL, _ live: Bool) throws(MediaSourceError) -> any ByteSource
+    /// The highest variant bit rate allowed now (a metered network's), or nil for any.
+    public typealias Ceiling = @Sendable () -> BitsPerSecond?
 
     /// How many parts past the reader's are opened ahead of it: none. Parts downloading side by
     /// side share the link, and the one playing then arrives slower than it plays (three ahead
@@ -27,18 +29,25 @@ public final class HLSByteSource: ByteSource {
     /// what the reader holds ahead (appsrc takes up to 200 KB) covers the new request.
     public static let partsAhead = 0
 
-    private let url: URL
+    let url: URL
     private let fetchPlaylist: PlaylistFetch
     private let makeSource: SourceMaker
-    private let state = Mutex(State())
-    private static let log = Logger(label: "hls")
+    private let ceiling: Ceiling
+    let state = Mutex(State())
+    static let log = Logger(label: "hls")
 
-    private struct State {
+    struct State {
+        /// The parts the stream is read from now: an on-demand presentation's from its start,
+        /// or from where it last restarted (``restart(at:)``).
         var parts: [StreamPart] = []
+        /// Every part of an on-demand presentation, which restarts choose from.
+        var layout: [StreamPart] = []
         /// The stream offset where each part starts, known up to the reader's part.
         var starts: [Int64] = [0]
         /// The part the reader is in (an index into `parts`).
         var current = 0
+        /// The ID3v2 tag the current part begins with, skipped (nil: not looked for yet).
+        var currentTag: Int64?
         /// Opened (or opening) sources, by part index.
         var sources: [Int: PartSource] = [:]
         /// A read waiting for a part's source to open.
@@ -49,10 +58,14 @@ public final class HLSByteSource: ByteSource {
         var live: LiveFeed?
         /// Keys of encrypted parts, fetched once per key URL.
         var keys: [URL: Task<Data, any Error>] = [:]
+        /// Where `parts` begins in the presentation's time (a restart's segment).
+        var partsStart: Duration = .zero
+        /// The choice among a master playlist's variants; nil for a media playlist.
+        var adaptation: Adaptation?
     }
 
     /// What a live presentation's reloads know.
-    private struct LiveFeed {
+    struct LiveFeed {
         /// The media playlist to reload.
         var url: URL
         /// The last segment listed so far (new segments come after it).
@@ -68,17 +81,22 @@ public final class HLSByteSource: ByteSource {
     public static let liveRetryDuration: Duration = .seconds(60)
 
     /// A part's source and whether its open has finished (with its failure, if it failed).
-    private struct PartSource {
+    struct PartSource {
         var source: any ByteSource
         var opened = false
         var failure: MediaSourceError?
     }
 
-    /// A source for the presentation at `url` (a media or a master playlist).
-    public init(url: URL, fetchPlaylist: @escaping PlaylistFetch, makeSource: @escaping SourceMaker) {
+    /// A source for the presentation at `url` (a media or a master playlist); a master's
+    /// variants above `ceiling` are not played (unless all are, and then the lowest).
+    public init(
+        url: URL, fetchPlaylist: @escaping PlaylistFetch, makeSource: @escaping SourceMaker,
+        ceiling: @escaping Ceiling = { nil }
+    ) {
         self.url = url
         self.fetchPlaylist = fetchPlaylist
         self.makeSource = makeSource
+        self.ceiling = ceiling
     }
 
     /// Fetches the playlist (and, for a master playlist, the chosen variant's), starts the first
@@ -108,9 +126,9 @@ public final class HLSByteSource: ByteSource {
         let duration = parts.reduce(Duration.zero) { $0 + $1.duration }
         try install(parts, live: nil)
         Self.log.info("\(url.lastPathComponent): \(parts.count) parts, \(duration.components.seconds) s")
-        // Not seekable yet: a seek would reach the demuxer as a byte seek in a pushed stream,
-        // and a stream started mid-presentation counts its time from 0 (tsdemux).
-        return ResourceInfo(length: nil, randomAccess: false, duration: duration, seekable: false)
+        // Seeks restart the stream at a segment: there is no byte offset for a time before the
+        // segments are fetched, and a demuxer started mid-presentation counts its own time.
+        return ResourceInfo(length: nil, randomAccess: false, duration: duration, seeksByRestart: true)
     }
 
     private func startLive(_ media: MediaPlaylist, at mediaURL: URL) throws(MediaSourceError) -> ResourceInfo {
@@ -131,102 +149,43 @@ public final class HLSByteSource: ByteSource {
     private func install(_ parts: [StreamPart], live: LiveFeed?) throws(MediaSourceError) {
         let closed = state.withLock { state -> Bool in
             state.parts = parts
+            state.layout = live == nil ? parts : []
             state.live = live
             return state.closed
         }
         if closed { throw .closed }
     }
 
-    /// Reloads a live playlist when the schedule says, adding its new segments, until the
-    /// source closes or the playlist ends; failing reloads are retried with backoff, and after
-    /// ``liveRetryDuration`` of failures reads past the last segment fail.
-    private func reloadLive(after first: MediaPlaylist, began: ContinuousClock.Instant) async {
-        var schedule = LiveReloadSchedule()
-        var decision = schedule.loaded(first, began: began)
-        var failingSince: ContinuousClock.Instant?
-        while let at = decision.reloadAt {
-            try? await Task.sleep(until: at, clock: .continuous)
-            guard let feedURL = state.withLock({ $0.closed ? nil : $0.live?.url }) else { return }
-            let started = ContinuousClock.now
-            do throws(MediaSourceError) {
-                guard case .media(let reloaded) = try await playlist(at: feedURL) else {
-                    throw .unavailable("the live HLS playlist became a master playlist")
-                }
-                failingSince = nil
-                try append(reloaded)
-                decision = schedule.loaded(reloaded, began: started)
-            } catch {
-                let since = failingSince ?? started
-                failingSince = since
-                if ContinuousClock.now - since >= Self.liveRetryDuration {
-                    Self.log.warning("\(url.lastPathComponent): the live playlist failed for a minute: \(error)")
-                    endLive(failure: error)
-                    return
-                }
-                Self.log.info("\(url.lastPathComponent): reloading the live playlist failed: \(error)")
-                decision = schedule.failed(ended: .now)
-            }
-        }
-        endLive(failure: nil)
-    }
-
-    /// Adds what a reload lists after the last known segment, and wakes a read waiting for it.
-    private func append(_ reloaded: MediaPlaylist) throws(MediaSourceError) {
-        let wake = try state.withLock { state throws(MediaSourceError) -> (@Sendable () -> Void)? in
-            guard var live = state.live else { return nil }
-            let update = LiveSegmentUpdate(known: live.lastSegment.map { [$0] } ?? [], reloaded: reloaded)
-            if update.missedSegmentCount > 0 {
-                Self.log.warning(
-                    "\(url.lastPathComponent): \(update.missedSegmentCount) live segments slid away unread")
-            }
-            switch SegmentStream.parts(of: update.newSegments, after: update.isRestart ? nil : live.lastMap) {
-            case .success(let laidOut):
-                state.parts += laidOut.parts
-                live.lastMap = laidOut.lastMap
-            case .failure(let refusal):
-                throw .unavailable(refusal.description)
-            }
-            live.lastSegment = reloaded.segments.last ?? live.lastSegment
-            live.ended = !reloaded.isLive
-            state.live = live
-            guard !update.newSegments.isEmpty else { return nil }
-            defer { state.wake = nil }
-            return state.wake
-        }
-        openAhead()
-        wake?()
-    }
-
-    private func endLive(failure: MediaSourceError?) {
-        let wake = state.withLock { state -> (@Sendable () -> Void)? in
-            state.live?.ended = true
-            state.live?.failure = failure
-            defer { state.wake = nil }
-            return state.wake
-        }
-        wake?()
-    }
-
     /// The media playlist to play: the one at `url`, or the variant a master playlist there
-    /// chooses (audio only where it offers that; the lowest bitrate, as nothing is measured yet).
+    /// starts on (audio only where it offers that; the lowest bitrate within the ceiling, as
+    /// nothing is measured yet: the first segments' downloads move it up).
     private func loadMediaPlaylist() async throws(MediaSourceError) -> (MediaPlaylist, URL) {
         switch try await playlist(at: url) {
         case .media(let media):
             return (media, url)
         case .master(let master):
-            guard let variant = master.chooseVariant(throughput: nil, ceiling: nil) else {
+            let limit = ceiling()
+            guard
+                let variant = master.chooseVariant(throughput: nil, ceiling: limit)
+                    ?? master.chooseVariant(throughput: nil, ceiling: nil)
+            else {
                 throw .unavailable("the HLS master playlist offers no variant to play")
             }
-            let chosen = master.audioRendition(for: variant)?.uri ?? variant.uri
-            Self.log.info("\(url.lastPathComponent): variant of \(variant.bandwidth) bit/s")
-            guard case .media(let media) = try await playlist(at: chosen) else {
-                throw .unavailable("the HLS variant \(chosen.lastPathComponent) is not a media playlist")
+            let (media, chosen) = try await mediaPlaylist(of: variant, in: master)
+            let audio = master.audioOnlyVariants
+            state.withLock {
+                $0.adaptation = Adaptation(
+                    master: master,
+                    policy: VariantPolicy(
+                        candidates: audio.isEmpty ? master.variants : audio, ceiling: limit, current: variant),
+                    mediaURL: chosen)
             }
+            Self.log.info("\(url.lastPathComponent): variant of \(variant.bandwidth) bit/s")
             return (media, chosen)
         }
     }
 
-    private func playlist(at address: URL) async throws(MediaSourceError) -> HLSPlaylist {
+    func playlist(at address: URL) async throws(MediaSourceError) -> HLSPlaylist {
         let data = try await fetchPlaylist(address)
         switch HLSParser.parse(data: data, url: address) {
         case .success(let playlist): return playlist
@@ -253,7 +212,7 @@ public final class HLSByteSource: ByteSource {
     }
 
     /// Opens the reader's part and the few after it; closes those behind it.
-    private func openAhead() {
+    func openAhead() {
         let toOpen = state.withLock { state -> [any ByteSource] in
             guard !state.closed else { return [] }
             for index in state.sources.keys where index < state.current {
@@ -271,6 +230,9 @@ public final class HLSByteSource: ByteSource {
                             guard let self else { throw .closed }
                             return try await self.key(at: encryption.keyURL)
                         }
+                    }
+                    if !part.isInitialization, state.adaptation != nil {
+                        source.whenTransferred { [weak self] sample in self?.transferred(sample) }
                     }
                     source.setBackground(state.background || index > state.current)
                     state.sources[index] = PartSource(source: source)
@@ -318,9 +280,20 @@ public final class HLSByteSource: ByteSource {
                 let wanted = limit.map { Int(min(Int64(maxLength), $0 - local)) } ?? maxLength
                 let outcome = source.read(at: local, maxLength: wanted, minLength: min(minLength, wanted), wake: wake)
                 guard case .endOfStream = outcome else { return outcome }
-                partEnded(index, at: local)
-            case .rangeEnded(let index, let local):
-                partEnded(index, at: local)
+                partEnded(index, at: offset)
+            case .rangeEnded(let index):
+                partEnded(index, at: offset)
+            case .lookForTag(let index, let source, let local):
+                let head: Data
+                switch source.read(at: local, maxLength: 10, minLength: 10, wake: wake) {
+                case .data(let bytes): head = bytes
+                case .endOfStream: head = Data()
+                case .pending: return .pending
+                case .failed(let error): return .failed(error)
+                }
+                state.withLock { state in
+                    if state.current == index { state.currentTag = ID3v2.tagLength(head) }
+                }
             case .openParts:
                 openAhead()
             }
@@ -332,8 +305,14 @@ public final class HLSByteSource: ByteSource {
         /// Read part `index`'s source at `local` (an offset in its resource), up to `limit` (the
         /// end of its range).
         case read(index: Int, source: any ByteSource, local: Int64, limit: Int64?)
-        /// Part `index` ended at `local`, an offset in its resource (its byte range is read through).
-        case rangeEnded(index: Int, local: Int64)
+        /// Part `index` ended (its byte range is read through).
+        case rangeEnded(index: Int)
+        /// Part `index` is a segment not yet looked at: read its first bytes at `local` (an
+        /// offset in its resource) for an ID3v2 tag. Packed audio begins every segment with one
+        /// (its timestamp); a parser meeting it mid-stream takes it for lost sync and the decoder
+        /// flushes, losing or mangling a frame at each join, as GStreamer's own HLS reader
+        /// avoids by stripping them too.
+        case lookForTag(index: Int, source: any ByteSource, local: Int64)
         /// The reader's part has no source: open it (and those ahead), then read again.
         case openParts
     }
@@ -346,6 +325,7 @@ public final class HLSByteSource: ByteSource {
             for source in state.sources.values { source.source.close() }
             state.sources = [:]
             state.current = index
+            state.currentTag = nil
             state.starts.removeSubrange((index + 1)...)
             return .openParts
         }
@@ -367,19 +347,25 @@ public final class HLSByteSource: ByteSource {
         // An encrypted part's source reads its own range and answers with plaintext.
         let part = state.parts[state.current]
         let range = part.encryption == nil ? part.range : nil
-        let start = (range?.lowerBound ?? 0) + local
-        if let range, start >= range.upperBound { return .rangeEnded(index: state.current, local: start) }
+        if part.isInitialization {
+            state.currentTag = 0
+        } else if state.currentTag == nil {
+            return .lookForTag(index: state.current, source: opened.source, local: range?.lowerBound ?? 0)
+        }
+        let start = (range?.lowerBound ?? 0) + (state.currentTag ?? 0) + local
+        if let range, start >= range.upperBound { return .rangeEnded(index: state.current) }
+        if state.adaptation?.readSince == nil { state.adaptation?.readSince = .now }
         return .read(index: state.current, source: opened.source, local: start, limit: range?.upperBound)
     }
 
-    /// Part `index` ended: the next one starts at the stream offset where it stopped.
-    private func partEnded(_ index: Int, at local: Int64) {
+    /// Part `index` ended at stream offset `end`: the next one starts there.
+    private func partEnded(_ index: Int, at end: Int64) {
         state.withLock { state in
             guard state.current == index else { return }
-            let part = state.parts[index]
-            let length = local - (part.encryption == nil ? part.range?.lowerBound ?? 0 : 0)
-            state.starts.append(state.starts[index] + length)
+            state.starts.append(end)
+            state.adaptation?.timeRead += state.parts[index].duration
             state.current += 1
+            state.currentTag = nil
             if state.live != nil {
                 // A live presentation's parts come for hours: those read are forgotten, so its
                 // lists stay as long as the window, not the listening. (Its reader never goes
@@ -392,6 +378,32 @@ public final class HLSByteSource: ByteSource {
             }
         }
         openAhead()
+    }
+
+    /// Starts the stream again at the segment playing at `target`, after the initialization
+    /// section it needs; the parts open again from there (those already cached are read from
+    /// the cache). Nil for a live presentation or before the playlist is read.
+    public func restart(at target: Duration) -> Duration? {
+        let restarted = state.withLock { state -> (start: Duration, closing: [any ByteSource])? in
+            guard !state.closed, state.live == nil,
+                let point = SegmentStream.restartPoint(in: state.layout, at: target)
+            else { return nil }
+            state.parts = (point.initialization.map { [state.layout[$0]] } ?? []) + state.layout[point.segment...]
+            state.starts = [0]
+            state.current = 0
+            state.currentTag = nil
+            state.partsStart = point.start
+            state.adaptation?.readSince = nil
+            state.adaptation?.timeRead = .zero
+            state.wake = nil
+            defer { state.sources = [:] }
+            return (point.start, state.sources.values.map(\.source))
+        }
+        guard let restarted else { return nil }
+        for source in restarted.closing { source.close() }
+        Self.log.debug("\(url.lastPathComponent): restarted at \(restarted.start) for \(target)")
+        openAhead()
+        return restarted.start
     }
 
     /// How many parts the source keeps listed (read or to read): a live one's stay bounded.

@@ -145,5 +145,6 @@ final class DecryptingSource: ByteSource {
     func cancelPendingReads() { inner.cancelPendingReads() }
     func close() { inner.close() }
     func setBackground(_ background: Bool) { inner.setBackground(background) }
+    func whenTransferred(_ handler: @escaping @Sendable (TransferSample) -> Void) { inner.whenTransferred(handler) }
     func holds(_ range: Range<Int64>) -> Bool { false }
 }

@@ -12,15 +12,20 @@ public struct StreamPart: Sendable, Equatable {
     public var duration: Duration
     /// How its bytes are encrypted (AES-128), or nil when they are clear.
     public var encryption: PartEncryption?
+    /// Whether it is an initialization section, which a stream restarted at a later segment
+    /// must begin with again.
+    public var isInitialization: Bool
 
     /// Creates a part.
     public init(
-        url: URL, range: Range<Int64>? = nil, duration: Duration = .zero, encryption: PartEncryption? = nil
+        url: URL, range: Range<Int64>? = nil, duration: Duration = .zero, encryption: PartEncryption? = nil,
+        isInitialization: Bool = false
     ) {
         self.url = url
         self.range = range
         self.duration = duration
         self.encryption = encryption
+        self.isInitialization = isInitialization
     }
 }
 
@@ -94,7 +99,10 @@ public enum SegmentStream {
                     }
                     mapEncryption = PartEncryption(keyURL: key.uri, iv: iv)
                 }
-                parts.append(StreamPart(url: map.uri, range: map.byteRange.map(range), encryption: mapEncryption))
+                parts.append(
+                    StreamPart(
+                        url: map.uri, range: map.byteRange.map(range), encryption: mapEncryption,
+                        isInitialization: true))
                 lastMap = map
             }
             parts.append(
@@ -103,6 +111,24 @@ public enum SegmentStream {
                     encryption: encryption))
         }
         return .success((parts, lastMap))
+    }
+
+    /// Where a stream of `parts` restarted at `target` begins: the index of the segment part
+    /// playing at `target` (the last one past the end), the time it starts at, and the index of
+    /// the initialization section it needs first, if any. Nil when `parts` has no segment.
+    public static func restartPoint(in parts: [StreamPart], at target: Duration) -> (
+        segment: Int, start: Duration, initialization: Int?
+    )? {
+        var elapsed = Duration.zero
+        var found: (Int, Duration)?
+        for (index, part) in parts.enumerated() where !part.isInitialization {
+            found = (index, elapsed)
+            if elapsed + part.duration > target { break }
+            elapsed += part.duration
+        }
+        guard let (segment, start) = found else { return nil }
+        let initialization = parts[..<segment].lastIndex { $0.isInitialization }
+        return (segment, start, initialization)
     }
 
     private static func name(of method: EncryptionMethod) -> String {

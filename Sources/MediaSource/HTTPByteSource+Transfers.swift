@@ -21,7 +21,10 @@ extension HTTPByteSource {
             case .startLast(let key, let length, let priority):
                 start(key, from: 0, to: nil, priority: priority, lastBytes: length)
             case .cancel(let key):
-                state.withLock { _ = $0.meters.removeValue(forKey: key) }
+                state.withLock { state in
+                    state.meters[key] = nil
+                    state.received[key] = nil
+                }
                 transfers.cancel(key)
             case .setPriority(let key, let priority):
                 transfers.setPriority(key, priority)
@@ -148,6 +151,7 @@ extension HTTPByteSource {
                     keepInMemory(bytes, at: offset, because: "\(diskRefused)", &state)
                 }
                 let next = offset + Int64(bytes.count)
+                state.received[key, default: 0] += Int64(bytes.count)
                 effects = state.planner.received(key, upTo: next, cached: held(state))
                 if let rate = measure(key, deliveredUpTo: next, state) {
                     effects.actions += state.planner.setRate(rate, of: key, cached: held(state), now: .now)
@@ -186,7 +190,12 @@ extension HTTPByteSource {
                     }
                 }
             case .finished:
+                if let meter = state.meters[key], let bytes = state.received[key], let handler = state.transferHandler {
+                    let sample = TransferSample(bytes: bytes, took: ContinuousClock.now - meter.start)
+                    callbacks.append { handler(sample) }
+                }
                 state.meters[key] = nil
+                state.received[key] = nil
                 transfers.forget(key)
                 // Not waited for: this is the fetcher's thread.
                 entryWork.append(.flushInBackground)
@@ -199,6 +208,7 @@ extension HTTPByteSource {
             case .failed(let error):
                 failure = error
                 state.meters[key] = nil
+                state.received[key] = nil
                 transfers.forget(key)
                 let role = state.planner.transfers.first { $0.key == key }?.role
                 state.planner.forget(key)

@@ -39,6 +39,10 @@ public final class HTTPByteSource: ByteSource {
         var wake: (@Sendable () -> Void)?
         /// When each transfer's request was started, and from where: its measured rate.
         var meters: [Int: (start: ContinuousClock.Instant, offset: Int64)] = [:]
+        /// The bytes each metered transfer brought so far (for ``whenTransferred(_:)``).
+        var received: [Int: Int64] = [:]
+        /// Who learns of each transfer's end (``whenTransferred(_:)``).
+        var transferHandler: (@Sendable (TransferSample) -> Void)?
         var failure: MediaSourceError?
         var closed = false
         /// The memory store: bytes the disk store could not take (disk full), or every byte when
@@ -322,6 +326,11 @@ public final class HTTPByteSource: ByteSource {
     /// Calls `handler` when the source fails with no read to answer (see ``ByteSource``).
     public func whenFailed(_ handler: @escaping @Sendable (MediaSourceError) -> Void) {
         state.withLock { $0.failureHandler = handler }
+    }
+
+    /// Calls `handler` with the bytes and time of each transfer that ends (see ``ByteSource``).
+    public func whenTransferred(_ handler: @escaping @Sendable (TransferSample) -> Void) {
+        state.withLock { $0.transferHandler = handler }
     }
 
     /// Calls `handler` with each title the live stream announces (the latest one at once, if

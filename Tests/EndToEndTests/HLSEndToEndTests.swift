@@ -80,6 +80,53 @@ struct HLSEndToEndTests {
         #expect(again.isEmpty, "a replay asked for segments: \(again)\n\(context())")
     }
 
+    /// On demand, a track like a file: it can seek; a seek to 80 % lands at its target at once
+    /// (the segments between are never fetched), and after a quit the session comes back at
+    /// the place it was paused, heard from there.
+    @Test func anOnDemandPlaylistSeeksToItsTargetAndResumesThereAfterAQuit() async throws {
+        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: false, lifetime: 150)
+        let media = try TemporaryDirectory(prefix: "spool-hls-seek")
+        let (playlist, segments) = try await HLSMedia.make(in: media.url, seconds: 24)
+        try #require(segments.count >= 6, "hlssink2 wrote \(segments)")
+        let url = try rig.serve(playlist)
+        for segment in segments {
+            try rig.serve(media.url.appendingPathComponent(segment), headers: ["Cache-Control": "max-age=86400"])
+        }
+        let (player, connection, probe) = try await Self.startSpool(on: rig)
+        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
+        let opened = try await probe.open(url)
+        _ = try await probe.awaitAdvancing(since: opened)
+        let canSeek = try await connection.call(
+            destination: player.busName, path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties",
+            method: "Get", arguments: [.string("org.mpris.MediaPlayer2.Player"), .string("CanSeek")]
+        ).first?.variantValue?.boolValue
+        #expect(canSeek == true, "\(context())")
+
+        let track = try await probe.currentTrack()
+        let target = 0.8 * (track.length ?? Double(Self.seconds))
+        let asked = try await probe.setPosition(target, track: track)
+        let landed = try await probe.awaitAdvancing(since: asked, near: target, tolerance: 0.5)
+        print("HLS on demand: seek to 80 % → advancing at the target \(String(format: "%.3f", landed)) s")
+        // The segments between were never asked for (the log lists ended responses only).
+        let fetched = rig.origin.requests().filter { $0.path.hasSuffix(".ts") }.map(\.path)
+        #expect(!fetched.contains("/" + segments[2]), "a segment the seek skipped was fetched: \(fetched)")
+
+        try await probe.remote.pause()
+        let paused = Double(try await probe.remote.positionMicroseconds()) / 1e6
+        #expect(paused >= target && paused < target + 3, "paused at \(paused) after a seek to \(target)")
+        await onOwnThread { player.stop() }
+
+        let again = try rig.startSpool(executable: try spoolExecutable(), home: player.home, lifetime: 60)
+        defer { again.stop() }
+        let resumed = PlayerProbe(
+            remote: DBusMPRISRemote(connection: connection, busName: again.busName), player: again, rig: rig)
+        try await resumed.waitUntilReady()
+        let played = ContinuousClock.now
+        try await resumed.remote.play()
+        let back = try await resumed.awaitAdvancing(since: played, near: paused, tolerance: 0.5)
+        print("HLS on demand: resumed after a quit, advancing at the paused place \(String(format: "%.3f", back)) s")
+    }
+
     /// A live presentation: 2-s segments of one continuous encoding, listed six at a time in a
     /// window that slides by one segment every 2 s, as a live packager's does.
     @Test func aLivePlaylistPlaysFromNearItsEdgeWithoutAStallAndKeepsNothing() async throws {

@@ -1,3 +1,4 @@
+import Basics
 import EngineAPI
 import Foundation
 import Testing
@@ -60,11 +61,11 @@ struct SeekRouteTests {
 
     @Test func theLeadingID3v2TagIsMeasuredFromItsHeader() {
         // "ID3", v2.4, no flags, syncsafe size 0x00 0x00 0x02 0x01 = 257: 10 + 257 bytes.
-        #expect(AppSrcFeeder.id3v2Length(Data([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 2, 1])) == 267)
+        #expect(ID3v2.tagLength(Data([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 2, 1])) == 267)
         // A footer adds 10 more.
-        #expect(AppSrcFeeder.id3v2Length(Data([0x49, 0x44, 0x33, 4, 0, 0x10, 0, 0, 2, 1])) == 277)
-        #expect(AppSrcFeeder.id3v2Length(Data([0xFF, 0xFB, 0x90, 0x64, 0, 0, 0, 0, 0, 0])) == 0)
-        #expect(AppSrcFeeder.id3v2Length(Data("fLaC".utf8)) == 0)
+        #expect(ID3v2.tagLength(Data([0x49, 0x44, 0x33, 4, 0, 0x10, 0, 0, 2, 1])) == 277)
+        #expect(ID3v2.tagLength(Data([0xFF, 0xFB, 0x90, 0x64, 0, 0, 0, 0, 0, 0])) == 0)
+        #expect(ID3v2.tagLength(Data("fLaC".utf8)) == 0)
     }
 
     /// Opening an M4A loads the plugin of the decoder decodebin will take while the bytes travel:

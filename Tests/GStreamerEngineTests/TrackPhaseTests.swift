@@ -53,6 +53,40 @@ struct TrackPhaseTests {
             phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: true) == .seeked(quiet: false))
     }
 
+    @Test func aStreamRestartedAtTheStartNeedsNoSeekAndReportsItsPlace() {
+        var phase = TrackPhase.restarted(at: .seconds(30), reported: true)
+        #expect(phase.reportedPosition { .seconds(2) } == .seconds(30), "held until prerolled")
+        #expect(
+            phase.asyncDone(markersSeen: noMarker, filterMismatch: false, exactSeeks: false) == .seeked(quiet: false),
+            "prerolled where asked: no seek follows")
+        #expect(phase.isSettled)
+        #expect(phase.reportedPosition { .seconds(31) } == .seconds(31))
+    }
+
+    @Test func aRestartHoldsItsTargetUntilItsOwnPrerollAndANewSeekReplacesIt() {
+        var phase = TrackPhase.ready
+        #expect(phase.listenerSeek(to: .seconds(20)) == .now)
+        phase.restart(at: .seconds(20), marker: 1, reported: true)
+        #expect(phase.reportedPosition { .seconds(3) } == .seconds(20))
+        #expect(
+            phase.asyncDone(markersSeen: 0, filterMismatch: false, exactSeeks: false) == .stale,
+            "the pipeline before the restart")
+        // A second seek while the first restart prerolls: its own target is shown at once.
+        #expect(phase.listenerSeek(to: .seconds(8)) == .now)
+        #expect(phase.reportedPosition { nil } == .seconds(8))
+        phase.restart(at: .seconds(8), marker: 2, reported: true)
+        #expect(phase.asyncDone(markersSeen: 1, filterMismatch: false, exactSeeks: false) == .stale)
+        #expect(phase.asyncDone(markersSeen: 2, filterMismatch: false, exactSeeks: false) == .seeked(quiet: false))
+        #expect(phase.isSettled)
+    }
+
+    @Test func aRestartForARateIsNotReported() {
+        var phase = TrackPhase.ready
+        phase.rateSeek()
+        phase.restart(at: .seconds(4), marker: 1, reported: false)
+        #expect(phase.asyncDone(markersSeen: 1, filterMismatch: false, exactSeeks: false) == .seeked(quiet: true))
+    }
+
     @Test func aRateSeekIsNotReported() {
         var phase = TrackPhase.ready
         phase.rateSeek()

@@ -16,15 +16,24 @@ private final class HeldSource: ByteSource {
     let bytes: Data
     private let state = Mutex(State())
 
-    init(_ bytes: Data, available: Int? = nil) {
+    init(_ bytes: Data, available: Int? = nil, transfer: TransferSample? = nil) {
         self.bytes = bytes
+        self.transfer = transfer
         state.withLock { $0.available = available ?? bytes.count }
     }
 
     var closed: Bool { state.withLock { $0.closed } }
+    /// What its download measures as, told to the handler once it opened.
+    let transfer: TransferSample?
+    private let transferHandler = Mutex<(@Sendable (TransferSample) -> Void)?>(nil)
 
     func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
         completion(.success(ResourceInfo(length: Int64(bytes.count), randomAccess: true)))
+        if let transfer, let handler = transferHandler.withLock({ $0 }) { handler(transfer) }
+    }
+
+    func whenTransferred(_ handler: @escaping @Sendable (TransferSample) -> Void) {
+        transferHandler.withLock { $0 = handler }
     }
 
     func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
@@ -66,8 +75,14 @@ private final class Origin: Sendable {
 
     /// Whole resources other than playlists (keys).
     let blobs: [URL: Data]
+    /// How segments' downloads measure (none: not over the network).
+    let transfers: [URL: TransferSample]
 
-    init(playlists: [URL: String], bodies: [URL: Data], slow: Set<URL> = [], blobs: [URL: Data] = [:]) {
+    init(
+        playlists: [URL: String], bodies: [URL: Data], slow: Set<URL> = [], blobs: [URL: Data] = [:],
+        transfers: [URL: TransferSample] = [:]
+    ) {
+        self.transfers = transfers
         self.playlists = Mutex(playlists)
         self.bodies = bodies
         self.slow = slow
@@ -85,7 +100,8 @@ private final class Origin: Sendable {
             },
             makeSource: { [self] address, live throws(MediaSourceError) in
                 guard let body = bodies[address] else { throw MediaSourceError.gone(address.path) }
-                let source = HeldSource(body, available: slow.contains(address) ? 0 : nil)
+                let source = HeldSource(
+                    body, available: slow.contains(address) ? 0 : nil, transfer: transfers[address])
                 sources.withLock { $0[address, default: []].append(source) }
                 liveFlags.withLock { $0.append(live) }
                 return source
@@ -210,6 +226,34 @@ struct HLSByteSourceTests {
         #expect(all == initSection + file[10..<60] + file[60..<90])
     }
 
+    @Test func aRestartReadsFromTheSegmentOfItsTargetAfterItsInitializationSection() async throws {
+        let playlist = """
+            #EXTM3U
+            #EXT-X-TARGETDURATION:4
+            #EXT-X-MAP:URI="init.mp4"
+            #EXTINF:4.0,
+            s0.m4s
+            #EXTINF:4.0,
+            s1.m4s
+            #EXTINF:4.0,
+            s2.m4s
+            #EXT-X-ENDLIST
+
+            """
+        let names = ["s0.m4s", "s1.m4s", "s2.m4s"]
+        var bodies = Dictionary(uniqueKeysWithValues: zip(names.map(url), Self.segments))
+        bodies[url("init.mp4")] = Data("init".utf8)
+        let origin = Origin(playlists: [url("f.m3u8"): playlist], bodies: bodies)
+        let source = origin.source(url("f.m3u8"))
+        let info = try await open(source).get()
+        #expect(info.seeksByRestart && info.seekable)
+        _ = await readOnce(source, at: 0, maxLength: 3)
+        #expect(source.restart(at: .milliseconds(9_500)) == .seconds(8))
+        #expect(try await readAll(source, chunk: 5).get() == Data("init".utf8) + Self.segments[2])
+        #expect(source.restart(at: .seconds(4)) == .seconds(4), "back to a segment before")
+        #expect(try await readAll(source, chunk: 5).get() == Data("init".utf8) + Self.segments[1] + Self.segments[2])
+    }
+
     @Test func aMasterPlaylistPlaysItsLowestAudioVariant() async throws {
         let master = """
             #EXTM3U
@@ -228,6 +272,42 @@ struct HLSByteSourceTests {
         let source = origin.source(url("master.m3u8"))
         _ = try await open(source).get()
         #expect(try await readAll(source).get() == Data("low".utf8))
+    }
+
+    /// A master playlist starts on its lowest variant; a first segment that came fast moves the
+    /// next segments to the highest variant the link carries, the stream going on without a break.
+    @Test func aFastFirstSegmentSwitchesTheNextOnesToAHigherVariant() async throws {
+        let master = """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=256000,CODECS="mp4a.40.2"
+            high/index.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.5"
+            low/index.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=4000000,CODECS="mp4a.40.2"
+            huge/index.m3u8
+
+            """
+        let names = ["s0.ts", "s1.ts", "s2.ts"]
+        var bodies: [URL: Data] = [:]
+        for (variant, mark) in [("low", "L"), ("high", "H"), ("huge", "X")] {
+            for name in names { bodies[url("\(variant)/\(name)")] = Data("\(mark)\(name) ".utf8) }
+        }
+        // 100 kB in 0.5 s: 1.6 Mbit/s, which carries 256 kbit/s but not 4 Mbit/s.
+        let origin = Origin(
+            playlists: [
+                url("master.m3u8"): master, url("low/index.m3u8"): Self.mediaPlaylist(names),
+                url("high/index.m3u8"): Self.mediaPlaylist(names), url("huge/index.m3u8"): Self.mediaPlaylist(names),
+            ],
+            bodies: bodies,
+            transfers: [url("low/s0.ts"): TransferSample(bytes: 100_000, took: .milliseconds(500))])
+        let source = origin.source(url("master.m3u8"))
+        _ = try await open(source).get()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while source.variantBandwidth != 256000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(source.variantBandwidth == 256000)
+        #expect(try await readAll(source).get() == Data("Ls0.ts Hs1.ts Hs2.ts ".utf8))
     }
 
     @Test func aReadBehindTheCurrentPartStartsAgainFromItsPart() async throws {
@@ -367,5 +447,44 @@ struct HLSByteSourceTests {
             return
         }
         #expect(error == .gone("/missing.ts"))
+    }
+}
+
+@Suite("Where an HLS stream restarts")
+struct RestartPointTests {
+    let base = URL(string: "https://example.com/a/")!
+
+    func segment(_ name: String, _ seconds: Double) -> StreamPart {
+        StreamPart(url: base.appendingPathComponent(name), duration: .milliseconds(Int(seconds * 1000)))
+    }
+
+    func initialization(_ name: String) -> StreamPart {
+        StreamPart(url: base.appendingPathComponent(name), isInitialization: true)
+    }
+
+    @Test func aTargetMapsToTheSegmentPlayingThenAndItsStart() {
+        let parts = [segment("0.ts", 4), segment("1.ts", 4), segment("2.ts", 3.5)]
+        let rows: [(Duration, Int, Duration)] = [
+            (.zero, 0, .zero), (.milliseconds(3_999), 0, .zero), (.seconds(4), 1, .seconds(4)),
+            (.milliseconds(10_000), 2, .seconds(8)), (.seconds(11), 2, .seconds(8)),
+            // Past the end: the last segment (the stream then ends at once after it).
+            (.seconds(60), 2, .seconds(8)),
+        ]
+        for (target, segment, start) in rows {
+            let point = SegmentStream.restartPoint(in: parts, at: target)
+            #expect(point?.segment == segment && point?.start == start, "\(target): \(String(describing: point))")
+            #expect(point?.initialization == nil)
+        }
+    }
+
+    @Test func aRestartBeginsWithTheInitializationSectionInForceThere() {
+        let parts = [
+            initialization("init-a.mp4"), segment("0.m4s", 4), segment("1.m4s", 4), initialization("init-b.mp4"),
+            segment("2.m4s", 4),
+        ]
+        #expect(SegmentStream.restartPoint(in: parts, at: .seconds(5))?.initialization == 0)
+        let late = SegmentStream.restartPoint(in: parts, at: .seconds(9))
+        #expect(late?.segment == 4 && late?.initialization == 3 && late?.start == .seconds(8))
+        #expect(SegmentStream.restartPoint(in: [initialization("init.mp4")], at: .zero) == nil)
     }
 }

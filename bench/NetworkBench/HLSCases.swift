@@ -42,6 +42,20 @@ enum HLSCases {
             return [started, .value(Double(again.map(\.bodyBytesSent).reduce(0, +)) / 1000)]
         }
 
+        await runner.run([
+            ("HLS on demand: seek to 80 % → advancing at the target", "s", "≤ 0.3")
+        ]) { probe, _ in
+            let opened = try await probe.open(origin.url(for: "vod/index.m3u8"))
+            _ = try await probe.awaitAdvancing(since: opened, timeout: 20)
+            let track = try await probe.currentTrack()
+            let target = 0.8 * (track.length ?? 40)
+            let asked = try await probe.setPosition(target, track: track)
+            let landed = await attempt {
+                try await probe.awaitAdvancing(since: asked, near: target, tolerance: 0.5, timeout: 20)
+            }
+            return [landed]
+        }
+
         let live = try TemporaryDirectory(prefix: "spool-bench-hls-live")
         let (_, liveSegments) = try await HLSMedia.make(in: live.url, seconds: 120, targetDuration: 2)
         await runner.run([
