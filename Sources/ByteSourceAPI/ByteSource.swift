@@ -48,6 +48,24 @@ public struct ResourceInfo: Sendable, Equatable {
     }
 }
 
+/// Which of a presentation's variants plays (an HLS master playlist's): its bit rate and its
+/// place among the variants allowed, by bit rate.
+public struct StreamVariant: Sendable, Equatable {
+    /// The variant's bit rate (`BANDWIDTH`), in bits per second.
+    public var bitrate: Int
+    /// Its place from the lowest, from 1.
+    public var number: Int
+    /// How many variants it is chosen among.
+    public var count: Int
+
+    /// Creates the facts.
+    public init(bitrate: Int, number: Int, count: Int) {
+        self.bitrate = bitrate
+        self.number = number
+        self.count = count
+    }
+}
+
 /// One ended transfer over the network: the bytes it brought and the time they took, from the
 /// request to the last byte.
 public struct TransferSample: Sendable, Equatable {
@@ -218,6 +236,10 @@ public protocol ByteSource: AnyObject, Sendable {
     /// (a measure of the link; bytes read from the cache bring none). Replaces an earlier handler.
     func whenTransferred(_ handler: @escaping @Sendable (TransferSample) -> Void)
 
+    /// Calls `handler`, on any thread, with the variant that plays now (at once, if one was
+    /// chosen) and with each one it switches to. Replaces an earlier handler.
+    func whenVariantChosen(_ handler: @escaping @Sendable (StreamVariant) -> Void)
+
     /// Starts the stream again at the piece that holds `target` (a source whose info says
     /// ``ResourceInfo/seeksByRestart``): offset 0 is then that piece's first byte (after what
     /// decoding it needs first, an initialization section). Answers the piece's start time, or
@@ -252,6 +274,9 @@ extension ByteSource {
 
     /// Sources that transfer nothing over the network never call the handler.
     public func whenTransferred(_ handler: @escaping @Sendable (TransferSample) -> Void) {}
+
+    /// Sources of one resource have no variants.
+    public func whenVariantChosen(_ handler: @escaping @Sendable (StreamVariant) -> Void) {}
 
     /// Sources addressed by bytes do not restart at a time.
     public func restart(at target: Duration) -> Duration? { nil }

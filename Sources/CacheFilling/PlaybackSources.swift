@@ -43,6 +43,9 @@ public final class PlaybackSources: Sendable {
         state.withLock { $0.byURL[url.absoluteString]?.source }
     }
 
+    /// Whether metered rules are in force.
+    public var metered: Bool { state.withLock { $0.metered } }
+
     /// Switches metered rules on or off for every live source.
     public func setMetered(_ metered: Bool) {
         state.withLock { state in

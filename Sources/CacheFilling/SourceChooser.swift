@@ -30,14 +30,18 @@ public final class SourceChooser: Sendable {
     private let revalidator: Revalidator
     private let readAhead: HTTPByteSource.ReadAheadPolicy?
     private let playback: PlaybackSources
+    private let meteredQuality: Int?
 
     /// Makes sources with `fetcher`, over `cache` (entries in `namespace`) when there is one.
     /// Cached sources check complete entries through `revalidator`, read ahead by `readAhead`,
-    /// and are registered with `playback` (which applies the metered rules to them).
+    /// and are registered with `playback` (which applies the metered rules to them). While
+    /// metered rules are in force, an HLS presentation plays no variant above `meteredQuality`
+    /// bits per second (nil: no limit).
     public init(
         cache: RangeCache?, namespace: String, fetcher: Fetcher, revalidator: Revalidator,
-        readAhead: HTTPByteSource.ReadAheadPolicy?, playback: PlaybackSources
+        readAhead: HTTPByteSource.ReadAheadPolicy?, playback: PlaybackSources, meteredQuality: Int? = nil
     ) {
+        self.meteredQuality = meteredQuality
         self.cache = cache
         self.namespace = namespace
         self.fetcher = fetcher
@@ -77,7 +81,8 @@ public final class SourceChooser: Sendable {
                 makeSource: { [weak self] segment, live throws(MediaSourceError) in
                     guard let self else { throw MediaSourceError.closed }
                     return self.httpSource(for: segment, stored: !live)
-                })
+                },
+                ceiling: { [playback, meteredQuality] in playback.metered ? meteredQuality : nil })
         case .unsupported(let scheme):
             throw .gone("unsupported URL scheme '\(scheme)'")
         }

@@ -184,6 +184,9 @@ public enum EngineEvent: Sendable, Equatable {
     case buffering(TrackID, Bool)
     /// A seek completed; playback continues from `position`.
     case seeked(TrackID, position: Duration)
+    /// The track plays this variant of its presentation (an HLS master playlist's), chosen at
+    /// its start and at each switch.
+    case variant(TrackID, StreamVariant)
     /// The track played to its end.
     case endOfTrack(TrackID)
     /// The sound server asked the output to pause or to play again: its policy gives another

@@ -65,6 +65,7 @@ extension GStreamerEngine {
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }
+                    source.whenVariantChosen { [weak self] variant in self?.emit(.variant(track.id, variant)) }
                     if let clock = feeder.liveTitles {
                         source.whenStreamTitle { [weak self] title, offset in
                             clock.titleArrived(title, at: offset)

@@ -21,11 +21,28 @@ extension HLSByteSource {
         var readSince: ContinuousClock.Instant?
         var timeRead: Duration = .zero
 
+        /// The variant playing, as the engine reports it.
+        var described: StreamVariant {
+            let current = policy.current
+            let number = (policy.allowed.firstIndex(of: current) ?? policy.allowed.count) + 1
+            return StreamVariant(
+                bitrate: current.bandwidth, number: number, count: max(number, policy.allowed.count))
+        }
+
         /// Audio read and not yet played, as far as the source can tell.
         var bufferedAhead: Duration {
             guard let readSince else { return .zero }
             return max(.zero, timeRead - (ContinuousClock.now - readSince))
         }
+    }
+
+    /// Calls `handler` with the variant playing (at once, when one is chosen) and each switch.
+    public func whenVariantChosen(_ handler: @escaping @Sendable (StreamVariant) -> Void) {
+        let now = state.withLock { state -> StreamVariant? in
+            state.variantHandler = handler
+            return state.adaptation?.described
+        }
+        if let now { handler(now) }
     }
 
     /// The bit rate (`BANDWIDTH`) of the variant the segments come from; nil for a media playlist.
@@ -69,22 +86,22 @@ extension HLSByteSource {
     /// not reached: its segment starting where the current variant's next one would. A live
     /// presentation reloads the new playlist from its next reload on.
     private func switchVariant(to variant: Variant, media: MediaPlaylist, at mediaURL: URL) {
-        let switched = state.withLock { state -> Bool in
-            guard var adaptation = state.adaptation else { return false }
+        let switched = state.withLock { state -> (StreamVariant, (@Sendable (StreamVariant) -> Void)?)? in
+            guard var adaptation = state.adaptation else { return nil }
             adaptation.switching = false
             defer { state.adaptation = adaptation }
             if state.live != nil {
                 state.live?.url = mediaURL
             } else {
-                guard case .success(let parts) = SegmentStream.parts(of: media) else { return false }
+                guard case .success(let parts) = SegmentStream.parts(of: media) else { return nil }
                 let from = state.current + 1
-                guard from < state.parts.count else { return false }
+                guard from < state.parts.count else { return nil }
                 let time = state.parts[..<from].reduce(state.partsStart) { $0 + $1.duration }
                 // The new variant's segment that starts there: aligned segments (RFC 8216 §6.2.4
                 // asks for it) start at the same times.
                 guard let point = SegmentStream.restartPoint(in: parts, at: time + .milliseconds(1)),
                     abs((point.start - time) / .milliseconds(1)) < 250
-                else { return false }
+                else { return nil }
                 state.parts =
                     Array(state.parts[..<from]) + (point.initialization.map { [parts[$0]] } ?? [])
                     + parts[point.segment...]
@@ -92,11 +109,11 @@ extension HLSByteSource {
             }
             adaptation.mediaURL = mediaURL
             adaptation.policy.switched(to: variant)
-            return true
+            return (adaptation.described, state.variantHandler)
         }
-        if switched {
-            Self.log.info("\(url.lastPathComponent): switched to the variant of \(variant.bandwidth) bit/s")
-        }
+        guard let (described, handler) = switched else { return }
+        Self.log.info("\(url.lastPathComponent): switched to the variant of \(variant.bandwidth) bit/s")
+        handler?(described)
     }
 
     /// A segment's download ended: the policy learns the link from it.

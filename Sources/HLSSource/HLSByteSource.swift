@@ -62,6 +62,8 @@ public final class HLSByteSource: ByteSource {
         var partsStart: Duration = .zero
         /// The choice among a master playlist's variants; nil for a media playlist.
         var adaptation: Adaptation?
+        /// Who learns of the variant playing (``whenVariantChosen(_:)``).
+        var variantHandler: (@Sendable (StreamVariant) -> Void)?
     }
 
     /// What a live presentation's reloads know.

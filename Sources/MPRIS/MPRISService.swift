@@ -365,6 +365,9 @@ public final class MPRISService: Sendable {
                 if before.nowPlaying?.live != state.snapshot.nowPlaying?.live {
                     spoolChanges.append(("Live", Self.liveValue(state.snapshot.nowPlaying)))
                 }
+                if before.nowPlaying?.variant != state.snapshot.nowPlaying?.variant {
+                    spoolChanges.append(("Variant", Self.variantValue(state.snapshot.nowPlaying)))
+                }
                 // Once per track (never per line): clients following LyricsLine need the lines it counts.
                 if before.nowPlaying?.lyrics?.lines != state.snapshot.nowPlaying?.lyrics?.lines {
                     spoolChanges.append(("Lyrics", Self.lyricsValue(state.snapshot.nowPlaying?.lyrics)))

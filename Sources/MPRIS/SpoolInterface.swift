@@ -182,6 +182,7 @@ extension MPRISService {
                         status.preparedTracks().map { .stringVariantDict(Self.preloadFields($0)) })
                 },
                 DBusProperty("Live", signature: "a{sv}") { Self.liveValue(snapshot().nowPlaying) },
+                DBusProperty("Variant", signature: "a{sv}") { Self.variantValue(snapshot().nowPlaying) },
                 DBusProperty("Lyrics", signature: "a(xs)") { Self.lyricsValue(snapshot().nowPlaying?.lyrics) },
                 DBusProperty("LyricsLine", signature: "i") { [weak self] in .int32(self?.currentLyricsLine() ?? -1) },
             ])
@@ -205,6 +206,17 @@ extension MPRISService {
         text("artist", live.song?.artist)
         text("title", live.song?.title)
         return .stringVariantDict(fields)
+    }
+
+    /// `Variant`: which of its presentation's variants the track plays (an HLS master
+    /// playlist's), an empty dictionary otherwise. Keys: `bitrate` (kbit/s, the variant's
+    /// `BANDWIDTH`), `number` (its place from the lowest, from 1), `count` (variants allowed).
+    static func variantValue(_ track: NowPlaying?) -> DBusValue {
+        guard let variant = track?.variant else { return .stringVariantDict([]) }
+        return .stringVariantDict([
+            ("bitrate", .int32(Int32(clamping: (variant.bitrate + 500) / 1000))),
+            ("number", .int32(Int32(clamping: variant.number))), ("count", .int32(Int32(clamping: variant.count))),
+        ])
     }
 
     /// One song of `History`: `(when in Unix seconds, station, artist or "", title)`.

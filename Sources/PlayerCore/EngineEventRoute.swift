@@ -34,6 +34,10 @@ enum EngineEventRoute: Equatable, Sendable {
     case live(TrackID, LiveStation)
     /// Another track is a live stream, kept for when it plays.
     case liveAhead(TrackID, LiveStation)
+    /// The loaded track plays this variant of its presentation.
+    case variant(TrackID, StreamVariant)
+    /// A prepared track will play this variant when it starts.
+    case variantAhead(TrackID, StreamVariant)
     /// The loaded live stream's song is heard.
     case streamTitle(StreamTitle)
     /// A seek of the loaded track landed.
@@ -93,6 +97,10 @@ enum EngineEventRoute: Equatable, Sendable {
             return .live(id, station)
         case .liveStream(let id, let station):
             return .liveAhead(id, station)
+        case .variant(let id, let variant) where id == loaded:
+            return .variant(id, variant)
+        case .variant(let id, let variant):
+            return .variantAhead(id, variant)
         case .streamTitle(let id, let title) where id == loaded:
             return .streamTitle(title)
         case .seeked(let id, let position) where id == loaded:

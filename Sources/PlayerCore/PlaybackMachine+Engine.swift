@@ -63,6 +63,10 @@ extension PlaybackMachine {
             update { if $0.nowPlaying?.entry.id == id { $0.nowPlaying?.live = LiveListening(station: station) } }
         case .liveAhead(let id, let station):
             pendingLive[id] = station
+        case .variant(let id, let variant):
+            update { if $0.nowPlaying?.entry.id == id { $0.nowPlaying?.variant = variant } }
+        case .variantAhead(let id, let variant):
+            pendingVariant[id] = variant
         case .streamTitle(let title):
             let shownBefore = snapshot.nowPlaying?.live?.song?.text
             update { $0.nowPlaying?.live?.song = title.text.isEmpty ? nil : title }
@@ -107,9 +111,11 @@ extension PlaybackMachine {
         let reported = pendingSeekable.removeValue(forKey: id)
         if reported != nil { seekableReported = id }
         let station = pendingLive.removeValue(forKey: id)
+        let variant = pendingVariant.removeValue(forKey: id)
         update {
             $0.nowPlaying = NowPlaying(entry: entry, tags: tags, duration: entry.duration, seekable: reported ?? false)
             $0.nowPlaying?.live = station.map { LiveListening(station: $0) }
+            $0.nowPlaying?.variant = variant
             $0.lastError = nil
         }
         prepareNext()

@@ -81,6 +81,8 @@ public struct PlaybackMachine: Sendable {
     var pendingSeekable: [TrackID: Bool] = [:]
     /// The station of a prepared next track that is a live stream, for when it plays.
     var pendingLive: [TrackID: LiveStation] = [:]
+    /// The variant a prepared track reported, applied when it starts.
+    var pendingVariant: [TrackID: StreamVariant] = [:]
     /// The track the engine last said can or cannot seek; before that, a seek goes to the engine.
     var seekableReported: TrackID?
     /// What a failed track leads to.
@@ -276,6 +278,7 @@ public struct PlaybackMachine: Sendable {
         pendingTags = [:]
         pendingSeekable = [:]
         pendingLive = [:]
+        pendingVariant = [:]
         command(.load(EngineTrack(id: entry.id, url: entry.url), at: start, playing: playing))
         loadedID = entry.id
         startedID = nil

@@ -27,6 +27,8 @@ public struct NowPlaying: Sendable, Equatable {
     public var lyrics: Lyrics?
     /// The station and the song heard, when the track is a live stream (internet radio).
     public var live: LiveListening?
+    /// The variant of its presentation the track plays (an HLS master playlist's), if any.
+    public var variant: StreamVariant?
 
     /// Creates what is known of a playing entry.
     public init(entry: QueueEntry, tags: TrackTags, duration: Duration?, seekable: Bool = false) {

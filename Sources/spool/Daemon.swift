@@ -104,7 +104,7 @@ final class Daemon: Sendable {
             meteredWindow: settings.readAheadMeteredWindow)
         let sources = SourceChooser(
             cache: try? cache.get(), namespace: namespace, fetcher: fetcher, revalidator: revalidator,
-            readAhead: readAhead, playback: playback)
+            readAhead: readAhead, playback: playback, meteredQuality: settings.networkMeteredQuality.bitsPerSecond)
         let engine = try GStreamerEngine(
             audioSink: options.audioSink, artDirectory: Daemon.cacheDirectory().appendingPathComponent("art"),
             idleRelease: options.configuration.idleRelease

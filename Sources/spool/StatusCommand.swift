@@ -42,6 +42,11 @@ func statusLines(
         ? ["network: metered (no preload but the next track's head near the end; read-ahead limited to a window)"] : []
     guard snapshot.hasTrack else { return ["\(snapshot.status): nothing queued"] + network }
     let buffering = snapshot.buffering ? " (buffering)" : ""
+    // Which of a presentation's bit rates plays, when it has several.
+    let variant =
+        snapshot.variant.flatMap {
+            $0.count > 1 ? ["variant: \($0.number) of \($0.count), \($0.bitrate) kbit/s"] : nil
+        } ?? []
     let interrupted = snapshot.interrupted ? " (interrupted by the sound server)" : ""
     if let station = snapshot.station {
         // A live stream: the station and its song, the time listened; no length, nothing cached.
@@ -50,7 +55,7 @@ func statusLines(
         let song = snapshot.song.flatMap { $0.isEmpty ? nil : " – " + $0 } ?? ""
         let label = fitted(title: station + song, artist: nil, width: width.map { $0 - heading.count })
         return ["\(heading)\(label)", "listening \(formatTime(snapshot.position))"]
-            + joined(snapshot.settings, separator: " · ", width: width) + network
+            + joined(snapshot.settings, separator: " · ", width: width) + variant + network
     }
     let heading = "\(snapshot.status)\(interrupted)\(buffering): "
     let label = fitted(title: snapshot.title ?? "", artist: snapshot.artist, width: width.map { $0 - heading.count })
@@ -83,7 +88,7 @@ func statusLines(
     if !preloads.isEmpty {
         lines.append("preload: " + preloads.map(preloadNote).joined(separator: ", "))
     }
-    lines += network
+    lines += variant + network
     if let download = spool["DownloadState"]?.stringValue, !download.isEmpty, download != "complete" {
         lines.append("download: \(download)")
     }

@@ -54,6 +54,10 @@ struct StatusSnapshot {
     /// The song the station says is on air, as it sent it ("Artist - Title"), when it names one.
     var song: String?
 
+    /// The variant played, when the track is one of several (an HLS master playlist's):
+    /// its bit rate in kbit/s, its place from the lowest and how many there are.
+    var variant: (bitrate: Int, number: Int, count: Int)?
+
     /// Reads the snapshot out of the Player and Spool1 property dictionaries.
     init(player: [String: DBusValue], spool: [String: DBusValue]) {
         status = player["PlaybackStatus"]?.stringValue ?? "Stopped"
@@ -69,6 +73,12 @@ struct StatusSnapshot {
         let live = spool["Live"]?.stringVariantDictValue ?? [:]
         station = live["station"]?.stringValue
         song = live["song"]?.stringValue
+        let chosen = spool["Variant"]?.stringVariantDictValue ?? [:]
+        if let bitrate = chosen["bitrate"]?.int32Value, let number = chosen["number"]?.int32Value,
+            let count = chosen["count"]?.int32Value
+        {
+            variant = (Int(bitrate), Int(number), Int(count))
+        }
         let metadata = player["Metadata"]?.stringVariantDictValue ?? [:]
         guard let track = metadata["mpris:trackid"]?.objectPathValue, track != MPRISService.noTrack else { return }
         trackID = track
@@ -189,6 +199,7 @@ extension StatusSnapshot {
             "live": .bool(station != nil),
             "station": optional(station),
             "song": optional(song),
+            "variant_bitrate": variant.map { .integer(Int64($0.bitrate)) } ?? .null,
             "text": .string(text ?? (hasTrack ? label : "")),
             "tooltip": .string(hasTrack ? "\(status): \(label)" : "\(status): nothing queued"),
             "class": .string(status.lowercased()),

@@ -127,6 +127,96 @@ struct HLSEndToEndTests {
         print("HLS on demand: resumed after a quit, advancing at the paused place \(String(format: "%.3f", back)) s")
     }
 
+    /// A master playlist of two variants (64 and 192 kbit/s, aligned 4-s segments) over a link
+    /// at 3x the higher one: it starts on the lower, the first segment's download moves it up,
+    /// and the switch is heard without a gap; the interface and `spool status` say which plays.
+    /// On a metered network whose quality is 96 kbit/s it stays on the lower.
+    @Test func aMasterPlaylistMovesUpToTheVariantTheLinkCarriesWithoutAGap() async throws {
+        let rig = try NetworkRig(linkRate: 72_000, recordAudio: true, lifetime: 150)
+        let media = try TemporaryDirectory(prefix: "spool-hls-variants")
+        var names: [String: [String]] = [:]
+        for (name, bitrate) in [("low", 64_000), ("high", 192_000)] {
+            let folder = media.url.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let (playlist, segments) = try await HLSMedia.make(in: folder, seconds: 16, bitrate: bitrate)
+            names[name] = segments
+            rig.origin.serve(
+                OriginResource(try Data(contentsOf: playlist), contentType: "application/vnd.apple.mpegurl"),
+                at: "/\(name)/index.m3u8")
+            for segment in segments {
+                rig.origin.serve(
+                    OriginResource(
+                        try Data(contentsOf: folder.appendingPathComponent(segment)), contentType: "video/mp2t",
+                        headers: ["Cache-Control": "max-age=86400"]),
+                    at: "/\(name)/\(segment)")
+            }
+        }
+        let master = """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=200000,CODECS="mp4a.40.2"
+            high/index.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=70000,CODECS="mp4a.40.2"
+            low/index.m3u8
+
+            """
+        rig.origin.serve(
+            OriginResource(Data(master.utf8), contentType: "application/vnd.apple.mpegurl"), at: "/master.m3u8")
+        let (player, connection, probe) = try await Self.startSpool(on: rig)
+        let monitor = try #require(rig.monitor)
+        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
+
+        let offset = monitor.offset
+        let opened = try await probe.open(rig.origin.url(for: "master.m3u8"))
+        _ = try await monitor.firstSound(after: offset, since: opened, timeout: 10)
+        let soundStart = monitor.offset
+        let variant = { () async throws -> [String: DBusValue] in
+            try await connection.call(
+                destination: player.busName, path: "/org/mpris/MediaPlayer2",
+                interface: "org.freedesktop.DBus.Properties", method: "Get",
+                arguments: [.string("org.spool.Spool1"), .string("Variant")]
+            ).first?.variantValue?.stringVariantDictValue ?? [:]
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await variant()["number"]?.int32Value != 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let chosen = try await variant()
+        #expect(chosen["number"]?.int32Value == 2, "still on \(chosen)\n\(context())")
+        #expect(try await variant()["bitrate"]?.int32Value == 200)
+        let status = try await runCommandAwaiting(
+            try spoolExecutable(), ["status"], environment: rig.bus.environment)
+        #expect(status.stdout.contains("variant: 2 of 2, 200 kbit/s"), "\(status.stdout)")
+        // Heard to the end with no silence at the switch or at a join.
+        let end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: 30)
+        let heard = Double(end - soundStart) / Double(AudioMonitor.byteRate) - 0.3
+        let firstGap = try await monitor.silence(after: soundStart, lasting: 0.02, timeout: 1)
+        let gapAt = Double(firstGap - soundStart) / Double(AudioMonitor.byteRate) - 0.02
+        #expect(heard > 14.5, "heard \(heard) s of 16\n\(context())")
+        #expect(gapAt > heard - 0.05, "silent at \(gapAt) s of \(heard) s heard\n\(context())")
+        let high = rig.origin.requests().filter { $0.path.hasPrefix("/high/") && $0.path.hasSuffix(".ts") }
+        #expect(!high.isEmpty && high.count < names["high"]!.count, "high segments: \(high.map(\.path))")
+
+        // Metered, with a quality below the higher variant: it is never chosen.
+        player.stop()
+        let metered = try rig.startSpool(
+            executable: try spoolExecutable(),
+            extraArguments: [
+                "--network-metered", "yes",
+                "--network-metered-quality", "96k",
+            ], lifetime: 60)
+        defer { metered.stop() }
+        let meteredProbe = PlayerProbe(
+            remote: DBusMPRISRemote(connection: connection, busName: metered.busName), player: metered, rig: rig)
+        try await meteredProbe.waitUntilReady()
+        let before = rig.origin.requests().count
+        let again = try await meteredProbe.open(rig.origin.url(for: "master.m3u8"))
+        _ = try await meteredProbe.awaitAdvancing(since: again)
+        try await Task.sleep(for: .seconds(6))
+        let asked = rig.origin.requests().dropFirst(before).map(\.path)
+        #expect(!asked.contains { $0.hasPrefix("/high/") }, "a metered play asked for \(asked)")
+        #expect(try await variant()["bitrate"]?.int32Value == 70)
+    }
+
     /// A live presentation: 2-s segments of one continuous encoding, listed six at a time in a
     /// window that slides by one segment every 2 s, as a live packager's does.
     @Test func aLivePlaylistPlaysFromNearItsEdgeWithoutAStallAndKeepsNothing() async throws {

@@ -203,3 +203,30 @@ struct LiveStatusTests {
         #expect(snapshot(properties()).jsonFields(text: nil)["live"] == .bool(false))
     }
 }
+
+@Suite("Status of a presentation with variants")
+struct VariantStatusTests {
+    private func given(bitrate: Int32, number: Int32, count: Int32)
+        -> (player: [String: DBusValue], spool: [String: DBusValue])
+    {
+        var given = properties(url: "http://h/master.m3u8", length: 40)
+        given.spool["Variant"] = .stringVariantDict([
+            ("bitrate", .int32(bitrate)), ("number", .int32(number)), ("count", .int32(count)),
+        ])
+        return given
+    }
+
+    @Test func theVariantPlayedIsShownWithItsPlaceAndBitRate() {
+        let shown = given(bitrate: 256, number: 2, count: 3)
+        #expect(statusLines(player: shown.player, spool: shown.spool).contains("variant: 2 of 3, 256 kbit/s"))
+        #expect(snapshot(shown).jsonFields(text: nil)["variant_bitrate"] == .integer(256))
+    }
+
+    @Test func aPresentationWithOneVariantOrNoneShowsNoLine() {
+        let one = given(bitrate: 128, number: 1, count: 1)
+        #expect(!statusLines(player: one.player, spool: one.spool).joined().contains("variant"))
+        let none = properties()
+        #expect(!statusLines(player: none.player, spool: none.spool).joined().contains("variant"))
+        #expect(snapshot(none).jsonFields(text: nil)["variant_bitrate"] == .null)
+    }
+}

@@ -93,6 +93,14 @@ struct EngineEventRouteTests {
             event: .liveStream(prepared, station), tracks: tracks(), route: .liveAhead(prepared, station),
             testDescription: "the prepared track is a live stream, kept"),
         Row(
+            event: .variant(loaded, StreamVariant(bitrate: 256_000, number: 2, count: 3)), tracks: tracks(),
+            route: .variant(loaded, StreamVariant(bitrate: 256_000, number: 2, count: 3)),
+            testDescription: "the loaded track plays a variant"),
+        Row(
+            event: .variant(prepared, StreamVariant(bitrate: 64_000, number: 1, count: 3)), tracks: tracks(),
+            route: .variantAhead(prepared, StreamVariant(bitrate: 64_000, number: 1, count: 3)),
+            testDescription: "the prepared track's variant, kept"),
+        Row(
             event: .streamTitle(loaded, song), tracks: tracks(), route: .streamTitle(song),
             testDescription: "the loaded live stream's song is heard"),
         Row(

@@ -36,6 +36,38 @@ struct NowPlayingTests {
         #expect(first.tags.title == "Two" && first.tags.artists == ["Band"])
     }
 
+    @Test func theVariantPlayedIsShownAndAPreparedTracksFromItsFirstMoment() async throws {
+        let memory = TransientMemory()
+        memory.save(
+            SavedSession(
+                entries: [
+                    .init(url: URL(string: "http://h/one/master.m3u8")!, title: nil),
+                    .init(url: URL(string: "http://h/two/master.m3u8")!, title: nil),
+                ],
+                currentIndex: 0, position: .zero, loop: .none, shuffle: false, rate: 1, volume: 1))
+        let engine = FakeEngine(trackLength: nil)
+        let player = Player(engine: engine, memory: memory, retryDelay: .zero)
+        let recorder = UpdateRecorder()
+        await player.observe { recorder.record($0) }
+        await player.restoreSession()
+        await player.play()
+        let ids = await player.state.queue.map(\.id)
+        let low = StreamVariant(bitrate: 64_000, number: 1, count: 2)
+        let high = StreamVariant(bitrate: 256_000, number: 2, count: 2)
+        engine.send(.variant(ids[0], low))
+        engine.send(.trackStarted(ids[0]))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.variant == low })
+        engine.send(.variant(ids[0], high))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.variant == high })
+        // The next track's variant, reported while it was prepared, shows once it starts.
+        engine.send(.variant(ids[1], low))
+        engine.send(.nextQueued(ids[1]))
+        engine.send(.trackStarted(ids[1]))
+        #expect(await recorder.waitUntil { _ in recorder.snapshots.last?.nowPlaying?.entry.id == ids[1] })
+        let first = try #require(recorder.snapshots.first { $0.nowPlaying?.entry.id == ids[1] }?.nowPlaying)
+        #expect(first.variant == low, "the prepared track's own variant, not the previous track's")
+    }
+
     @Test func aLiveStreamShowsTheSongHeardWithItsStationAndNeverAStaleArtist() async throws {
         let engine = FakeEngine(trackLength: nil)
         let player = Player(engine: engine, memory: TransientMemory(), retryDelay: .zero)

@@ -3,9 +3,11 @@ import Foundation
 /// HLS presentations made at test time by GStreamer's `hlssink2` (a 440 Hz tone as AAC at
 /// 128 kbit/s in MPEG-TS segments), and a live window of them served by the fault origin.
 public enum HLSMedia {
-    /// Writes `seconds` of the tone as HLS into `folder`; returns the on-demand playlist and the
-    /// segments' file names in order.
-    public static func make(in folder: URL, seconds: Int, targetDuration: Int = 4) async throws -> (
+    /// Writes `seconds` of the tone as HLS into `folder`, AAC at `bitrate` bit/s; returns the
+    /// on-demand playlist and the segments' file names in order.
+    public static func make(
+        in folder: URL, seconds: Int, targetDuration: Int = 4, bitrate: Int = 128_000
+    ) async throws -> (
         playlist: URL, segments: [String]
     ) {
         let playlist = folder.appendingPathComponent("index.m3u8")
@@ -14,7 +16,7 @@ public enum HLSMedia {
             "gst-launch-1.0",
             [
                 "-q", "-e", "audiotestsrc", "num-buffers=\(seconds * 44100 / 1024)", "freq=440", "volume=0.5", "!",
-                "audio/x-raw,rate=44100,channels=2", "!", "avenc_aac", "bitrate=128000", "!", "aacparse", "!",
+                "audio/x-raw,rate=44100,channels=2", "!", "avenc_aac", "bitrate=\(bitrate)", "!", "aacparse", "!",
                 "hls.audio", "hlssink2", "name=hls", "location=\(folder.path)/seg%03d.ts",
                 "playlist-location=\(playlist.path)", "target-duration=\(targetDuration)", "playlist-length=0",
                 "max-files=0",
