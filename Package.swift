@@ -73,7 +73,7 @@ let package = Package(
         .target(
             name: "CacheFilling",
             dependencies: [
-                "ByteSourceAPI", "Fetcher", "MediaSource", "HLSSource", "RangeCache", "PlayerCore", "Basics",
+                "ByteSourceAPI", "Fetcher", "MediaSource", "HLSSource", "HLS", "RangeCache", "PlayerCore", "Basics",
             ]),
         // Writes into a range cache until a test SIGKILLs it (RangeCacheTests' crash test).
         .executableTarget(name: "RangeCacheKillChild", dependencies: ["RangeCache"]),

@@ -1,6 +1,7 @@
 import ByteSourceAPI
 import Fetcher
 import FoundationEssentials
+import HLS
 import HLSSource
 import MediaSource
 import RangeCache
@@ -68,15 +69,11 @@ public final class SourceChooser: Sendable {
         case .http:
             return httpSource(for: url)
         case .hls:
-            let fetcher = fetcher
             return HLSByteSource(
                 url: url,
-                fetchPlaylist: { playlist throws(MediaSourceError) in
-                    do throws(FetchError) {
-                        return try await fetcher.fetchWhole(playlist)
-                    } catch {
-                        throw MediaSourceError(downloadFailure: error)
-                    }
+                fetchPlaylist: { [weak self] playlist, use throws(MediaSourceError) in
+                    guard let self else { throw MediaSourceError.closed }
+                    return try await self.whole(playlist, use: use)
                 },
                 makeSource: { [weak self] segment, live throws(MediaSourceError) in
                     guard let self else { throw MediaSourceError.closed }
@@ -85,6 +82,33 @@ public final class SourceChooser: Sendable {
                 ceiling: { [playback, meteredQuality] in playback.metered ? meteredQuality : nil })
         case .unsupported(let scheme):
             throw .gone("unsupported URL scheme '\(scheme)'")
+        }
+    }
+
+    /// An `.m3u8` playlist, whole, as an HLS presentation reads it (see ``whole(_:use:)``): a
+    /// fresh stored copy answers with no request.
+    public func playlist(_ url: URL) async throws(MediaSourceError) -> Data {
+        try await whole(url, use: .playlist)
+    }
+
+    /// An HLS playlist or key, whole: a playlist through its cache entry, under HTTP's caching
+    /// rules (a fresh copy costs no request, a stale one a revalidation), and kept unless it is
+    /// live (nothing of a live presentation stays on disk); a live playlist's reload and a key
+    /// from the origin, never stored (a key on disk would undo its encryption).
+    private func whole(_ url: URL, use: HLSByteSource.FetchUse) async throws(MediaSourceError) -> Data {
+        if use == .playlist, cache != nil {
+            let source = httpSource(for: url)
+            defer { source.close() }
+            let data = try await source.readWhole()
+            if case .success(.media(let media)) = HLSParser.parse(data: data, url: url), media.isLive {
+                source.discardOnClose()
+            }
+            return data
+        }
+        do throws(FetchError) {
+            return try await fetcher.fetchWhole(url)
+        } catch {
+            throw MediaSourceError(downloadFailure: error)
         }
     }
 

@@ -19,7 +19,7 @@ extension HLSByteSource {
             guard let feedURL = state.withLock({ $0.closed ? nil : $0.live?.url }) else { return }
             let started = ContinuousClock.now
             do throws(MediaSourceError) {
-                guard case .media(let reloaded) = try await playlist(at: feedURL) else {
+                guard case .media(let reloaded) = try await playlist(at: feedURL, use: .origin) else {
                     throw .unavailable("the live HLS playlist became a master playlist")
                 }
                 failingSince = nil

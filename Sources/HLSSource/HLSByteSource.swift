@@ -14,8 +14,18 @@ import Synchronization
 /// parts behind the reader are closed. A read behind the current part starts again from the
 /// part holding it.
 public final class HLSByteSource: ByteSource {
-    /// Fetches a playlist (or a key) whole.
-    public typealias PlaylistFetch = @Sendable (URL) async throws(MediaSourceError) -> Data
+    /// Fetches a playlist (or a key) whole, as `use` says it may be.
+    public typealias PlaylistFetch = @Sendable (URL, FetchUse) async throws(MediaSourceError) -> Data
+
+    /// How a whole fetch may be answered.
+    public enum FetchUse: Sendable, Equatable {
+        /// A playlist that may be on demand: under HTTP's caching rules (a fresh stored copy
+        /// answers with no request, a stale one is revalidated), and stored.
+        case playlist
+        /// A live playlist's reload, or a key: from the origin, never stored.
+        case origin
+    }
+
     /// Makes the unopened byte source of one segment's URL; `live`: a live presentation's
     /// segment, kept in memory only.
     public typealias SourceMaker = @Sendable (URL, _ live: Bool) throws(MediaSourceError) -> any ByteSource
@@ -187,8 +197,8 @@ public final class HLSByteSource: ByteSource {
         }
     }
 
-    func playlist(at address: URL) async throws(MediaSourceError) -> HLSPlaylist {
-        let data = try await fetchPlaylist(address)
+    func playlist(at address: URL, use: FetchUse = .playlist) async throws(MediaSourceError) -> HLSPlaylist {
+        let data = try await fetchPlaylist(address, use)
         switch HLSParser.parse(data: data, url: address) {
         case .success(let playlist): return playlist
         case .failure(let error): throw .unavailable("not a valid HLS playlist: \(error)")
@@ -200,7 +210,7 @@ public final class HLSByteSource: ByteSource {
         let fetch = fetchPlaylist
         let task = state.withLock { state -> Task<Data, any Error> in
             if let running = state.keys[keyURL] { return running }
-            let task = Task<Data, any Error> { try await fetch(keyURL) }
+            let task = Task<Data, any Error> { try await fetch(keyURL, .origin) }
             state.keys[keyURL] = task
             return task
         }

@@ -1,5 +1,7 @@
 import ByteSourceAPI
 import Fetcher
+import FoundationEssentials
+import Synchronization
 
 // What the download engine's HTTP facts mean in the byte-source interface's terms.
 
@@ -45,6 +47,39 @@ extension MediaSourceError {
             self = .unreachable(error.unreachableServer ?? error.description)
         default:
             self = .unavailable(error.description)
+        }
+    }
+}
+
+extension ByteSource {
+    /// Opens the source and reads it whole (a playlist): at most `limit` bytes, else it fails.
+    /// The source stays open; its owner closes it.
+    public func readWhole(limit: Int = 4 << 20) async throws(MediaSourceError) -> Data {
+        let opened = await withCheckedContinuation { continuation in open { continuation.resume(returning: $0) } }
+        if case .failure(let error) = opened { throw error }
+        var collected = Data()
+        while true {
+            let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<ReadOutcome, Never>) in
+                let once = Mutex(false)
+                let answer = { @Sendable (outcome: ReadOutcome) in
+                    let first = once.withLock { answered in
+                        defer { answered = true }
+                        return !answered
+                    }
+                    if first { continuation.resume(returning: outcome) }
+                }
+                let now = read(at: Int64(collected.count), maxLength: 64 << 10, minLength: 1) { answer(.pending) }
+                if case .pending = now { return }
+                answer(now)
+            }
+            switch outcome {
+            case .data(let bytes):
+                collected.append(bytes)
+                if collected.count > limit { throw .unavailable("larger than \(limit) bytes") }
+            case .endOfStream: return collected
+            case .failed(let error): throw error
+            case .pending: continue
+            }
         }
     }
 }

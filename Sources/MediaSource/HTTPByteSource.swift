@@ -41,6 +41,8 @@ public final class HTTPByteSource: ByteSource {
         var meters: [Int: (start: ContinuousClock.Instant, offset: Int64)] = [:]
         /// The bytes each metered transfer brought so far (for ``whenTransferred(_:)``).
         var received: [Int: Int64] = [:]
+        /// The stored copy is dropped at close (``discardOnClose()``).
+        var discardOnClose = false
         /// Who learns of each transfer's end (``whenTransferred(_:)``).
         var transferHandler: (@Sendable (TransferSample) -> Void)?
         var failure: MediaSourceError?
@@ -395,18 +397,24 @@ public final class HTTPByteSource: ByteSource {
         }
         execute(actions)
         if let revalidation { transfers.cancel(revalidation) }
-        let replace = state.withLock { state in
+        let (replace, discard) = state.withLock { state in
             state.memory.empty()
-            return state.replaceOnClose
+            return (state.replaceOnClose, state.discardOnClose)
         }
         guard let entry else { return }
         if replace {
             log.info("\(loggable(url)) changed on the server: the next play fetches the new version")
-            try? entry.drop()
         }
+        if replace || discard { try? entry.drop() }
         // Not waited for: a track change must not wait for the disk (a slow or busy one takes a
         // second per sync); the cache commits these bytes once they are synced.
         entry.closeInBackground()
+    }
+
+    /// Drops what was stored of the resource when the source closes: its bytes were read, and
+    /// it is not to be kept (a live HLS playlist).
+    public func discardOnClose() {
+        state.withLock { $0.discardOnClose = true }
     }
 
     deinit { close() }

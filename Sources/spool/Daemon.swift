@@ -147,7 +147,12 @@ final class Daemon: Sendable {
             tagReader: QueueTagReading(cache: try? cache.get(), namespace: namespace),
             lookups: TrackLookupSources(remoteLyrics: { await remoteLyrics.lyrics(for: $0) }))
         let quit = Mutex<(@Sendable () -> Void)?>(nil)
-        let resolver = TrackResolver { url in try await fetcher.fetchWhole(url) }
+        // An `.m3u8` is read as its HLS presentation will read it again (a fresh copy costs no
+        // request); other lists are small and fetched whole (a station's stream is refused).
+        let resolver = TrackResolver { url in
+            url.pathExtension.lowercased() == "m3u8"
+                ? try await sources.playlist(url) : try await fetcher.fetchWhole(url)
+        }
         status = CacheStatus(
             cache: try? cache.get(), namespace: namespace, playback: playback, preloader: preloader,
             prefetcher: (try? cache.get()).map { Prefetcher(cache: $0, fetcher: fetcher, namespace: namespace) })

@@ -101,7 +101,7 @@ struct HLSPCMTests {
         guard url.pathExtension == "m3u8" else { return FileByteSource(path: url.path) }
         return HLSByteSource(
             url: url,
-            fetchPlaylist: { address throws(MediaSourceError) in
+            fetchPlaylist: { address, _ throws(MediaSourceError) in
                 guard let data = FileManager.default.contents(atPath: address.path) else {
                     throw .gone(address.path)
                 }

@@ -12,7 +12,7 @@ import Testing
 private func hlsSource(_ url: URL) throws(MediaSourceError) -> any ByteSource {
     HLSByteSource(
         url: url,
-        fetchPlaylist: { address throws(MediaSourceError) in
+        fetchPlaylist: { address, _ throws(MediaSourceError) in
             guard let data = try? Data(contentsOf: address) else { throw .gone(address.path) }
             return data
         },

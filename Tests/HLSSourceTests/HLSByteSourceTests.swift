@@ -92,7 +92,7 @@ private final class Origin: Sendable {
     func source(_ url: URL) -> HLSByteSource {
         HLSByteSource(
             url: url,
-            fetchPlaylist: { [self] address throws(MediaSourceError) in
+            fetchPlaylist: { [self] address, _ throws(MediaSourceError) in
                 fetched.withLock { $0.append(address) }
                 if let blob = blobs[address] { return blob }
                 guard let text = playlists.withLock({ $0[address] }) else { throw MediaSourceError.gone(address.path) }
