@@ -291,6 +291,12 @@ public final class HLSByteSource: ByteSource {
             case .read(let index, let source, let local, let limit):
                 let wanted = limit.map { Int(min(Int64(maxLength), $0 - local)) } ?? maxLength
                 let outcome = source.read(at: local, maxLength: wanted, minLength: min(minLength, wanted), wake: wake)
+                if case .failed(let error) = outcome, !error.isClosed, state.withLock({ $0.live != nil }) {
+                    // A live segment that breaks off ends there; the next one follows.
+                    Self.log.warning("a live segment broke off: \(error)")
+                    partEnded(index, at: offset)
+                    continue
+                }
                 guard case .endOfStream = outcome else { return outcome }
                 partEnded(index, at: offset)
             case .rangeEnded(let index):
@@ -354,7 +360,12 @@ public final class HLSByteSource: ByteSource {
             state.wake = wake
             return .answer(.pending)
         }
-        if let failure = opened.failure { return .answer(.failed(failure)) }
+        if let failure = opened.failure {
+            // A live segment that cannot be had is skipped: the window goes on without it.
+            guard state.live != nil, !failure.isClosed else { return .answer(.failed(failure)) }
+            Self.log.warning("live segment \(state.parts[state.current].url.lastPathComponent) skipped: \(failure)")
+            return .rangeEnded(index: state.current)
+        }
         let local = offset - state.starts[state.current]
         // An encrypted part's source reads its own range and answers with plaintext.
         let part = state.parts[state.current]
@@ -462,4 +473,12 @@ private final class FailedSource: ByteSource {
     }
     func cancelPendingReads() {}
     func close() {}
+}
+
+extension MediaSourceError {
+    /// Whether the error is the source's own close, not a failure of the resource.
+    fileprivate var isClosed: Bool {
+        if case .closed = self { return true }
+        return false
+    }
 }

@@ -354,6 +354,24 @@ struct HLSByteSourceTests {
         #expect(origin.liveFlags.withLock { $0.allSatisfy { $0 } }, "a live presentation's segments are live")
     }
 
+    /// A live segment the origin no longer has (404) is skipped: the stream goes on with the
+    /// next one instead of failing the station.
+    @Test func aMissingLiveSegmentIsSkippedAndTheWindowGoesOn() async throws {
+        let names = (0..<5).map { "live\($0).ts" }
+        var bodies = Dictionary(uniqueKeysWithValues: zip(names.map(url), Self.segments))
+        bodies[url("live3.ts")] = nil
+        let playlist =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:0\n"
+            + names.map { "#EXTINF:1.0,\n\($0)\n" }.joined()
+        let origin = Origin(playlists: [url("live.m3u8"): playlist], bodies: bodies)
+        let source = origin.source(url("live.m3u8"))
+        _ = try await open(source).get()
+        let reading = Task { await readAll(source) }
+        origin.playlists.withLock { $0[url("live.m3u8")] = playlist + "#EXT-X-ENDLIST\n" }
+        let all = try await reading.value.get()
+        #expect(all == Self.segments[2] + Self.segments[4], "live3.ts is gone: the stream skips it")
+    }
+
     /// AES-128 segments: the key fetched once, each segment's IV its sequence number unless the
     /// key tag gives one, the plaintext one stream.
     @Test func encryptedSegmentsAreDecryptedWithTheirKeyAndIV() async throws {
