@@ -43,8 +43,16 @@ final class CacheStatus: SpoolStatusProvider {
         cache?.entries(in: namespace).map(Self.resource) ?? []
     }
 
+    /// What the cache holds of `url`: its byte ranges and length; for an on-demand HLS
+    /// presentation, the milliseconds of its time whose segments are stored, and its length in
+    /// milliseconds (the playlist's own bytes would say nothing of the track).
     func cacheState(of url: URL) -> CachedResource? {
         guard let cache, !url.isFileURL else { return nil }
+        if url.pathExtension.lowercased() == "m3u8" {
+            guard let time = PresentationCache.timeRanges(of: url, in: cache, namespace: namespace) else { return nil }
+            return CachedResource(
+                url: url.absoluteString, namespace: namespace, ranges: time.ranges, length: time.length)
+        }
         return cache.info(for: cache.key(for: url), namespace: namespace).map(Self.resource)
     }
 

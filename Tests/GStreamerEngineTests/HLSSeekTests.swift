@@ -49,12 +49,19 @@ struct HLSSeekTests {
     /// 44.1 kHz stereo S16: bytes per second of the decoded tone.
     static let bytesPerSecond = 44_100 * 4
 
-    /// Started mid-way (as a resume or a seek does), the stream restarts at the segment holding
-    /// the target and plays from the target itself: the PCM is the whole presentation's from
+    /// Started mid-way (as a resume or a seek does), in each segment format, the stream restarts
+    /// at the segment holding the target (after its initialization section) and plays from the
+    /// target itself: the PCM is the whole presentation's from
     /// that sample on, not from the segment's start, and the position is the presentation's.
-    @Test func aStartMidwayPlaysExactlyFromTheTargetSample() async throws {
+    @Test(arguments: ["ts", "packed", "fmp4"])
+    func aStartMidwayPlaysExactlyFromTheTargetSample(format: String) async throws {
         let folder = try TemporaryDirectory(prefix: "spool-hls-seek")
-        let (playlist, _) = try await HLSMedia.make(in: folder.url, seconds: 20)
+        let playlist =
+            switch format {
+            case "packed": try await HLSFormats.makePackedAudio(in: folder.url, seconds: 20).playlist
+            case "fmp4": try await HLSFormats.makeFragmentedMP4(in: folder.url, seconds: 20).playlist
+            default: try await HLSMedia.make(in: folder.url, seconds: 20).playlist
+            }
         let whole = folder.file("whole.raw")
         _ = try await decodeAwaitingEnd(playlist, source: hlsSource, into: whole)
         let reference = try Data(contentsOf: whole)
