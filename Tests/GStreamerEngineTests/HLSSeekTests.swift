@@ -140,3 +140,39 @@ struct HLSPlayingSeekTests {
         #expect(!recorder.all.contains { if case .failed = $0 { true } else { false } })
     }
 }
+
+@Suite("The rate of an HLS presentation", .serialized)
+struct HLSRateTests {
+    /// A rate change restarts the stream where it is heard with the rate in its segment: the
+    /// position then runs at that rate, and a seek keeps it.
+    @Test func aRateChangeAndASeekAfterItPlayAtTheRate() async throws {
+        let folder = try TemporaryDirectory(prefix: "spool-hls-rate")
+        let (playlist, _) = try await HLSMedia.make(in: folder.url, seconds: 20)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+            try hlsSource(url)
+        }
+        defer { engine.shutdown() }
+        engine.load(EngineTrack(id: TrackID(1), url: playlist), at: .zero, playing: true)
+        let rate = 1.5
+        func pace(over wall: Duration) async throws -> Double? {
+            guard let from = engine.position() else { return nil }
+            let started = ContinuousClock.now
+            try await Task.sleep(for: wall)
+            guard let to = engine.position() else { return nil }
+            return (to - from) / (ContinuousClock.now - started)
+        }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while (engine.position() ?? .zero) < .milliseconds(300), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        engine.setRate(rate)
+        try await Task.sleep(for: .milliseconds(500))  // the restart settles
+        let paced = try await pace(over: .seconds(1))
+        #expect(paced.map { abs($0 - rate) < 0.15 } == true, "position ran at \(String(describing: paced))x")
+        engine.seek(to: .seconds(12))
+        try await Task.sleep(for: .milliseconds(500))
+        let afterSeek = try await pace(over: .seconds(1))
+        #expect(afterSeek.map { abs($0 - rate) < 0.15 } == true, "after a seek: \(String(describing: afterSeek))x")
+        #expect((engine.position() ?? .zero) > .seconds(12), "the seek landed")
+    }
+}
