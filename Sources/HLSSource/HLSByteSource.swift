@@ -72,6 +72,8 @@ public final class HLSByteSource: ByteSource {
         var partsStart: Duration = .zero
         /// The choice among a master playlist's variants; nil for a media playlist.
         var adaptation: Adaptation?
+        /// Who learns of a live presentation's titles (``whenStreamTitle(_:)``).
+        var titleHandler: (@Sendable (StreamTitle, Int64) -> Void)?
         /// Who learns of the variant playing (``whenVariantChosen(_:)``).
         var variantHandler: (@Sendable (StreamVariant) -> Void)?
     }
@@ -309,9 +311,28 @@ public final class HLSByteSource: ByteSource {
                 case .pending: return .pending
                 case .failed(let error): return .failed(error)
                 }
-                state.withLock { state in
-                    if state.current == index { state.currentTag = ID3v2.tagLength(head) }
+                let length = ID3v2.tagLength(head)
+                var announced: (StreamTitle, Int64, @Sendable (StreamTitle, Int64) -> Void)?
+                if length > 10, let handler = state.withLock({ $0.live != nil ? $0.titleHandler : nil }) {
+                    // A live segment's tag may name what is on air (TIT2, TPE1): read it whole.
+                    let whole: Data
+                    switch source.read(at: local, maxLength: Int(length), minLength: Int(length), wake: wake) {
+                    case .data(let bytes): whole = bytes
+                    case .pending: return .pending
+                    case .endOfStream: whole = head
+                    case .failed(let error): return .failed(error)
+                    }
+                    let frames = ID3v2.textFrames(whole)
+                    if let title = frames["TIT2"] {
+                        let artist = frames["TPE1"]
+                        let text = artist.map { "\($0) - \(title)" } ?? title
+                        announced = (StreamTitle(text: text, artist: artist, title: title), offset, handler)
+                    }
                 }
+                state.withLock { state in
+                    if state.current == index { state.currentTag = length }
+                }
+                if let (title, at, handler) = announced { handler(title, at) }
             case .openParts:
                 openAhead()
             }
@@ -427,6 +448,13 @@ public final class HLSByteSource: ByteSource {
         Self.log.debug("\(url.lastPathComponent): restarted at \(restarted.start) for \(target)")
         openAhead()
         return restarted.start
+    }
+
+    /// Calls `handler` with each title a live presentation's segments name in their leading
+    /// ID3 tag (packed audio: `TIT2`, with `TPE1` as the artist), and the stream offset of the
+    /// segment's first byte, where it is heard.
+    public func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void) {
+        state.withLock { $0.titleHandler = handler }
     }
 
     /// How many parts the source keeps listed (read or to read): a live one's stay bounded.

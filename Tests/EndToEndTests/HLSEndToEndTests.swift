@@ -266,6 +266,31 @@ struct HLSEndToEndTests {
         for file in files { #expect(asked.filter { $0 == "/" + file }.count == 1, "\(file): \(asked)") }
     }
 
+    /// Live packed audio whose segments name the song in their ID3 tags (a radio packager's
+    /// way): the song on air reaches Metadata when its segment is heard, a new one replacing it.
+    @Test func aLivePackedAudioSongNamedInItsSegmentsShowsWhenHeard() async throws {
+        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: false, lifetime: 120)
+        let media = try TemporaryDirectory(prefix: "spool-hls-songs")
+        // 2-s segments: the first six name one song, the rest another.
+        let made = try await HLSFormats.makePackedAudio(in: media.url, seconds: 30, targetDuration: 2) { number in
+            number < 6 ? ("Miles Davis", "So What") : ("John Coltrane", "Naima")
+        }
+        let sliding = try HLSMedia.serveLive(made.segments, from: media.url, on: rig.origin, contentType: "audio/aac")
+        defer { sliding.cancel() }
+        let (player, _, probe) = try await Self.startSpool(on: rig)
+        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
+        let opened = try await probe.open(rig.origin.url(for: "live.m3u8"))
+        _ = try await probe.awaitAdvancing(since: opened)
+        var titles: [String] = []
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline, titles.last != "Naima" {
+            if let title = try await probe.remote.metadata().title, titles.last != title { titles.append(title) }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(titles.contains("So What") && titles.last == "Naima", "titles shown: \(titles)\n\(context())")
+        #expect(try await probe.remote.metadata().artists == ["John Coltrane"])
+    }
+
     /// A live presentation: 2-s segments of one continuous encoding, listed six at a time in a
     /// window that slides by one segment every 2 s, as a live packager's does.
     @Test func aLivePlaylistPlaysFromNearItsEdgeWithoutAStallAndKeepsNothing() async throws {

@@ -372,6 +372,40 @@ struct HLSByteSourceTests {
         #expect(all == Self.segments[2] + Self.segments[4], "live3.ts is gone: the stream skips it")
     }
 
+    /// A live packed-audio segment's leading ID3 tag names what is on air: its title and artist
+    /// are announced at the segment's first byte, and the tag never reaches the stream.
+    @Test func aLiveSegmentsID3TitleIsAnnouncedAtItsFirstByte() async throws {
+        func tag(_ title: String, _ artist: String) -> Data {
+            let frames = [("TIT2", title), ("TPE1", artist)].flatMap { id, text -> [UInt8] in
+                let payload = [UInt8(3)] + Array(text.utf8)
+                return Array(id.utf8) + [0, 0, 0, UInt8(payload.count), 0, 0] + payload
+            }
+            return Data([0x49, 0x44, 0x33, 4, 0, 0, 0, 0, 0, UInt8(frames.count)] + frames)
+        }
+        let names = ["p0.aac", "p1.aac", "p2.aac"]
+        let bodies: [URL: Data] = [
+            url("p0.aac"): tag("First", "Band") + Self.segments[0], url("p1.aac"): Self.segments[1],
+            url("p2.aac"): tag("Second", "Other") + Self.segments[2],
+        ]
+        let playlist =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:0\n"
+            + names.map { "#EXTINF:1.0,\n\($0)\n" }.joined()
+        let origin = Origin(playlists: [url("radio.m3u8"): playlist], bodies: bodies)
+        let source = origin.source(url("radio.m3u8"))
+        let titles = Mutex<[(String, Int64)]>([])
+        source.whenStreamTitle { title, offset in titles.withLock { $0.append((title.text, offset)) } }
+        let info = try await open(source).get()
+        #expect(info.live != nil)
+        let reading = Task { await readAll(source) }
+        origin.playlists.withLock { $0[url("radio.m3u8")] = playlist + "#EXT-X-ENDLIST\n" }
+        let all = try await reading.value.get()
+        // Three target durations from the end of three 1-s segments: all of them.
+        #expect(all == Self.segments[0] + Self.segments[1] + Self.segments[2], "the tags are stripped")
+        let second = Int64(Self.segments[0].count + Self.segments[1].count)
+        #expect(titles.withLock { $0.map(\.0) } == ["Band - First", "Other - Second"])
+        #expect(titles.withLock { $0.map(\.1) } == [0, second])
+    }
+
     /// AES-128 segments: the key fetched once, each segment's IV its sequence number unless the
     /// key tag gives one, the plaintext one stream.
     @Test func encryptedSegmentsAreDecryptedWithTheirKeyAndIV() async throws {

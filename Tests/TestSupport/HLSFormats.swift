@@ -17,9 +17,12 @@ public enum HLSFormats {
     /// whole ADTS frames, about `targetDuration` seconds each (a short tail joins the last), each
     /// led by an ID3v2 tag whose PRIV frame holds the 90 kHz timestamp of its first sample;
     /// `whole` is the ADTS file they were cut from, with no tags.
-    public static func makePackedAudio(in folder: URL, seconds: Int, targetDuration: Int = 4) async throws
-        -> Presentation
-    {
+    /// `songs` gives the segment numbered `n` a song to name (`TIT2`, `TPE1`) in its tag, as
+    /// radio packagers do.
+    public static func makePackedAudio(
+        in folder: URL, seconds: Int, targetDuration: Int = 4,
+        songs: @Sendable (Int) -> (artist: String, title: String)? = { _ in nil }
+    ) async throws -> Presentation {
         let whole = folder.appendingPathComponent("whole.aac")
         try await encodeTone(seconds: seconds, into: whole, muxer: ["audio/mpeg,mpegversion=4,stream-format=adts"])
         let bytes = [UInt8](try Data(contentsOf: whole))
@@ -44,7 +47,8 @@ public enum HLSFormats {
             let timestamp = (UInt64(firstSample) * 90_000 / UInt64(rate)) & 0x1_FFFF_FFFF
             let name = String(format: "seg%03d.aac", number)
             let body = bytes[cut.first!.offset..<(cut.last!.offset + cut.last!.length)]
-            try (timestampTag(timestamp) + Data(body)).write(to: folder.appendingPathComponent(name))
+            try (timestampTag(timestamp, song: songs(number)) + Data(body)).write(
+                to: folder.appendingPathComponent(name))
             entries.append(PlaylistEntry(name: name, seconds: Double(samples) / Double(rate)))
             firstSample += samples
         }
@@ -182,12 +186,19 @@ public enum HLSFormats {
         guard result.status == 0 else { throw RigError("encoding \(file.lastPathComponent) failed: \(result.stderr)") }
     }
 
-    /// An ID3v2.4 tag holding one PRIV frame: ``timestampOwner`` and `timestamp` as 8 bytes.
-    private static func timestampTag(_ timestamp: UInt64) -> Data {
+    /// An ID3v2.4 tag holding one PRIV frame: ``timestampOwner`` and `timestamp` as 8 bytes;
+    /// and a song's `TIT2` and `TPE1` (UTF-8) when one is given.
+    private static func timestampTag(_ timestamp: UInt64, song: (artist: String, title: String)? = nil) -> Data {
         var payload = Data(timestampOwner.utf8) + [0]
         payload += (0..<8).reversed().map { UInt8(truncatingIfNeeded: timestamp >> (8 * $0)) }
-        let frame = Data("PRIV".utf8) + synchsafeBytes(payload.count) + [0, 0] + payload
-        return Data("ID3".utf8) + [4, 0, 0] + synchsafeBytes(frame.count) + frame
+        var frames = Data("PRIV".utf8) + synchsafeBytes(payload.count) + [0, 0] + payload
+        if let song {
+            for (id, text) in [("TIT2", song.title), ("TPE1", song.artist)] {
+                let body = Data([3]) + Data(text.utf8)
+                frames += Data(id.utf8) + synchsafeBytes(body.count) + [0, 0] + body
+            }
+        }
+        return Data("ID3".utf8) + [4, 0, 0] + synchsafeBytes(frames.count) + frames
     }
 
     private static func synchsafeBytes(_ value: Int) -> [UInt8] {

@@ -37,12 +37,13 @@ public enum HLSMedia {
     /// `window` segments listed at a time, the window sliding by one every `targetDuration`
     /// seconds from now, as a live packager's does. Cancel the task to stop the sliding.
     public static func serveLive(
-        _ segments: [String], from folder: URL, on origin: FaultOrigin, window: Int = 6, targetDuration: Int = 2
+        _ segments: [String], from folder: URL, on origin: FaultOrigin, window: Int = 6, targetDuration: Int = 2,
+        contentType: String = "video/mp2t"
     ) throws -> Task<Void, any Error> {
         for segment in segments {
             origin.serve(
                 OriginResource(
-                    try Data(contentsOf: folder.appendingPathComponent(segment)), contentType: "video/mp2t",
+                    try Data(contentsOf: folder.appendingPathComponent(segment)), contentType: contentType,
                     headers: ["Cache-Control": "max-age=86400"]),
                 at: "/" + segment)
         }
