@@ -26,6 +26,20 @@ struct HLSEndToEndTests {
         return (player, connection, probe)
     }
 
+    /// Seconds of sound heard from `soundStart` (an offset of `monitor`'s recording) until
+    /// 0.3 s of silence, and where the first 20 ms of silence began: at the end, when no join
+    /// dropped audio.
+    static func heardThrough(_ monitor: AudioMonitor, from soundStart: Int, timeout: Double) async throws -> (
+        heard: Double, firstGap: Double
+    ) {
+        let end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: timeout)
+        let firstGap = try await monitor.silence(after: soundStart, lasting: 0.02, timeout: 1)
+        return (
+            Double(end - soundStart) / Double(AudioMonitor.byteRate) - 0.3,
+            Double(firstGap - soundStart) / Double(AudioMonitor.byteRate) - 0.02
+        )
+    }
+
     @Test func anOnDemandPlaylistIsOneTrackWithItsLengthHeardThroughAndReplayedFromTheCache() async throws {
         let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 150)
         let media = try TemporaryDirectory(prefix: "spool-hls")
@@ -61,12 +75,9 @@ struct HLSEndToEndTests {
         _ = try await monitor.firstSound(after: offset, since: opened, timeout: 10)
         // Taken just after the first sound was read: a few milliseconds into it.
         let soundStart = monitor.offset
-        let end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: Double(Self.seconds) + 10)
-        let heard = Double(end - soundStart) / Double(AudioMonitor.byteRate) - 0.3
+        let (heard, gapAt) = try await Self.heardThrough(monitor, from: soundStart, timeout: Double(Self.seconds) + 10)
         print("HLS on demand: heard \(String(format: "%.2f", heard)) s of \(Self.seconds)")
         // No join drops audio: the first 20 ms of silence is the end's.
-        let firstGap = try await monitor.silence(after: soundStart, lasting: 0.02, timeout: 1)
-        let gapAt = Double(firstGap - soundStart) / Double(AudioMonitor.byteRate) - 0.02
         #expect(gapAt > heard - 0.05, "silent at \(gapAt) s of \(heard) s heard\n\(context())")
         #expect(
             heard > Double(Self.seconds) - 1.5, "the sound stopped after \(heard) s of \(Self.seconds)\n\(context())")
@@ -202,10 +213,7 @@ struct HLSEndToEndTests {
             try spoolExecutable(), ["status"], environment: rig.bus.environment)
         #expect(status.stdout.contains("variant: 2 of 2, 200 kbit/s"), "\(status.stdout)")
         // Heard to the end with no silence at the switch or at a join.
-        let end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: 30)
-        let heard = Double(end - soundStart) / Double(AudioMonitor.byteRate) - 0.3
-        let firstGap = try await monitor.silence(after: soundStart, lasting: 0.02, timeout: 1)
-        let gapAt = Double(firstGap - soundStart) / Double(AudioMonitor.byteRate) - 0.02
+        let (heard, gapAt) = try await Self.heardThrough(monitor, from: soundStart, timeout: 30)
         #expect(heard > 10.5, "heard \(heard) s of 12\n\(context())")
         #expect(gapAt > heard - 0.05, "silent at \(gapAt) s of \(heard) s heard\n\(context())")
         let high = rig.origin.requests().filter { $0.path.hasPrefix("/high/") && $0.path.hasSuffix(".ts") }
@@ -255,10 +263,7 @@ struct HLSEndToEndTests {
         let opened = try await probe.open(url)
         _ = try await monitor.firstSound(after: offset, since: opened, timeout: 10)
         let soundStart = monitor.offset
-        let end = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: 20)
-        let heard = Double(end - soundStart) / Double(AudioMonitor.byteRate) - 0.3
-        let firstGap = try await monitor.silence(after: soundStart, lasting: 0.02, timeout: 1)
-        let gapAt = Double(firstGap - soundStart) / Double(AudioMonitor.byteRate) - 0.02
+        let (heard, gapAt) = try await Self.heardThrough(monitor, from: soundStart, timeout: 20)
         print("HLS \(format): heard \(String(format: "%.2f", heard)) s of 8")
         #expect(heard > 7.4, "heard \(heard) s of 8\n\(context())")
         #expect(gapAt > heard - 0.05, "silent at \(gapAt) s of \(heard) s heard\n\(context())")
