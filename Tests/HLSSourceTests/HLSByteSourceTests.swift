@@ -406,6 +406,52 @@ struct HLSByteSourceTests {
         #expect(titles.withLock { $0.map(\.1) } == [0, second])
     }
 
+    /// A live master playlist switches like an on-demand one, at the next reload: the new
+    /// variant's playlist is reloaded from then on, and its segments follow the last one read
+    /// by their sequence numbers, none repeated and none lost.
+    @Test func aLiveMasterSwitchesItsReloadsToTheVariantChosen() async throws {
+        let master = """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=256000,CODECS="mp4a.40.2"
+            high/live.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.5"
+            low/live.m3u8
+
+            """
+        let window = { (variant: String, range: Range<Int>, end: Bool) in
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(range.lowerBound)\n"
+                + range.map { "#EXTINF:1.0,\n\(variant)\($0).ts\n" }.joined() + (end ? "#EXT-X-ENDLIST\n" : "")
+        }
+        var bodies: [URL: Data] = [:]
+        for (variant, mark) in [("low", "L"), ("high", "H")] {
+            for number in 0..<6 { bodies[url("\(variant)/\(variant)\(number).ts")] = Data("\(mark)\(number) ".utf8) }
+        }
+        let origin = Origin(
+            playlists: [
+                url("master.m3u8"): master, url("low/live.m3u8"): window("low", 0..<3, false),
+                url("high/live.m3u8"): window("high", 0..<3, false),
+            ],
+            bodies: bodies,
+            transfers: [url("low/low0.ts"): TransferSample(bytes: 100_000, took: .milliseconds(500))])
+        let source = origin.source(url("master.m3u8"))
+        let info = try await open(source).get()
+        #expect(info.live != nil)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while source.variantBandwidth != 256000, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(source.variantBandwidth == 256000)
+        let reading = Task { await readAll(source) }
+        origin.playlists.withLock {
+            $0[url("low/live.m3u8")] = window("low", 3..<6, true)
+            $0[url("high/live.m3u8")] = window("high", 3..<6, true)
+        }
+        let all = String(decoding: try await reading.value.get(), as: UTF8.self)
+        // The window's three segments were listed from the low variant at the start; what the
+        // reloads add comes from the high one.
+        #expect(all == "L0 L1 L2 H3 H4 H5 ", "\(all)")
+    }
+
     /// AES-128 segments: the key fetched once, each segment's IV its sequence number unless the
     /// key tag gives one, the plaintext one stream.
     @Test func encryptedSegmentsAreDecryptedWithTheirKeyAndIV() async throws {
