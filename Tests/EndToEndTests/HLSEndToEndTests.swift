@@ -106,53 +106,6 @@ struct HLSEndToEndTests {
         #expect(again.isEmpty, "a replay asked for \(again.map(\.path))\n\(context())")
     }
 
-    /// On demand, a track like a file: it can seek; a seek to 80 % lands at its target at once
-    /// (the segments between are never fetched), and after a quit the session comes back at
-    /// the place it was paused, heard from there.
-    @Test func anOnDemandPlaylistSeeksToItsTargetAndResumesThereAfterAQuit() async throws {
-        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: false, lifetime: 150)
-        let media = try TemporaryDirectory(prefix: "spool-hls-seek")
-        let (playlist, segments) = try await HLSMedia.make(in: media.url, seconds: 24)
-        try #require(segments.count >= 6, "hlssink2 wrote \(segments)")
-        let url = try rig.serve(playlist)
-        for segment in segments {
-            try rig.serve(media.url.appendingPathComponent(segment), headers: ["Cache-Control": "max-age=86400"])
-        }
-        let (player, connection, probe) = try await Self.startSpool(on: rig)
-        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
-        let opened = try await probe.open(url)
-        _ = try await probe.awaitAdvancing(since: opened)
-        let canSeek = try await connection.call(
-            destination: player.busName, path: "/org/mpris/MediaPlayer2", interface: "org.freedesktop.DBus.Properties",
-            method: "Get", arguments: [.string("org.mpris.MediaPlayer2.Player"), .string("CanSeek")]
-        ).first?.variantValue?.boolValue
-        #expect(canSeek == true, "\(context())")
-
-        let track = try await probe.currentTrack()
-        let target = 0.8 * (track.length ?? Double(Self.seconds))
-        let asked = try await probe.setPosition(target, track: track)
-        let landed = try await probe.awaitAdvancing(since: asked, near: target, tolerance: 0.5)
-        print("HLS on demand: seek to 80 % → advancing at the target \(String(format: "%.3f", landed)) s")
-        // The segments between were never asked for (the log lists ended responses only).
-        let fetched = rig.origin.requests().filter { $0.path.hasSuffix(".ts") }.map(\.path)
-        #expect(!fetched.contains("/" + segments[2]), "a segment the seek skipped was fetched: \(fetched)")
-
-        try await probe.remote.pause()
-        let paused = Double(try await probe.remote.positionMicroseconds()) / 1e6
-        #expect(paused >= target && paused < target + 3, "paused at \(paused) after a seek to \(target)")
-        await onOwnThread { player.stop() }
-
-        let again = try rig.startSpool(executable: try spoolExecutable(), home: player.home, lifetime: 60)
-        defer { again.stop() }
-        let resumed = PlayerProbe(
-            remote: DBusMPRISRemote(connection: connection, busName: again.busName), player: again, rig: rig)
-        try await resumed.waitUntilReady()
-        let played = ContinuousClock.now
-        try await resumed.remote.play()
-        let back = try await resumed.awaitAdvancing(since: played, near: paused, tolerance: 0.5)
-        print("HLS on demand: resumed after a quit, advancing at the paused place \(String(format: "%.3f", back)) s")
-    }
-
     /// A master playlist of two variants (64 and 192 kbit/s, three aligned 4-s segments) over a link
     /// at 3x the higher one: it starts on the lower, the first segment's download moves it up,
     /// and the switch is heard without a gap; the interface and `spool status` say which plays.
@@ -271,31 +224,6 @@ struct HLSEndToEndTests {
         for file in files { #expect(asked.filter { $0 == "/" + file }.count == 1, "\(file): \(asked)") }
     }
 
-    /// Live packed audio whose segments name the song in their ID3 tags (a radio packager's
-    /// way): the song on air reaches Metadata when its segment is heard, a new one replacing it.
-    @Test func aLivePackedAudioSongNamedInItsSegmentsShowsWhenHeard() async throws {
-        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: false, lifetime: 120)
-        let media = try TemporaryDirectory(prefix: "spool-hls-songs")
-        // 2-s segments: the first six name one song, the rest another.
-        let made = try await HLSFormats.makePackedAudio(in: media.url, seconds: 30, targetDuration: 2) { number in
-            number < 6 ? ("Miles Davis", "So What") : ("John Coltrane", "Naima")
-        }
-        let sliding = try HLSMedia.serveLive(made.segments, from: media.url, on: rig.origin, contentType: "audio/aac")
-        defer { sliding.cancel() }
-        let (player, _, probe) = try await Self.startSpool(on: rig)
-        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
-        let opened = try await probe.open(rig.origin.url(for: "live.m3u8"))
-        _ = try await probe.awaitAdvancing(since: opened)
-        var titles: [String] = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline, titles.last != "Naima" {
-            if let title = try await probe.remote.metadata().title, titles.last != title { titles.append(title) }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(titles.contains("So What") && titles.last == "Naima", "titles shown: \(titles)\n\(context())")
-        #expect(try await probe.remote.metadata().artists == ["John Coltrane"])
-    }
-
     /// A live presentation: 2-s segments of one continuous encoding, listed six at a time in a
     /// window that slides by one segment every 2 s, as a live packager's does.
     @Test func aLivePlaylistPlaysFromNearItsEdgeWithoutAStallAndKeepsNothing() async throws {
@@ -388,31 +316,4 @@ struct HLSEndToEndTests {
         #expect(keyRequests.count == 1, "the key was fetched \(keyRequests.count) times")
     }
 
-    /// Served by nginx, which sends validators but no freshness: a replay revalidates each
-    /// segment (304s) and fetches none of its bytes again.
-    @Test func fromNginxAReplayFetchesNoSegmentByteAgain() async throws {
-        let media = try TemporaryDirectory(prefix: "spool-hls-nginx")
-        let (_, segments) = try await HLSMedia.make(in: media.url, seconds: 8)
-        let nginx = try NginxServer(serving: media.url, lifetime: 120)
-        defer { nginx.stop() }
-        let rig = try NetworkRig(lifetime: 120)
-        let (player, _, probe) = try await Self.startSpool(on: rig)
-        let context = { "daemon log:\n\(player.logTail(60))\nnginx: \(nginx.accessLog())" }
-        let url = nginx.url(for: "index.m3u8")
-        for play in 1...2 {
-            let opened = try await probe.open(url)
-            _ = try await probe.awaitAdvancing(since: opened)
-            _ = try await probe.awaitStatus("Stopped", timeout: 20)
-            let served = nginx.accessLog().filter { $0.path.hasSuffix(".ts") }
-            if play == 1 {
-                #expect(
-                    served.count == segments.count && served.allSatisfy { [200, 206].contains($0.status) },
-                    "the first play fetches each segment once: \(served)\n\(context())")
-            } else {
-                let again = served.dropFirst(segments.count)
-                #expect(again.map(\.bodyBytesSent).reduce(0, +) == 0, "a replay fetched segment bytes: \(again)")
-                #expect(again.allSatisfy { $0.status == 304 }, "\(again)\n\(context())")
-            }
-        }
-    }
 }
