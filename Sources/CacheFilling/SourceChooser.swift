@@ -32,6 +32,8 @@ public final class SourceChooser: Sendable {
     private let readAhead: HTTPByteSource.ReadAheadPolicy?
     private let playback: PlaybackSources
     private let meteredQuality: Int?
+    /// The on-demand HLS presentations read, for the buffer bar (``PresentationCache``).
+    public let presentations = PresentationCache()
 
     /// Makes sources with `fetcher`, over `cache` (entries in `namespace`) when there is one.
     /// Cached sources check complete entries through `revalidator`, read ahead by `readAhead`,
@@ -100,8 +102,9 @@ public final class SourceChooser: Sendable {
             let source = httpSource(for: url)
             defer { source.close() }
             let data = try await source.readWhole()
-            if case .success(.media(let media)) = HLSParser.parse(data: data, url: url), media.isLive {
-                source.discardOnClose()
+            if case .success(let playlist) = HLSParser.parse(data: data, url: url) {
+                if case .media(let media) = playlist, media.isLive { source.discardOnClose() }
+                presentations.learn(playlist, at: url)
             }
             return data
         }

@@ -11,8 +11,6 @@ extension HLSByteSource {
     struct Adaptation {
         var master: MasterPlaylist
         var policy: VariantPolicy
-        /// The media playlist of the variant played.
-        var mediaURL: URL
         /// A switch's media playlist is being fetched.
         var switching = false
         /// When the reader began, and the time of the segments it read through since: what it
@@ -59,8 +57,8 @@ extension HLSByteSource {
         return (media, chosen)
     }
 
-    /// At a segment's end: asks the policy where the next segments come from, and switches
-    /// there once that variant's playlist is here.
+    /// After a segment's download: asks the policy where the next segments come from, and
+    /// switches there once that variant's playlist is here.
     func considerSwitching() {
         let wanted = state.withLock { state -> (Variant, MasterPlaylist)? in
             guard var adaptation = state.adaptation, !adaptation.switching, !state.closed else { return nil }
@@ -107,7 +105,6 @@ extension HLSByteSource {
                     + parts[point.segment...]
                 state.layout = parts
             }
-            adaptation.mediaURL = mediaURL
             adaptation.policy.switched(to: variant)
             return (adaptation.described, state.variantHandler)
         }

@@ -191,8 +191,7 @@ public final class HLSByteSource: ByteSource {
                 $0.adaptation = Adaptation(
                     master: master,
                     policy: VariantPolicy(
-                        candidates: audio.isEmpty ? master.variants : audio, ceiling: limit, current: variant),
-                    mediaURL: chosen)
+                        candidates: audio.isEmpty ? master.variants : audio, ceiling: limit, current: variant))
             }
             Self.log.info("\(url.lastPathComponent): variant of \(variant.bandwidth) bit/s")
             return (media, chosen)

@@ -13,13 +13,16 @@ final class CacheStatus: SpoolStatusProvider {
     private let playback: PlaybackSources
     private let preloader: CachePreloader?
     private let prefetcher: Prefetcher?
+    private let presentations: PresentationCache?
 
     /// Answers from `cache` (nil when it could not be opened; `namespace` is the daemon's),
-    /// the sources `playback` registered, `preloader` and `prefetcher`.
+    /// the sources `playback` registered, `preloader`, `prefetcher`, and the HLS presentations
+    /// read (`presentations`).
     init(
         cache: RangeCache?, namespace: String, playback: PlaybackSources, preloader: CachePreloader?,
-        prefetcher: Prefetcher?
+        prefetcher: Prefetcher?, presentations: PresentationCache? = nil
     ) {
+        self.presentations = presentations
         self.playback = playback
         self.preloader = preloader
         self.prefetcher = prefetcher
@@ -49,7 +52,7 @@ final class CacheStatus: SpoolStatusProvider {
     func cacheState(of url: URL) -> CachedResource? {
         guard let cache, !url.isFileURL else { return nil }
         if url.pathExtension.lowercased() == "m3u8" {
-            guard let time = PresentationCache.timeRanges(of: url, in: cache, namespace: namespace) else { return nil }
+            guard let time = presentations?.timeRanges(of: url, in: cache, namespace: namespace) else { return nil }
             return CachedResource(
                 url: url.absoluteString, namespace: namespace, ranges: time.ranges, length: time.length)
         }

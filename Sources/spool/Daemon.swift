@@ -155,7 +155,8 @@ final class Daemon: Sendable {
         }
         status = CacheStatus(
             cache: try? cache.get(), namespace: namespace, playback: playback, preloader: preloader,
-            prefetcher: (try? cache.get()).map { Prefetcher(cache: $0, fetcher: fetcher, namespace: namespace) })
+            prefetcher: (try? cache.get()).map { Prefetcher(cache: $0, fetcher: fetcher, namespace: namespace) },
+            presentations: sources.presentations)
         let directories = BaseDirectories(environment: ProcessInfo.processInfo.environment)
         service = MPRISService(
             connection: connection, player: player, resolver: resolver,
