@@ -418,6 +418,9 @@ public final class HLSByteSource: ByteSource {
                 state.starts.removeFirst(read)
                 state.current = 0
                 state.sources = Dictionary(uniqueKeysWithValues: state.sources.map { ($0.key - read, $0.value) })
+                // Keys rotate on a live stream: only those of the parts still listed are kept.
+                let inUse = Set(state.parts.compactMap { $0.encryption?.keyURL })
+                state.keys = state.keys.filter { inUse.contains($0.key) }
             }
         }
         openAhead()
@@ -458,6 +461,9 @@ public final class HLSByteSource: ByteSource {
 
     /// How many parts the source keeps listed (read or to read): a live one's stay bounded.
     public var partsListed: Int { state.withLock { $0.parts.count } }
+
+    /// How many keys the source holds: a live one's only those of the parts still listed.
+    public var keysHeld: Int { state.withLock { $0.keys.count } }
 
     /// Drops a pending wake-up here and in the current part's source.
     public func cancelPendingReads() {

@@ -452,6 +452,29 @@ struct HLSByteSourceTests {
         #expect(all == "L0 L1 L2 H3 H4 H5 ", "\(all)")
     }
 
+    /// A live stream whose key rotates with every segment keeps only the keys of the parts
+    /// still listed: hours of listening hold no more keys than the window.
+    @Test func aLiveStreamWithRotatingKeysHoldsOnlyTheWindowsKeys() async throws {
+        let keys = (0..<5).map { number in Array((0..<16).map { UInt8(($0 + number * 7) & 0xff) }) }
+        var bodies: [URL: Data] = [:]
+        var blobs: [URL: Data] = [:]
+        var playlist = "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:0\n"
+        for number in 0..<5 {
+            let iv = Array(repeating: UInt8(0), count: 15) + [UInt8(number)]
+            bodies[url("k\(number).ts")] = try opensslEncrypt(Self.segments[number], key: keys[number], iv: iv)
+            blobs[url("keys/\(number)")] = Data(keys[number])
+            playlist += "#EXT-X-KEY:METHOD=AES-128,URI=\"keys/\(number)\"\n#EXTINF:1.0,\nk\(number).ts\n"
+        }
+        let origin = Origin(playlists: [url("rot.m3u8"): playlist], bodies: bodies, blobs: blobs)
+        let source = origin.source(url("rot.m3u8"))
+        _ = try await open(source).get()
+        let reading = Task { await readAll(source) }
+        origin.playlists.withLock { $0[url("rot.m3u8")] = playlist + "#EXT-X-ENDLIST\n" }
+        let all = try await reading.value.get()
+        #expect(all == Self.segments[2...4].reduce(Data(), +), "three target durations from the end")
+        #expect(source.keysHeld <= 1, "\(source.keysHeld) keys held after the window was read")
+    }
+
     /// AES-128 segments: the key fetched once, each segment's IV its sequence number unless the
     /// key tag gives one, the plaintext one stream.
     @Test func encryptedSegmentsAreDecryptedWithTheirKeyAndIV() async throws {
