@@ -114,4 +114,43 @@ struct HLSBehaviourEndToEndTests {
             }
         }
     }
+
+    /// An origin that honours no Range and sends no Content-Length (chunked), 150 ms to every
+    /// first byte and a cut connection mid-segment: the presentation plays with its length,
+    /// a seek to 80 % lands, and a replay asks for no segment again.
+    @Test func anOriginWithoutRangeOrLengthWithLatencyAndACutStillPlaysSeeksAndReplays() async throws {
+        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: false, lifetime: 150)
+        let media = try TemporaryDirectory(prefix: "spool-hls-bare")
+        let (playlist, segments) = try await HLSMedia.make(in: media.url, seconds: Self.seconds)
+        var faults = OriginFaults()
+        faults.ignoresRange = true
+        faults.chunked = true
+        faults.firstByteLatency = 0.15
+        let url = try rig.serve(playlist, faults: faults, headers: ["Cache-Control": "max-age=60"])
+        for (number, segment) in segments.enumerated() {
+            var segmentFaults = faults
+            // The second segment's first connection breaks off half-way.
+            if number == 1 { segmentFaults.closeAfterBodyBytes = 40_000 }
+            try rig.serve(
+                media.url.appendingPathComponent(segment), faults: segmentFaults,
+                headers: ["Cache-Control": "max-age=86400"])
+        }
+        let (player, _, probe) = try await Self.startSpool(on: rig)
+        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
+        let opened = try await probe.open(url)
+        _ = try await probe.awaitAdvancing(since: opened)
+        let track = try await probe.currentTrack()
+        #expect(abs((track.length ?? 0) - Double(Self.seconds)) < 0.5, "length \(String(describing: track.length))")
+        // Past the cut segment, then to 80 %.
+        _ = try await probe.awaitAdvancing(since: opened, near: 5, tolerance: 0.5, timeout: 15)
+        let target = 0.8 * (track.length ?? Double(Self.seconds))
+        let asked = try await probe.setPosition(target, track: track)
+        _ = try await probe.awaitAdvancing(since: asked, near: target, tolerance: 0.5, timeout: 10)
+        try await probe.awaitStatus("Stopped", timeout: 15)
+        let before = rig.origin.requests().count
+        let replayed = try await probe.open(url)
+        _ = try await probe.awaitAdvancing(since: replayed)
+        let again = rig.origin.requests().dropFirst(before).map(\.path)
+        #expect(again.isEmpty, "a replay asked for \(again)\n\(context())")
+    }
 }

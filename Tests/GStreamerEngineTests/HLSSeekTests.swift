@@ -44,6 +44,19 @@ func decodeAwaitingEnd(
     return recorder.all
 }
 
+/// Polls `engine`'s position until `predicate` holds (or `timeout` passes): a track's position
+/// has no event of its own.
+private func position(
+    of engine: GStreamerEngine, timeout: Duration = .seconds(10), where predicate: (Duration) -> Bool
+) async throws -> Duration? {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if let now = engine.position(), predicate(now) { return now }
+        try await Task.sleep(for: .milliseconds(20))
+    }
+    return engine.position()
+}
+
 @Suite("Seeking in an HLS presentation", .serialized)
 struct HLSSeekTests {
     /// 44.1 kHz stereo S16: bytes per second of the decoded tone.
@@ -93,18 +106,6 @@ struct HLSSeekTests {
 
 @Suite("Seeking while an HLS presentation plays", .serialized)
 struct HLSPlayingSeekTests {
-    /// Polls the engine's position until `predicate` holds (or `timeout` passes).
-    private func position(
-        of engine: GStreamerEngine, timeout: Duration = .seconds(10), where predicate: (Duration) -> Bool
-    ) async throws -> Duration? {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let now = engine.position(), predicate(now) { return now }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return engine.position()
-    }
-
     /// A listener's seeks, forward into segments never read and back into one already read,
     /// each land at the target (reported as Seeked there) and the position goes on from it.
     @Test func seeksForwardAndBackLandAtTheTargetAndPlayOn() async throws {
@@ -143,6 +144,41 @@ struct HLSPlayingSeekTests {
         }
         #expect(!recorder.all.contains { if case .failed = $0 { true } else { false } })
     }
+
+    /// A seek into the last second restarts at the last segment and plays that second: the
+    /// track then ends, as it would have, with no failure.
+    @Test func aSeekIntoTheLastSecondPlaysItAndEnds() async throws {
+        let folder = try TemporaryDirectory(prefix: "spool-hls-seek")
+        let (playlist, _) = try await HLSMedia.make(in: folder.url, seconds: 12)
+        let text = try String(contentsOf: playlist, encoding: .utf8)
+        let length = text.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }
+            .compactMap { Double($0.dropFirst("#EXTINF:".count).split(separator: ",")[0]) }.reduce(0, +)
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+            try hlsSource(url)
+        }
+        defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
+        let id = TrackID(1)
+        engine.load(EngineTrack(id: id, url: playlist), at: .zero, playing: true)
+        _ = try await position(of: engine) { $0 >= .milliseconds(200) }
+        let mark = recorder.all.count
+        let target = Duration.milliseconds(Int((length - 0.4) * 1000))
+        let asked = ContinuousClock.now
+        engine.seek(to: target)
+        let end = await onOwnThread {
+            recorder.waitFor(after: mark, timeout: 10) {
+                switch $0 {
+                case .endOfTrack, .failed: true
+                default: false
+                }
+            }
+        }
+        let took = ContinuousClock.now - asked
+        #expect(end == .endOfTrack(id), "after a seek to \(target) of \(length) s: \(recorder.all.dropFirst(mark))")
+        #expect(recorder.all.dropFirst(mark).contains { if case .seeked(id, _) = $0 { true } else { false } })
+        #expect(took >= .milliseconds(300), "the last 0.4 s were played, not skipped: ended after \(took)")
+    }
 }
 
 @Suite("The rate of an HLS presentation", .serialized)
@@ -156,6 +192,8 @@ struct HLSRateTests {
             try hlsSource(url)
         }
         defer { engine.shutdown() }
+        let recorder = EventRecorder()
+        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: playlist), at: .zero, playing: true)
         let rate = 1.5
         func pace(over wall: Duration) async throws -> Double? {
@@ -165,16 +203,18 @@ struct HLSRateTests {
             guard let to = engine.position() else { return nil }
             return (to - from) / (ContinuousClock.now - started)
         }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while (engine.position() ?? .zero) < .milliseconds(300), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let playing = try await position(of: engine) { $0 >= .milliseconds(300) } ?? .zero
         engine.setRate(rate)
-        try await Task.sleep(for: .milliseconds(500))  // the restart settles
+        // The rate's restart reports nothing: 0.3 s of position past it is past its preroll.
+        _ = try await position(of: engine) { $0 >= playing + .milliseconds(300) }
         let paced = try await pace(over: .seconds(1))
         #expect(paced.map { abs($0 - rate) < 0.15 } == true, "position ran at \(String(describing: paced))x")
+        let mark = recorder.all.count
         engine.seek(to: .seconds(12))
-        try await Task.sleep(for: .milliseconds(500))
+        let seeked = await onOwnThread {
+            recorder.waitFor(after: mark, timeout: 10) { if case .seeked = $0 { true } else { false } }
+        }
+        #expect(seeked != nil, "no Seeked: \(recorder.all.dropFirst(mark))")
         let afterSeek = try await pace(over: .seconds(1))
         #expect(afterSeek.map { abs($0 - rate) < 0.15 } == true, "after a seek: \(String(describing: afterSeek))x")
         #expect((engine.position() ?? .zero) > .seconds(12), "the seek landed")
