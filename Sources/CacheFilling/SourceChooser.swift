@@ -93,21 +93,36 @@ public final class SourceChooser: Sendable {
         try await whole(url, use: .playlist)
     }
 
-    /// An HLS playlist or key, whole: a playlist through its cache entry, under HTTP's caching
-    /// rules (a fresh copy costs no request, a stale one a revalidation), and kept unless it is
-    /// live (nothing of a live presentation stays on disk); a live playlist's reload and a key
-    /// from the origin, never stored (a key on disk would undo its encryption).
+    /// An HLS playlist or key, whole. A playlist stored whole is read through its cache entry,
+    /// under HTTP's caching rules (a fresh copy costs no request, a stale one a revalidation);
+    /// one not stored comes from the origin without touching the disk, and only once it reads
+    /// as on demand is it stored, by a read of its own off the start path: a live playlist, which
+    /// changes every few seconds, never reaches the disk. A live playlist's reload and a key
+    /// always come from the origin, never stored (a key on disk would undo its encryption).
     private func whole(_ url: URL, use: HLSByteSource.FetchUse) async throws(MediaSourceError) -> Data {
-        if use == .playlist, cache != nil {
+        guard use == .playlist, let cache else { return try await fetchWhole(url) }
+        if cache.info(for: cache.key(for: url), namespace: namespace)?.isComplete == true {
             let source = httpSource(for: url)
             defer { source.close() }
             let data = try await source.readWhole()
-            if case .success(let playlist) = HLSParser.parse(data: data, url: url) {
-                if case .media(let media) = playlist, media.isLive { source.discardOnClose() }
-                presentations.learn(playlist, at: url)
-            }
+            let playlist = try? HLSParser.parse(data: data, url: url).get()
+            if case .media(let media) = playlist, media.isLive { source.discardOnClose() }
+            if let playlist { presentations.learn(playlist, at: url) }
             return data
         }
+        let data = try await fetchWhole(url)
+        guard let playlist = try? HLSParser.parse(data: data, url: url).get() else { return data }
+        presentations.learn(playlist, at: url)
+        if case .media(let media) = playlist, media.isLive { return data }
+        let store = httpSource(for: url)
+        Task(priority: .utility) {
+            _ = try? await store.readWhole()
+            store.close()
+        }
+        return data
+    }
+
+    private func fetchWhole(_ url: URL) async throws(MediaSourceError) -> Data {
         do throws(FetchError) {
             return try await fetcher.fetchWhole(url)
         } catch {
