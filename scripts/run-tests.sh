@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test, in two lanes: first every suite not listed in scripts/serial-tests, in
+# Runs every test, in three lanes: first every suite not listed in scripts/serial-tests, in
 # parallel, twice as many at once as there are cores (most of a test's time is a daemon
-# playing in real time, so the cores are half idle at one per core); then the listed ones, one
-# at a time, on a machine the other tests no longer share. The parallel lane works only while
-# tests wait as tasks: the Swift executor keeps about one thread per core and adds none for a
-# blocked one, so a test blocking a thread stalls the tests beside it (TestSupport's waits
-# await, and its blocking ones run on threads of their own).
+# playing in real time, so the cores are half idle at one per core); then the listed ones that
+# listen in real time, in two lanes side by side, one test at a time in each (such a test mostly
+# waits: two of them bend nothing the other measures, while the parallel lane's load would);
+# last those that time replies to 100 ms, alone. The parallel lane works only while tests wait
+# as tasks: the Swift executor keeps about one thread per core and adds none for a blocked one,
+# so a test blocking a thread stalls the tests beside it (TestSupport's waits await, and its
+# blocking ones run on threads of their own).
 # When some fail, their failure lines are repeated at the end (CI keeps only the tail of a
 # run's output, and Swift Testing prints a failure where the test ran), and the failed tests
 # run once more on their own, to tell a race from a plain failure: one that passes then is
@@ -18,7 +20,12 @@ cd "$(dirname "$0")/.."
 swift=${SWIFT:-swift}
 log=.build/test-output.log
 mkdir -p .build
-serial=$(sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' scripts/serial-tests | paste -sd'|')
+# The patterns of scripts/serial-tests in lane $1 ("all": every lane), as one regex.
+patterns() {
+	sed -e 's/#.*//' scripts/serial-tests | awk -v lane="$1" 'NF && (lane == "all" || $2 == lane) { print $1 }' |
+		paste -sd'|'
+}
+serial=$(patterns all)
 width=${TEST_WIDTH:-$(($(nproc) * 2))}
 
 export GST_REGISTRY="$PWD/.build/gst-registry-$(uname -m).bin"
@@ -29,9 +36,32 @@ SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$width \
 	"$swift" test --skip-build "$@" --skip "($serial)" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 parallel_seconds=$(($(date +%s) - started))
-"$swift" test --skip-build --no-parallel "$@" --filter "($serial)" 2>&1 | tee -a "$log"
-serial_status=${PIPESTATUS[0]}
-echo "=== parallel lane ($width at once): ${parallel_seconds} s; serial lane: $(($(date +%s) - started - parallel_seconds)) s ==="
+
+# The two paced lanes side by side (SwiftPM's lock would queue the second: nothing is built
+# here, so it is skipped), each into a log of its own, shown whole once both end.
+serial_status=0
+paced_started=$(date +%s)
+for lane in paced-a paced-b; do
+	(
+		lane_started=$(date +%s)
+		"$swift" test --skip-build --ignore-lock --no-parallel "$@" --filter "($(patterns $lane))" \
+			>".build/test-output-$lane.log" 2>&1
+		echo $? >".build/test-status-$lane"
+		echo "=== $lane: $(($(date +%s) - lane_started)) s ===" >>".build/test-output-$lane.log"
+	) &
+done
+wait
+for lane in paced-a paced-b; do
+	tee -a "$log" <".build/test-output-$lane.log"
+	[ "$(cat ".build/test-status-$lane")" -ne 0 ] && serial_status=1
+done
+paced_seconds=$(($(date +%s) - paced_started))
+
+alone_started=$(date +%s)
+"$swift" test --skip-build --no-parallel "$@" --filter "($(patterns alone))" 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -ne 0 ] && serial_status=1
+echo "=== parallel lane ($width at once): ${parallel_seconds} s; paced lanes: ${paced_seconds} s;" \
+	"alone: $(($(date +%s) - alone_started)) s ==="
 [ "$serial_status" -ne 0 ] && status=$serial_status
 [ "$status" -eq 0 ] && exit 0
 

@@ -439,6 +439,7 @@ struct NetworkConditionsTests {
         let urlB = try test.serve(second.url, as: b, faults: faults)
         let opened = try await test.probe.open(try test.rig.playlist([urlA, urlB]))
         let started = try await test.probe.awaitAdvancing(since: opened, trackURLSuffix: a, timeout: 10)
+        print("rangeless \(firstFormat): open → advancing \(started) s")
         #expect(started <= 5, "open → advancing took \(started) s\n\(test.context(a))")
         await test.check(a, b) {
             try await test.probe.awaitHandOver(from: a, to: b, timeout: first.duration + 10)
