@@ -140,7 +140,7 @@ let package = Package(
             dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "HLSTests", dependencies: ["HLS"]),
-        .testTarget(name: "HLSSourceTests", dependencies: ["HLSSource", "HLS", "ByteSourceAPI"]),
+        .testTarget(name: "HLSSourceTests", dependencies: ["HLSSource", "HLS", "ByteSourceAPI", "TestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "Basics", "TestSupport"]),
         .testTarget(name: "MPRISTests", dependencies: ["MPRIS", "DBusKit", "PlayerCore", "EngineAPI", "TestDoubles"]),

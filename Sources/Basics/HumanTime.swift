@@ -35,4 +35,7 @@ public enum HumanTime {
 extension Duration {
     /// This duration rounded for a message (``HumanTime/duration(_:)``).
     public var forPeople: String { HumanTime.duration(self) }
+
+    /// This duration in seconds, as a `Double`.
+    public var inSeconds: Double { Double(components.seconds) + Double(components.attoseconds) * 1e-18 }
 }

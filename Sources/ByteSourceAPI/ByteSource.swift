@@ -222,9 +222,15 @@ public protocol ByteSource: AnyObject, Sendable {
     func setByteRate(_ bytesPerSecond: Double)
 
     /// Calls `handler`, on any thread, with each title a live stream announces, and the offset
-    /// of the first byte of audio it applies to: the title is heard when that byte is.
-    /// Replaces an earlier handler.
+    /// of the first byte of audio it applies to, counted as the stream's parser counts its
+    /// input (the stream's bytes; in an MPEG-TS stream, its audio's PES payloads): the title is
+    /// heard when that byte is. Replaces an earlier handler.
     func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void)
+
+    /// Calls `handler`, on any thread, with the date each part of a live stream went on air
+    /// (an HLS segment's `EXT-X-PROGRAM-DATE-TIME`) and the offset of its first byte, counted
+    /// as for ``whenStreamTitle(_:)``. Replaces an earlier handler.
+    func whenProgramDate(_ handler: @escaping @Sendable (Date, _ offset: Int64) -> Void)
 
     /// Calls `handler` once, on any thread, if the source fails on its own while no read may be
     /// asking (a new version of the resource found just after the play began from the cached
@@ -283,4 +289,7 @@ extension ByteSource {
 
     /// Sources of files announce no titles.
     public func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void) {}
+
+    /// Only a live HLS presentation dates its parts.
+    public func whenProgramDate(_ handler: @escaping @Sendable (Date, _ offset: Int64) -> Void) {}
 }

@@ -180,6 +180,9 @@ public enum EngineEvent: Sendable, Equatable {
     /// The live stream's song changed, at the moment its audio is heard (not when the title
     /// was downloaded); an empty text: the station names no song now.
     case streamTitle(TrackID, StreamTitle)
+    /// The live stream's audio heard at position `heardAt` went on air at `date` (an HLS
+    /// segment's `EXT-X-PROGRAM-DATE-TIME`), sent as each dated segment is heard.
+    case programDate(TrackID, Date, heardAt: Duration)
     /// Playback of the track waits for bytes that are not here yet (true), or no longer (false).
     case buffering(TrackID, Bool)
     /// A seek completed; playback continues from `position`.

@@ -71,6 +71,10 @@ extension GStreamerEngine {
                             clock.titleArrived(title, at: offset)
                             self?.checkLiveTitlesSoon()
                         }
+                        source.whenProgramDate { [weak self] date, offset in
+                            clock.dateArrived(date, at: offset)
+                            self?.checkLiveTitlesSoon()
+                        }
                     }
                     done(.success(feeder))
                 }

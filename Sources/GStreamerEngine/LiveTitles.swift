@@ -5,6 +5,15 @@ import EngineAPI
 import FoundationEssentials
 import Synchronization
 
+/// What a live stream announces in its bytes, to be reported when the byte it applies from is
+/// heard.
+enum LiveAnnouncement: Sendable, Equatable {
+    /// The song on air (ICY `StreamTitle`, an HLS segment's ID3 tag).
+    case title(StreamTitle)
+    /// When the audio from there went on air (an HLS segment's `EXT-X-PROGRAM-DATE-TIME`).
+    case programDate(Date)
+}
+
 /// When a live stream's titles are heard. Pure: the shell tells it where titles stand in the
 /// bytes, where the parser's frames stand in bytes and in time, and what the listener hears.
 ///
@@ -16,7 +25,7 @@ struct LiveTitleSchedule {
     /// A title waiting to be heard: where it starts in the bytes, and in time once a frame
     /// there was parsed.
     struct Waiting: Equatable {
-        let title: StreamTitle
+        let announcement: LiveAnnouncement
         let offset: Int64
         var time: Duration?
     }
@@ -28,7 +37,12 @@ struct LiveTitleSchedule {
 
     /// A title that applies from byte `offset` on.
     mutating func titleArrived(_ title: StreamTitle, at offset: Int64) {
-        var entry = Waiting(title: title, offset: offset)
+        arrived(.title(title), at: offset)
+    }
+
+    /// An announcement that applies from byte `offset` on.
+    mutating func arrived(_ announcement: LiveAnnouncement, at offset: Int64) {
+        var entry = Waiting(announcement: announcement, offset: offset)
         if let lastFrame, lastFrame.offset >= offset { entry.time = lastFrame.time }
         waiting.append(entry)
         // A station announcing faster than anyone listens keeps only the newest few.
@@ -47,10 +61,10 @@ struct LiveTitleSchedule {
     }
 
     /// The titles whose audio is heard at `heard`, in order; they stop waiting.
-    mutating func due(heard: Duration) -> [StreamTitle] {
-        var heardTitles: [StreamTitle] = []
+    mutating func due(heard: Duration) -> [LiveAnnouncement] {
+        var heardTitles: [LiveAnnouncement] = []
         while let first = waiting.first, let time = first.time, time <= heard {
-            heardTitles.append(first.title)
+            heardTitles.append(first.announcement)
             waiting.removeFirst()
         }
         return heardTitles
@@ -71,13 +85,18 @@ final class LiveTitleClock: Sendable {
         schedule.withLock { $0.titleArrived(title, at: offset) }
     }
 
+    /// The audio from byte `offset` on went on air at `date`.
+    func dateArrived(_ date: Date, at offset: Int64) {
+        schedule.withLock { $0.arrived(.programDate(date), at: offset) }
+    }
+
     /// The parser cut a frame at `offset`, heard at `time`.
     func frameParsed(at offset: Int64, time: Duration) {
         schedule.withLock { $0.frameParsed(at: offset, time: time) }
     }
 
     /// The titles heard by `heard`, in order.
-    func due(heard: Duration) -> [StreamTitle] { schedule.withLock { $0.due(heard: heard) } }
+    func due(heard: Duration) -> [LiveAnnouncement] { schedule.withLock { $0.due(heard: heard) } }
 
     /// Whether any title waits to be heard.
     var hasWaiting: Bool { schedule.withLock { $0.hasWaiting } }
@@ -135,7 +154,12 @@ extension GStreamerEngine {
             )
         }
         if let (id, clock) = current, let heard = heardPosition(), heard.track == id {
-            for title in clock.due(heard: heard.position) { emit(.streamTitle(id, title)) }
+            for announcement in clock.due(heard: heard.position) {
+                switch announcement {
+                case .title(let title): emit(.streamTitle(id, title))
+                case .programDate(let date): emit(.programDate(id, date, heardAt: heard.position))
+                }
+            }
         }
         let again = shared.withLock { state -> Bool in
             state.titleCheckScheduled = clocks.contains { $0.hasWaiting }

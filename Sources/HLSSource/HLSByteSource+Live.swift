@@ -51,12 +51,13 @@ extension HLSByteSource {
             }
             switch SegmentStream.parts(of: update.newSegments, after: update.isRestart ? nil : live.lastMap) {
             case .success(let laidOut):
-                state.parts += laidOut.parts
+                state.parts += Self.dated(laidOut.parts, by: reloaded)
                 live.lastMap = laidOut.lastMap
             case .failure(let refusal):
                 throw .unavailable(refusal.description)
             }
             live.lastSegment = reloaded.segments.last ?? live.lastSegment
+            live.firstListed = reloaded.segments.first?.mediaSequenceNumber ?? live.firstListed
             live.ended = !reloaded.isLive
             state.live = live
             guard !update.newSegments.isEmpty else { return nil }

@@ -72,6 +72,12 @@ public final class HLSByteSource: ByteSource {
         var partsStart: Duration = .zero
         /// The choice among a master playlist's variants; nil for a media playlist.
         var adaptation: Adaptation?
+        /// The timed ID3 scan of the reader's part (a live MPEG-TS segment's), or nil.
+        var timedMetadata: TimedID3Scanner?
+        /// The audio bytes (PES payloads) of the MPEG-TS parts scanned before the reader's.
+        var audioBytesBefore: Int64 = 0
+        /// Who learns when a live presentation's segments went on air (``whenProgramDate(_:)``).
+        var dateHandler: (@Sendable (Date, Int64) -> Void)?
         /// Who learns of a live presentation's titles (``whenStreamTitle(_:)``).
         var titleHandler: (@Sendable (StreamTitle, Int64) -> Void)?
         /// Who learns of the variant playing (``whenVariantChosen(_:)``).
@@ -85,6 +91,9 @@ public final class HLSByteSource: ByteSource {
         /// The last segment listed so far (new segments come after it).
         var lastSegment: MediaSegment?
         var lastMap: MediaInitializationSection?
+        /// The sequence number of the first segment the latest load listed: those before it
+        /// left the window, and are not asked for (RFC 8216 §6.3.3).
+        var firstListed: Int?
         /// No more segments will come (`EXT-X-ENDLIST` appeared).
         var ended = false
         /// Reloads failed for too long: reads past the last part fail with it.
@@ -99,6 +108,8 @@ public final class HLSByteSource: ByteSource {
         var source: any ByteSource
         var opened = false
         var failure: MediaSourceError?
+        /// Opens of this part that failed before this one (a live segment is asked for again).
+        var failedOpens = 0
     }
 
     /// A source for the presentation at `url` (a media or a master playlist); a master's
@@ -155,7 +166,10 @@ public final class HLSByteSource: ByteSource {
         }
         guard !laidOut.parts.isEmpty else { throw .unavailable(SegmentStreamRefusal.empty.description) }
         try install(
-            laidOut.parts, live: LiveFeed(url: mediaURL, lastSegment: media.segments.last, lastMap: laidOut.lastMap))
+            Self.dated(laidOut.parts, by: media),
+            live: LiveFeed(
+                url: mediaURL, lastSegment: media.segments.last, lastMap: laidOut.lastMap,
+                firstListed: media.segments.first?.mediaSequenceNumber))
         Self.log.info("\(url.lastPathComponent): live, starting \(segments.count) segments from the end")
         return ResourceInfo(length: nil, randomAccess: false, live: LiveStation(name: nil))
     }
@@ -233,26 +247,8 @@ public final class HLSByteSource: ByteSource {
             }
             var made: [any ByteSource] = []
             for index in state.current..<min(state.parts.count, state.current + 1 + Self.partsAhead)
-            where state.sources[index] == nil {
-                do throws(MediaSourceError) {
-                    let part = state.parts[index]
-                    var source = try makeSource(part.url, state.live != nil)
-                    if let encryption = part.encryption {
-                        source = DecryptingSource(inner: source, range: part.range, iv: encryption.iv) {
-                            [weak self] () throws(MediaSourceError) -> Data in
-                            guard let self else { throw .closed }
-                            return try await self.key(at: encryption.keyURL)
-                        }
-                    }
-                    if !part.isInitialization, state.adaptation != nil {
-                        source.whenTransferred { [weak self] sample in self?.transferred(sample) }
-                    }
-                    source.setBackground(state.background || index > state.current)
-                    state.sources[index] = PartSource(source: source)
-                    made.append(source)
-                } catch {
-                    state.sources[index] = PartSource(source: FailedSource(), opened: true, failure: error)
-                }
+            where state.sources[index] == nil && !Self.leftTheWindow(state, part: index) {
+                if let source = makePartSource(&state, index: index, failedOpens: 0) { made.append(source) }
             }
             return made
         }
@@ -261,16 +257,87 @@ public final class HLSByteSource: ByteSource {
         }
     }
 
+    /// Makes part `index`'s source and lists it, unopened; nil when none can be made (the part
+    /// is listed as failed).
+    private func makePartSource(_ state: inout State, index: Int, failedOpens: Int) -> (any ByteSource)? {
+        do throws(MediaSourceError) {
+            let part = state.parts[index]
+            var source = try makeSource(part.url, state.live != nil)
+            if let encryption = part.encryption {
+                source = DecryptingSource(inner: source, range: part.range, iv: encryption.iv) {
+                    [weak self] () throws(MediaSourceError) -> Data in
+                    guard let self else { throw .closed }
+                    return try await self.key(at: encryption.keyURL)
+                }
+            }
+            if !part.isInitialization, state.adaptation != nil {
+                source.whenTransferred { [weak self] sample in self?.transferred(sample) }
+            }
+            source.setBackground(state.background || index > state.current)
+            state.sources[index] = PartSource(source: source, failedOpens: failedOpens)
+            return source
+        } catch {
+            state.sources[index] = PartSource(source: FailedSource(), opened: true, failure: error)
+            return nil
+        }
+    }
+
+    /// Whether part `index` is a live segment the latest reload no longer lists.
+    static func leftTheWindow(_ state: State, part index: Int) -> Bool {
+        guard let sequence = state.parts[index].sequence, let firstListed = state.live?.firstListed else {
+            return false
+        }
+        return sequence < firstListed
+    }
+
+    /// How often a live segment is asked for before it is skipped: a packager's CDN may list a
+    /// segment a moment before every edge serves it, and the window's audio covers the wait.
+    public static let liveSegmentAttempts = 3
+    /// The wait before a live segment is asked for again, times the attempts so far.
+    static let liveSegmentRetryDelay: Duration = .milliseconds(400)
+
+    /// Asks for the live segment whose source `failed` opened again, after a wait, if it is
+    /// still listed then.
+    private func retryLivePart(_ failed: any ByteSource, after delay: Duration) {
+        Task { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard let self else { return }
+            let made = state.withLock { state -> (any ByteSource)? in
+                guard !state.closed,
+                    let (index, listed) = state.sources.first(where: { $0.value.source === failed })
+                else { return nil }
+                return makePartSource(&state, index: index, failedOpens: listed.failedOpens + 1)
+            }
+            guard let made else { return }
+            made.open { [weak self] result in self?.opened(made, result) }
+        }
+    }
+
     /// `source` opened. It is found by identity: a live source renumbers its parts as it
     /// forgets those read.
     private func opened(_ source: any ByteSource, _ result: Result<ResourceInfo, MediaSourceError>) {
-        let wake = state.withLock { state -> (@Sendable () -> Void)? in
-            guard let index = state.sources.first(where: { $0.value.source === source })?.key else { return nil }
+        let (wake, retryAfter) = state.withLock { state -> ((@Sendable () -> Void)?, Duration?) in
+            guard let index = state.sources.first(where: { $0.value.source === source })?.key,
+                let listed = state.sources[index]
+            else { return (nil, nil) }
+            if case .failure(let error) = result {
+                if state.live != nil, !error.isClosed, listed.failedOpens + 1 < Self.liveSegmentAttempts,
+                    !Self.leftTheWindow(state, part: index)
+                {
+                    // Not opened yet: the reader waits for the next attempt.
+                    return (nil, Self.liveSegmentRetryDelay * (listed.failedOpens + 1))
+                }
+                state.sources[index]?.failure = error
+            }
             state.sources[index]?.opened = true
-            if case .failure(let error) = result { state.sources[index]?.failure = error }
-            guard index == state.current else { return nil }
+            guard index == state.current else { return (nil, nil) }
             defer { state.wake = nil }
-            return state.wake
+            return (state.wake, nil)
+        }
+        if let retryAfter {
+            if case .failure(let error) = result { Self.log.warning("live segment failed: \(error)") }
+            source.close()
+            retryLivePart(source, after: retryAfter)
         }
         wake?()
     }
@@ -298,6 +365,10 @@ public final class HLSByteSource: ByteSource {
                     partEnded(index, at: offset)
                     continue
                 }
+                if case .data(let bytes) = outcome {
+                    scanForTitles(bytes, at: offset, part: index)
+                    return outcome
+                }
                 guard case .endOfStream = outcome else { return outcome }
                 partEnded(index, at: offset)
             case .rangeEnded(let index):
@@ -311,8 +382,8 @@ public final class HLSByteSource: ByteSource {
                 case .failed(let error): return .failed(error)
                 }
                 let length = ID3v2.tagLength(head)
-                var announced: (StreamTitle, Int64, @Sendable (StreamTitle, Int64) -> Void)?
-                if length > 10, let handler = state.withLock({ $0.live != nil ? $0.titleHandler : nil }) {
+                var announced: [(StreamTitle, Int64)] = []
+                if length > 10, state.withLock({ Self.scansForTimedMetadata($0) }) {
                     // A live segment's tag may name what is on air (TIT2, TPE1): read it whole.
                     let whole: Data
                     switch source.read(at: local, maxLength: Int(length), minLength: Int(length), wake: wake) {
@@ -321,17 +392,18 @@ public final class HLSByteSource: ByteSource {
                     case .endOfStream: whole = head
                     case .failed(let error): return .failed(error)
                     }
-                    let frames = ID3v2.textFrames(whole)
-                    if let title = frames["TIT2"] {
-                        let artist = frames["TPE1"]
-                        let text = artist.map { "\($0) - \(title)" } ?? title
-                        announced = (StreamTitle(text: text, artist: artist, title: title), offset, handler)
-                    }
+                    if let title = Self.songTitle(inTag: whole) { announced = [(title, offset)] }
                 }
-                state.withLock { state in
-                    if state.current == index { state.currentTag = length }
+                let dated = state.withLock { state -> (Date, Int64, @Sendable (Date, Int64) -> Void)? in
+                    guard state.current == index else { return nil }
+                    state.currentTag = length
+                    // A segment with no leading tag may carry timed ID3 (MPEG-TS).
+                    state.timedMetadata = length == 0 && Self.scansForTimedMetadata(state) ? TimedID3Scanner() : nil
+                    guard let date = state.parts[index].programDate, let handler = state.dateHandler else { return nil }
+                    return (date, Self.parserOffset(state, streamOffset: offset, head: head), handler)
                 }
-                if let (title, at, handler) = announced { handler(title, at) }
+                if let (date, at, handler) = dated { handler(date, at) }
+                announce(announced)
             case .openParts:
                 openAhead()
             }
@@ -364,6 +436,7 @@ public final class HLSByteSource: ByteSource {
             state.sources = [:]
             state.current = index
             state.currentTag = nil
+            state.timedMetadata = nil
             state.starts.removeSubrange((index + 1)...)
             return .openParts
         }
@@ -374,6 +447,12 @@ public final class HLSByteSource: ByteSource {
             }
             state.wake = wake
             return .answer(.pending)
+        }
+        if state.currentTag == nil, Self.leftTheWindow(state, part: state.current) {
+            // A live segment the window slid past while the reader waited (a pause): skipped
+            // unasked, to the oldest one still listed.
+            Self.log.info("live segment \(state.parts[state.current].sequence ?? 0) left the window unread: skipped")
+            return .rangeEnded(index: state.current)
         }
         guard let opened = state.sources[state.current] else { return .openParts }
         guard opened.opened else {
@@ -403,6 +482,7 @@ public final class HLSByteSource: ByteSource {
 
     /// Part `index` ended at stream offset `end`: the next one starts there.
     private func partEnded(_ index: Int, at end: Int64) {
+        finishTitles(ofPart: index)
         state.withLock { state in
             guard state.current == index else { return }
             state.starts.append(end)
@@ -438,6 +518,7 @@ public final class HLSByteSource: ByteSource {
             state.starts = [0]
             state.current = 0
             state.currentTag = nil
+            state.timedMetadata = nil
             state.partsStart = point.start
             state.adaptation?.readSince = nil
             state.adaptation?.timeRead = .zero
@@ -450,13 +531,6 @@ public final class HLSByteSource: ByteSource {
         Self.log.debug("\(url.lastPathComponent): restarted at \(restarted.start) for \(target)")
         openAhead()
         return restarted.start
-    }
-
-    /// Calls `handler` with each title a live presentation's segments name in their leading
-    /// ID3 tag (packed audio: `TIT2`, with `TPE1` as the artist), and the stream offset of the
-    /// segment's first byte, where it is heard.
-    public func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void) {
-        state.withLock { $0.titleHandler = handler }
     }
 
     /// How many parts the source keeps listed (read or to read): a live one's stay bounded.

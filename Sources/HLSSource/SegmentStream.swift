@@ -15,13 +15,18 @@ public struct StreamPart: Sendable, Equatable {
     /// Whether it is an initialization section, which a stream restarted at a later segment
     /// must begin with again.
     public var isInitialization: Bool
+    /// A segment's media sequence number (nil for an initialization section).
+    public var sequence: Int?
+    /// When a live segment's first sample went on air (`EXT-X-PROGRAM-DATE-TIME`), if dated.
+    public var programDate: Date?
 
     /// Creates a part.
     public init(
         url: URL, range: Range<Int64>? = nil, duration: Duration = .zero, encryption: PartEncryption? = nil,
-        isInitialization: Bool = false
+        isInitialization: Bool = false, sequence: Int? = nil
     ) {
         self.url = url
+        self.sequence = sequence
         self.range = range
         self.duration = duration
         self.encryption = encryption
@@ -108,7 +113,7 @@ public enum SegmentStream {
             parts.append(
                 StreamPart(
                     url: segment.uri, range: segment.byteRange.map(range), duration: segment.duration,
-                    encryption: encryption))
+                    encryption: encryption, sequence: segment.mediaSequenceNumber))
         }
         return .success((parts, lastMap))
     }

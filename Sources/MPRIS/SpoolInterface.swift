@@ -190,7 +190,9 @@ extension MPRISService {
 
     /// `Live`: the station and the song heard when the track is a live stream (internet radio),
     /// an empty dictionary otherwise. Keys: `station`, `genre`, `homepage`, `description`,
-    /// `bitrate` (kbit/s), and for the song `song` (as the station sent it), `artist`, `title`.
+    /// `bitrate` (kbit/s), and for the song `song` (as the station sent it), `artist`, `title`;
+    /// for a stream that dates its audio, `aired` (x: microseconds since 1970 when the audio
+    /// heard at track position `airedPosition` (x, microseconds) went on air).
     static func liveValue(_ track: NowPlaying?) -> DBusValue {
         guard let track, let live = track.live else { return .stringVariantDict([]) }
         var fields: [(String, DBusValue)] = []
@@ -205,6 +207,12 @@ extension MPRISService {
         text("song", live.song?.text)
         text("artist", live.song?.artist)
         text("title", live.song?.title)
+        if let aired = live.aired {
+            fields.append(("aired", .int64(Int64((aired.date.timeIntervalSince1970 * 1_000_000).rounded()))))
+            let position = aired.position.components
+            fields.append(
+                ("airedPosition", .int64(position.seconds * 1_000_000 + position.attoseconds / 1_000_000_000_000)))
+        }
         return .stringVariantDict(fields)
     }
 

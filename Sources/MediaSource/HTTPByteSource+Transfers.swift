@@ -255,7 +255,7 @@ extension HTTPByteSource {
     private func measure(_ key: Int, deliveredUpTo next: Int64, _ state: State) -> Double? {
         guard let meter = state.meters[key] else { return nil }
         let elapsed = ContinuousClock.now - meter.start
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed.inSeconds
         return seconds > 0 ? Double(next - meter.offset) / seconds : nil
     }
 

@@ -1,3 +1,5 @@
+import Basics
+
 extension HTTPByteSource {
     /// How much to fetch ahead of the play head: large resources (long podcasts, audiobooks)
     /// keep a window instead of downloading to the end, and on a metered network every
@@ -28,8 +30,7 @@ extension HTTPByteSource {
         /// assumed rate), never more than the large-file window.
         public func limits(metered: Bool, byteRate: Double?) -> (threshold: Int64, window: Int64) {
             guard metered, let meteredWindow else { return (threshold, window) }
-            let (seconds, attoseconds) = meteredWindow.components
-            let audio = Double(seconds) + Double(attoseconds) / 1e18
+            let audio = meteredWindow.inSeconds
             let rate = byteRate.flatMap { $0 > 0 ? $0 : nil } ?? Self.assumedByteRate
             let bytes = Int64(min(Double(Int64.max / 2), (audio * rate).rounded(.up)))
             return (threshold: 0, window: max(1, min(window, bytes)))

@@ -1,5 +1,6 @@
 import ByteSourceAPI
 import EngineAPI
+import FoundationEssentials
 
 /// What an engine event means for the player, decided from which of its tracks the event is
 /// about: the loaded one, the one prepared to follow it, or the one the engine committed to at
@@ -40,6 +41,8 @@ enum EngineEventRoute: Equatable, Sendable {
     case variantAhead(TrackID, StreamVariant)
     /// The loaded live stream's song is heard.
     case streamTitle(StreamTitle)
+    /// The loaded live stream's audio heard at `heardAt` went on air at `date`.
+    case programDate(Date, heardAt: Duration)
     /// A seek of the loaded track landed.
     case seeked(Duration)
     /// The loaded track played to its end.
@@ -103,6 +106,8 @@ enum EngineEventRoute: Equatable, Sendable {
             return .variantAhead(id, variant)
         case .streamTitle(let id, let title) where id == loaded:
             return .streamTitle(title)
+        case .programDate(let id, let date, let heardAt) where id == loaded:
+            return .programDate(date, heardAt: heardAt)
         case .seeked(let id, let position) where id == loaded:
             return .seeked(position)
         case .endOfTrack(let id) where id == loaded:

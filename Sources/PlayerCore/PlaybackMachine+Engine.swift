@@ -79,6 +79,13 @@ extension PlaybackMachine {
                         station: station, artist: title.artist.flatMap { TagText.clean($0) }, title: song,
                         url: playing.entry.url))
             }
+        case .programDate(let date, let heardAt):
+            // Each dated segment restates the pairing: only a jump (segments lost, a rejoin)
+            // changes it, so Live is signalled when the air time moves, not every few seconds.
+            guard let live = snapshot.nowPlaying?.live,
+                abs((live.aired?.date(at: heardAt) ?? .distantPast).timeIntervalSince(date)) >= 1
+            else { break }
+            update { $0.nowPlaying?.live?.aired = LiveAiring(date: date, position: heardAt) }
         case .seeked(let position):
             shownPosition = nil
             notify(.seeked(position))

@@ -1,3 +1,4 @@
+import Basics
 import ByteSourceAPI
 import EngineAPI
 import FoundationEssentials
@@ -60,11 +61,35 @@ public struct LiveListening: Sendable, Equatable {
     public var station: LiveStation
     /// The song heard now; nil before the first title or when the station names none.
     public var song: StreamTitle?
+    /// When what is heard went on air, for a stream that dates its audio (HLS's
+    /// `EXT-X-PROGRAM-DATE-TIME`); nil otherwise.
+    public var aired: LiveAiring?
 
     /// Creates what is heard of `station`.
-    public init(station: LiveStation, song: StreamTitle? = nil) {
+    public init(station: LiveStation, song: StreamTitle? = nil, aired: LiveAiring? = nil) {
         self.station = station
         self.song = song
+        self.aired = aired
+    }
+}
+
+/// When a live stream's audio went on air: the date of what was heard at `position`; what is
+/// heard later went on air as much later.
+public struct LiveAiring: Sendable, Equatable {
+    /// When the audio heard at `position` went on air.
+    public var date: Date
+    /// The track's position then.
+    public var position: Duration
+
+    /// Creates the pairing.
+    public init(date: Date, position: Duration) {
+        self.date = date
+        self.position = position
+    }
+
+    /// When the audio heard at `later` went on air.
+    public func date(at later: Duration) -> Date {
+        date.addingTimeInterval((later - position).inSeconds)
     }
 }
 

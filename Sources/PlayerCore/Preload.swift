@@ -1,3 +1,4 @@
+import Basics
 import EngineAPI
 import FoundationEssentials
 
@@ -303,7 +304,7 @@ public struct PreloadPolicy: Sendable, Equatable {
     }
 
     private func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        duration.inSeconds
     }
 }
 

@@ -353,7 +353,7 @@ private func prefetch(_ arguments: [String], _ client: SpoolClient) async throws
             let cached = fields["spool:cachedBytes"]?.int64Value ?? 0
             let elapsed = ContinuousClock.now - start
             rates[url, default: TransferRate()].add(
-                bytes: cached, at: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+                bytes: cached, at: elapsed.inSeconds)
             lines.append(
                 prefetchLine(
                     name: URL(string: url)?.lastPathComponent ?? "?", cached: cached,

@@ -1,5 +1,6 @@
 import Basics
 import FoundationEssentials
+import Glibc
 
 /// A seek target as the user writes it: `90`, `1:30`, `1h2m3s`, `50%`, each optionally `+`/`-` (relative).
 enum SeekTarget: Equatable {
@@ -56,6 +57,14 @@ func formatTime(_ seconds: Double) -> String {
     return hours > 0
         ? cFormat("%ld:%02ld:%02ld", hours, minutes, secs)
         : cFormat("%ld:%02ld", minutes, secs)
+}
+
+/// `hh:mm:ss` of a moment (seconds since 1970) in the local time zone.
+func formatClockTime(_ secondsSince1970: Double) -> String {
+    var time = time_t(secondsSince1970.rounded(.down))
+    var parts = tm()
+    guard localtime_r(&time, &parts) != nil else { return "?" }
+    return cFormat("%02d:%02d:%02d", parts.tm_hour, parts.tm_min, parts.tm_sec)
 }
 
 /// A byte count as `12.3 MiB`.

@@ -54,7 +54,9 @@ func statusLines(
             "Live\(snapshot.status == "Playing" ? "" : " (\(snapshot.status.lowercased()))")\(interrupted)\(buffering): "
         let song = snapshot.song.flatMap { $0.isEmpty ? nil : " – " + $0 } ?? ""
         let label = fitted(title: station + song, artist: nil, width: width.map { $0 - heading.count })
-        return ["\(heading)\(label)", "listening \(formatTime(snapshot.position))"]
+        // A stream that dates its audio: when what is heard went on air, in local time.
+        let aired = snapshot.aired.map { " · on air at \(formatClockTime($0))" } ?? ""
+        return ["\(heading)\(label)", "listening \(formatTime(snapshot.position))\(aired)"]
             + joined(snapshot.settings, separator: " · ", width: width) + variant + network
     }
     let heading = "\(snapshot.status)\(interrupted)\(buffering): "

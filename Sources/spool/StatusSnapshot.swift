@@ -53,6 +53,9 @@ struct StatusSnapshot {
     var station: String?
     /// The song the station says is on air, as it sent it ("Artist - Title"), when it names one.
     var song: String?
+    /// When the audio heard now went on air (a live stream that dates its audio), in seconds
+    /// since 1970; nil otherwise.
+    var aired: Double?
 
     /// The variant played, when the track is one of several (an HLS master playlist's):
     /// its bit rate in kbit/s, its place from the lowest and how many there are.
@@ -73,6 +76,10 @@ struct StatusSnapshot {
         let live = spool["Live"]?.stringVariantDictValue ?? [:]
         station = live["station"]?.stringValue
         song = live["song"]?.stringValue
+        if let date = live["aired"]?.int64Value, let then = live["airedPosition"]?.int64Value {
+            let now = player["Position"]?.int64Value ?? then
+            aired = Double(date + (now - then)) / 1e6
+        }
         let chosen = spool["Variant"]?.stringVariantDictValue ?? [:]
         if let bitrate = chosen["bitrate"]?.int32Value, let number = chosen["number"]?.int32Value,
             let count = chosen["count"]?.int32Value
@@ -199,6 +206,7 @@ extension StatusSnapshot {
             "live": .bool(station != nil),
             "station": optional(station),
             "song": optional(song),
+            "on_air": aired.map { .integer(Int64($0.rounded(.down))) } ?? .null,
             "variant_bitrate": variant.map { .integer(Int64($0.bitrate)) } ?? .null,
             "text": .string(text ?? (hasTrack ? label : "")),
             "tooltip": .string(hasTrack ? "\(status): \(label)" : "\(status): nothing queued"),

@@ -62,18 +62,36 @@ struct HLSBehaviourEndToEndTests {
         print("HLS on demand: resumed after a quit, advancing at the paused place \(String(format: "%.3f", back)) s")
     }
 
-    /// Live packed audio whose segments name the song in their ID3 tags (a radio packager's
-    /// way): the song on air reaches Metadata when its segment is heard, a new one replacing it.
-    @Test func aLivePackedAudioSongNamedInItsSegmentsShowsWhenHeard() async throws {
+    /// A live station whose segments name the song on air, as radio packagers do: packed audio
+    /// in each segment's leading ID3 tag, MPEG-TS in timed ID3 (a metadata stream beside the
+    /// audio). The song reaches Metadata when its segment is heard, a new one replacing it. The
+    /// MPEG-TS station also dates its segments (`EXT-X-PROGRAM-DATE-TIME`): Live says when what
+    /// is heard went on air.
+    @Test(arguments: ["packed audio", "MPEG-TS"])
+    func aLiveSongNamedInItsSegmentsShowsWhenHeard(format: String) async throws {
         let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: false, lifetime: 120)
         let media = try TemporaryDirectory(prefix: "spool-hls-songs")
         // 2-s segments: the first six name one song, the rest another.
-        let made = try await HLSFormats.makePackedAudio(in: media.url, seconds: 30, targetDuration: 2) { number in
+        let song: @Sendable (Int) -> (artist: String, title: String) = { number in
             number < 6 ? ("Miles Davis", "So What") : ("John Coltrane", "Naima")
         }
-        let sliding = try HLSMedia.serveLive(made.segments, from: media.url, on: rig.origin, contentType: "audio/aac")
+        let sliding: Task<Void, any Error>
+        let firstAired = Date(timeIntervalSince1970: 1_800_000_000.25)
+        if format == "MPEG-TS" {
+            let made = try await HLSMedia.make(in: media.url, seconds: 30, targetDuration: 2)
+            for (number, name) in made.segments.enumerated() {
+                let (artist, title) = song(number)
+                let file = media.url.appendingPathComponent(name)
+                let tag = TimedID3Writer.songTag(artist: artist, title: title)
+                try TimedID3Writer.adding(tag, to: Data(contentsOf: file)).write(to: file)
+            }
+            sliding = try HLSMedia.serveLive(made.segments, from: media.url, on: rig.origin, firstAired: firstAired)
+        } else {
+            let made = try await HLSFormats.makePackedAudio(in: media.url, seconds: 30, targetDuration: 2, songs: song)
+            sliding = try HLSMedia.serveLive(made.segments, from: media.url, on: rig.origin, contentType: "audio/aac")
+        }
         defer { sliding.cancel() }
-        let (player, _, probe) = try await Self.startSpool(on: rig)
+        let (player, connection, probe) = try await Self.startSpool(on: rig)
         let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
         let opened = try await probe.open(rig.origin.url(for: "live.m3u8"))
         _ = try await probe.awaitAdvancing(since: opened)
@@ -85,6 +103,26 @@ struct HLSBehaviourEndToEndTests {
         }
         #expect(titles.contains("So What") && titles.last == "Naima", "titles shown: \(titles)\n\(context())")
         #expect(try await probe.remote.metadata().artists == ["John Coltrane"])
+        let live =
+            try await connection.call(
+                destination: player.busName, path: "/org/mpris/MediaPlayer2",
+                interface: "org.freedesktop.DBus.Properties", method: "Get",
+                arguments: [.string("org.spool.Spool1"), .string("Live")]
+            ).first?.variantValue?.stringVariantDictValue ?? [:]
+        if format == "MPEG-TS" {
+            // Each segment aired 2 s after the one before it; the first one fetched is heard at
+            // position 0: what is heard at position p aired 2 s × its number + p after the first.
+            let first = try #require(rig.origin.requests().first { $0.path.hasSuffix(".ts") }?.path)
+            let number = try #require(Int(first.filter(\.isNumber)))
+            let aired = try #require(live["aired"]?.int64Value, "Live: \(live)")
+            let position = try #require(live["airedPosition"]?.int64Value)
+            let expected = firstAired.timeIntervalSince1970 + 2 * Double(number) + Double(position) / 1e6
+            #expect(
+                abs(Double(aired) / 1e6 - expected) < 0.3,
+                "aired \(aired) µs at \(position) µs; expected \(expected) s; started at \(first)")
+        } else {
+            #expect(live["aired"] == nil, "an undated station has no air time: \(live)")
+        }
     }
 
     /// Served by nginx, which sends validators but no freshness: a replay revalidates each

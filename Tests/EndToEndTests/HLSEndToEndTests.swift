@@ -171,6 +171,15 @@ struct HLSEndToEndTests {
         #expect(gapAt > heard - 0.05, "silent at \(gapAt) s of \(heard) s heard\n\(context())")
         let high = rig.origin.requests().filter { $0.path.hasPrefix("/high/") && $0.path.hasSuffix(".ts") }
         #expect(!high.isEmpty && high.count < names["high"]!.count, "high segments: \(high.map(\.path))")
+        // The buffer bar of a master playlist: the time whose segments are stored, of either
+        // variant (the low one's first segments, the high one's after): all of it.
+        let cached = try await connection.call(
+            destination: player.busName, path: "/org/mpris/MediaPlayer2",
+            interface: "org.freedesktop.DBus.Properties", method: "Get",
+            arguments: [.string("org.spool.Spool1"), .string("CachedRanges")]
+        ).first?.variantValue?.arrayValues?.compactMap(\.structureFields).map { $0.compactMap(\.int64Value) }
+        #expect(cached?.count == 1 && cached?.first?.first == 0, "cached \(String(describing: cached))")
+        #expect((cached?.first?.last ?? 0) > 11_000, "cached \(String(describing: cached))")
 
         // Metered, with a quality below the higher variant: it is never chosen.
         player.stop()
@@ -225,12 +234,14 @@ struct HLSEndToEndTests {
     }
 
     /// A live presentation: 2-s segments of one continuous encoding, listed six at a time in a
-    /// window that slides by one segment every 2 s, as a live packager's does.
-    @Test func aLivePlaylistPlaysFromNearItsEdgeWithoutAStallAndKeepsNothing() async throws {
-        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 150)
+    /// window that slides by one segment every 2 s, as a live packager's does; heard for a
+    /// minute through what live origins do: reloads that fail (503) and answer slowly, and
+    /// segments listed before the origin serves them (404 once, then twice).
+    @Test func aLivePlaylistPlaysFromNearItsEdgeForAMinuteOfFaultsWithoutAStallAndKeepsNothing() async throws {
+        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: true, lifetime: 200)
         let media = try TemporaryDirectory(prefix: "spool-hls-live")
-        let (_, segments) = try await HLSMedia.make(in: media.url, seconds: 60, targetDuration: 2)
-        try #require(segments.count >= 25, "hlssink2 wrote \(segments)")
+        let (_, segments) = try await HLSMedia.make(in: media.url, seconds: 90, targetDuration: 2)
+        try #require(segments.count >= 40, "hlssink2 wrote \(segments)")
         let window = 6
         let sliding = try HLSMedia.serveLive(segments, from: media.url, on: rig.origin, window: window)
         defer { sliding.cancel() }
@@ -244,8 +255,16 @@ struct HLSEndToEndTests {
         print("HLS live: open → advancing \(String(format: "%.3f", advancing)) s")
         _ = try await monitor.firstSound(after: offset, since: opened, timeout: 10)
         let soundStart = monitor.offset
-        // 20 s of listening while the window slides ten times: no stall (no 0.3 s of silence).
-        let listened: Double = 20
+        // The faults, from the first sound on: the next two reloads fail and every reload takes
+        // 150 ms to answer; two segments not yet served when first asked for.
+        rig.origin.setFaults(
+            OriginFaults(firstByteLatency: 0.15, errorResponses: .init(count: 2, status: 503)), for: "/live.m3u8")
+        let notYetServed = [(segments[8], 1), (segments[14], 2)]
+        for (segment, times) in notYetServed {
+            rig.origin.setFaults(OriginFaults(errorResponses: .init(count: times, status: 404)), for: "/" + segment)
+        }
+        // A minute of listening while the window slides thirty times: no stall (0.3 s of silence).
+        let listened: Double = 60
         await #expect(throws: (any Error).self, "a stall while the window slid\n\(context())") {
             _ = try await monitor.silence(after: soundStart, lasting: 0.3, timeout: listened)
         }
@@ -255,12 +274,15 @@ struct HLSEndToEndTests {
         ).first?.variantValue?.boolValue
         #expect(canSeek == false)
         #expect(try await probe.remote.metadata().length == nil, "a live presentation has no length")
-        // Each segment fetched once; the first one played is three target durations from the edge.
+        // Each segment fetched once, those not served yet once more per refusal; the first one
+        // played is three target durations from the edge.
         let fetched = rig.origin.requests().filter { $0.path.hasSuffix(".ts") }.map(\.path)
-        #expect(Set(fetched).count == fetched.count, "a segment fetched twice: \(fetched)")
+        var expected = Dictionary(uniqueKeysWithValues: Set(fetched).map { ($0, 1) })
+        for (segment, times) in notYetServed { expected["/" + segment] = 1 + times }
+        #expect(Dictionary(fetched.map { ($0, 1) }, uniquingKeysWith: +) == expected, "fetched: \(fetched)")
         #expect(fetched.first == "/" + segments[window - 3], "started at \(fetched.first ?? "none")")
         let reloads = rig.origin.requests().filter { $0.path == "/live.m3u8" }.count
-        #expect(reloads >= 8, "the playlist was reloaded \(reloads) times in \(listened) s")
+        #expect(reloads >= 28, "the playlist was reloaded \(reloads) times in \(listened) s")
         // Nothing of a live presentation is stored: no data file holds a byte.
         let files = cachedFiles(of: player)
         #expect(files.filter { $0.key.hasPrefix("/spool/data/") }.values.reduce(0, +) == 0, "stored: \(files)")

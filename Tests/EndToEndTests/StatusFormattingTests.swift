@@ -172,13 +172,15 @@ struct StatusFormattingTests {
 
 @Suite("Status of a live stream")
 struct LiveStatusTests {
-    private func live(status: String = "Playing", song: String? = "Miles Davis - So What")
+    private func live(status: String = "Playing", song: String? = "Miles Davis - So What", aired: Int64? = nil)
         -> (player: [String: DBusValue], spool: [String: DBusValue])
     {
         var given = properties(
             title: "So What", artists: ["Miles Davis"], album: "Jazz FM", status: status, length: nil)
         var fields: [(String, DBusValue)] = [("station", .string("Jazz FM")), ("genre", .string("Jazz"))]
         if let song { fields.append(("song", .string(song))) }
+        // Aired at `aired` µs when the position was 60 s.
+        if let aired { fields += [("aired", .int64(aired)), ("airedPosition", .int64(60_000_000))] }
         given.spool["Live"] = .stringVariantDict(fields)
         return given
     }
@@ -193,6 +195,19 @@ struct LiveStatusTests {
     @Test func aPausedStationWithoutASongSaysSo() {
         let given = live(status: "Paused", song: nil)
         #expect(statusLines(player: given.player, spool: given.spool).first == "Live (paused): Jazz FM")
+    }
+
+    /// A station that dates its audio: the time on air of what is heard now (5 s past the
+    /// dated moment, at 1:05 against 1:00), in local time.
+    @Test func aDatedStationSaysWhenWhatIsHeardWentOnAir() {
+        let given = live(aired: 1_800_000_000_000_000)
+        let heard = Calendar.current.dateComponents(in: .current, from: Date(timeIntervalSince1970: 1_800_000_005))
+        let clock = String(format: "%02d:%02d:%02d", heard.hour ?? -1, heard.minute ?? -1, heard.second ?? -1)
+        #expect(
+            statusLines(player: given.player, spool: given.spool).dropFirst().first
+                == "listening 1:05 · on air at \(clock)")
+        #expect(snapshot(given).jsonFields(text: nil)["on_air"] == .integer(1_800_000_005))
+        #expect(snapshot(live()).jsonFields(text: nil)["on_air"] == .null)
     }
 
     @Test func theJSONCarriesTheStationAndTheSong() throws {

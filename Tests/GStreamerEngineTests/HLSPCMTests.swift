@@ -27,6 +27,20 @@ struct HLSPCMTests {
         try await expectSamePCM(playlist: media.playlist, segments: media.segments, whole: joined, in: dir)
     }
 
+    /// A radio's segments carry the song on air as timed ID3 in a metadata stream of their own:
+    /// the demuxer offers a stream no decoder takes, and the audio must play on regardless.
+    @Test func mpegTSSegmentsWithTimedID3DecodeToTheSamePCMAsWithout() async throws {
+        let dir = try TemporaryDirectory()
+        let media = try await HLSMedia.make(in: dir.url, seconds: Self.seconds)
+        let joined = dir.file("joined.ts")
+        try Data(media.segments.map { try Data(contentsOf: dir.file($0)) }.joined()).write(to: joined)
+        for (number, name) in media.segments.enumerated() {
+            let tag = TimedID3Writer.songTag(artist: "Artist \(number)", title: "Song \(number)")
+            try TimedID3Writer.adding(tag, to: Data(contentsOf: dir.file(name))).write(to: dir.file(name))
+        }
+        try await expectSamePCM(playlist: media.playlist, segments: media.segments, whole: joined, in: dir)
+    }
+
     @Test func packedAudioSegmentsDecodeToTheSamePCMAsTheWholeFile() async throws {
         let dir = try TemporaryDirectory()
         let media = try await HLSFormats.makePackedAudio(in: dir.url, seconds: Self.seconds)

@@ -1,4 +1,5 @@
 import ByteSourceAPI
+import Foundation
 import Testing
 
 @testable import GStreamerEngine
@@ -22,8 +23,22 @@ struct LiveTitleScheduleTests {
         parseFrames(&schedule, through: 80_000)
         // The first frame at or past byte 32 000 starts at byte 32 186: 2.011625 s.
         #expect(schedule.due(heard: .milliseconds(2011)).isEmpty)
-        #expect(schedule.due(heard: .microseconds(2_011_625)) == [title("Song A")])
+        #expect(schedule.due(heard: .microseconds(2_011_625)) == [.title(title("Song A"))])
         #expect(!schedule.hasWaiting)
+    }
+
+    /// A segment's air date and the song its tag names, at the same byte: both due together, in
+    /// the order they came; the next segment's date when its own first frame is heard.
+    @Test func airDatesAreDueWithTheAudioTheyDateLikeTitles() {
+        var schedule = LiveTitleSchedule()
+        let aired = Date(timeIntervalSince1970: 1_800_000_000)
+        schedule.arrived(.programDate(aired), at: 0)
+        schedule.titleArrived(title("Song A"), at: 0)
+        schedule.arrived(.programDate(aired + 2), at: 32_000)
+        parseFrames(&schedule, through: 80_000)
+        #expect(schedule.due(heard: .seconds(1)) == [.programDate(aired), .title(title("Song A"))])
+        #expect(schedule.due(heard: .seconds(2)).isEmpty)
+        #expect(schedule.due(heard: .seconds(2.1)) == [.programDate(aired + 2)])
     }
 
     @Test func aTitleWaitsUntilItsBytesAreParsed() {
@@ -34,7 +49,7 @@ struct LiveTitleScheduleTests {
         #expect(schedule.hasWaiting)
         schedule.frameParsed(at: 16_302, time: .microseconds(1_018_875))
         #expect(schedule.due(heard: .seconds(1)).isEmpty)
-        #expect(schedule.due(heard: .seconds(2)) == [title("Song A")])
+        #expect(schedule.due(heard: .seconds(2)) == [.title(title("Song A"))])
     }
 
     @Test func titlesComeInOrderAndSeveralMayBeDueAtOnce() {
@@ -43,9 +58,9 @@ struct LiveTitleScheduleTests {
         schedule.titleArrived(title("B"), at: 16_000)
         schedule.titleArrived(title("C"), at: 48_000)
         parseFrames(&schedule, through: 64_000)
-        #expect(schedule.due(heard: .zero) == [title("A")])
+        #expect(schedule.due(heard: .zero) == [.title(title("A"))])
         #expect(schedule.due(heard: .seconds(1)).isEmpty, "B starts with the frame at byte 16 302, 1.019 s")
-        #expect(schedule.due(heard: .seconds(3.5)) == [title("B"), title("C")])
+        #expect(schedule.due(heard: .seconds(3.5)) == [.title(title("B")), .title(title("C"))])
     }
 
     @Test func aTitleForBytesAlreadyParsedIsDueWithTheLastFrame() {
@@ -53,13 +68,13 @@ struct LiveTitleScheduleTests {
         parseFrames(&schedule, through: 40_000)
         schedule.titleArrived(title("Late"), at: 1_000)
         #expect(schedule.due(heard: .seconds(2)).isEmpty, "the last frame parsed is at 2.48 s")
-        #expect(schedule.due(heard: .seconds(3)) == [title("Late")])
+        #expect(schedule.due(heard: .seconds(3)) == [.title(title("Late"))])
     }
 
     @Test func aStationAnnouncingFasterThanAnyoneListensKeepsOnlyTheNewest() {
         var schedule = LiveTitleSchedule()
         for index in 0..<(LiveTitleSchedule.limit + 10) { schedule.titleArrived(title("\(index)"), at: Int64(index)) }
         #expect(schedule.waiting.count == LiveTitleSchedule.limit)
-        #expect(schedule.waiting.first?.title == title("10"))
+        #expect(schedule.waiting.first?.announcement == .title(title("10")))
     }
 }

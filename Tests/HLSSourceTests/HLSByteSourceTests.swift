@@ -3,6 +3,7 @@ import Foundation
 import HLS
 import HLSSource
 import Synchronization
+import TestSupport
 import Testing
 
 /// A resource held in memory whose open and bytes come when the test says.
@@ -16,18 +17,22 @@ private final class HeldSource: ByteSource {
     let bytes: Data
     private let state = Mutex(State())
 
-    init(_ bytes: Data, available: Int? = nil, transfer: TransferSample? = nil) {
+    init(_ bytes: Data, available: Int? = nil, transfer: TransferSample? = nil, failsToOpen: Bool = false) {
         self.bytes = bytes
         self.transfer = transfer
+        self.failsToOpen = failsToOpen
         state.withLock { $0.available = available ?? bytes.count }
     }
 
     var closed: Bool { state.withLock { $0.closed } }
     /// What its download measures as, told to the handler once it opened.
     let transfer: TransferSample?
+    /// Its open fails, as a segment not on the server yet (404) does.
+    let failsToOpen: Bool
     private let transferHandler = Mutex<(@Sendable (TransferSample) -> Void)?>(nil)
 
     func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
+        guard !failsToOpen else { return completion(.failure(.gone("not there yet"))) }
         completion(.success(ResourceInfo(length: Int64(bytes.count), randomAccess: true)))
         if let transfer, let handler = transferHandler.withLock({ $0 }) { handler(transfer) }
     }
@@ -68,6 +73,8 @@ private final class Origin: Sendable {
     let sources: Mutex<[URL: [HeldSource]]> = Mutex([:])
     let bodies: [URL: Data]
     let slow: Set<URL>
+    /// How many of the first sources made for a URL fail to open.
+    let failingOpens: [URL: Int]
     /// The playlists fetched, in order.
     let fetched: Mutex<[URL]> = Mutex([])
     /// Whether each segment source made was a live one.
@@ -80,9 +87,10 @@ private final class Origin: Sendable {
 
     init(
         playlists: [URL: String], bodies: [URL: Data], slow: Set<URL> = [], blobs: [URL: Data] = [:],
-        transfers: [URL: TransferSample] = [:]
+        transfers: [URL: TransferSample] = [:], failingOpens: [URL: Int] = [:]
     ) {
         self.transfers = transfers
+        self.failingOpens = failingOpens
         self.playlists = Mutex(playlists)
         self.bodies = bodies
         self.slow = slow
@@ -100,8 +108,10 @@ private final class Origin: Sendable {
             },
             makeSource: { [self] address, live throws(MediaSourceError) in
                 guard let body = bodies[address] else { throw MediaSourceError.gone(address.path) }
+                let madeBefore = made(address).count
                 let source = HeldSource(
-                    body, available: slow.contains(address) ? 0 : nil, transfer: transfers[address])
+                    body, available: slow.contains(address) ? 0 : nil, transfer: transfers[address],
+                    failsToOpen: madeBefore < failingOpens[address, default: 0])
                 sources.withLock { $0[address, default: []].append(source) }
                 liveFlags.withLock { $0.append(live) }
                 return source
@@ -372,6 +382,51 @@ struct HLSByteSourceTests {
         #expect(all == Self.segments[2] + Self.segments[4], "live3.ts is gone: the stream skips it")
     }
 
+    /// A live segment listed before the origin serves it (a CDN edge still filling) is asked
+    /// for again and plays; one that fails every attempt is skipped.
+    @Test(arguments: [(2, true), (HLSByteSource.liveSegmentAttempts, false)])
+    func aLiveSegmentNotServedYetIsAskedForAgain(failing: Int, heard: Bool) async throws {
+        let names = (0..<5).map { "live\($0).ts" }
+        let bodies = Dictionary(uniqueKeysWithValues: zip(names.map(url), Self.segments))
+        let playlist =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:0\n"
+            + names.map { "#EXTINF:1.0,\n\($0)\n" }.joined()
+        let origin = Origin(
+            playlists: [url("live.m3u8"): playlist], bodies: bodies, failingOpens: [url("live3.ts"): failing])
+        let source = origin.source(url("live.m3u8"))
+        _ = try await open(source).get()
+        let reading = Task { await readAll(source) }
+        origin.playlists.withLock { $0[url("live.m3u8")] = playlist + "#EXT-X-ENDLIST\n" }
+        let all = try await reading.value.get()
+        #expect(all == Self.segments[2] + (heard ? Self.segments[3] : Data()) + Self.segments[4])
+        #expect(origin.made(url("live3.ts")).count == min(failing + 1, HLSByteSource.liveSegmentAttempts))
+    }
+
+    /// A reader held back (a pause) while the window slides past the segments it has not begun:
+    /// those are skipped without being asked for (RFC 8216 §6.3.3), and the stream goes on at
+    /// the oldest segment still listed.
+    @Test func segmentsTheWindowSlidPastWhileTheReaderWaitedAreSkippedUnasked() async throws {
+        let names = (0..<9).map { "w\($0).ts" }
+        let bodies = (0..<9).map { Data("window segment \($0) ".utf8) }
+        func listing(_ range: Range<Int>, end: Bool = false) -> String {
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(range.lowerBound)\n"
+                + range.map { "#EXTINF:1.0,\n\(names[$0])\n" }.joined() + (end ? "#EXT-X-ENDLIST\n" : "")
+        }
+        let origin = Origin(
+            playlists: [url("w.m3u8"): listing(0..<5)],
+            bodies: Dictionary(uniqueKeysWithValues: zip(names.map(url), bodies)), slow: [url("w3.ts")])
+        let source = origin.source(url("w.m3u8"))
+        _ = try await open(source).get()
+        // The reader starts at w2 (three target durations from the end) and waits in w3.
+        let reading = Task { await readAll(source) }
+        while origin.made(url("w3.ts")).isEmpty { await Task.yield() }
+        origin.playlists.withLock { $0[url("w.m3u8")] = listing(6..<9, end: true) }
+        while origin.fetched.withLock({ $0.count }) < 2 { try await Task.sleep(for: .milliseconds(10)) }
+        origin.made(url("w3.ts")).forEach { $0.arrive() }
+        #expect(try await reading.value.get() == bodies[2] + bodies[6] + bodies[7] + bodies[8])
+        #expect(origin.made(url("w4.ts")).isEmpty, "w4 left the window unread: never asked for")
+    }
+
     /// A live packed-audio segment's leading ID3 tag names what is on air: its title and artist
     /// are announced at the segment's first byte, and the tag never reaches the stream.
     @Test func aLiveSegmentsID3TitleIsAnnouncedAtItsFirstByte() async throws {
@@ -404,6 +459,63 @@ struct HLSByteSourceTests {
         let second = Int64(Self.segments[0].count + Self.segments[1].count)
         #expect(titles.withLock { $0.map(\.0) } == ["Band - First", "Other - Second"])
         #expect(titles.withLock { $0.map(\.1) } == [0, second])
+    }
+
+    /// Live MPEG-TS segments name what is on air in timed ID3: each title is announced at the
+    /// audio its tag comes before, counted in the audio's bytes as the parser behind the demuxer
+    /// counts them; read 7 bytes at a time, the segments reach the stream whole.
+    @Test func aLiveTransportStreamsTimedID3TitleIsAnnouncedWhereItsTagBegins() async throws {
+        let first = try TimedID3Writer.adding(
+            TimedID3Writer.songTag(artist: "Band", title: "First"), to: TimedID3Writer.syntheticSegment(audioPackets: 6)
+        )
+        let plain = TimedID3Writer.syntheticSegment(audioPackets: 6)
+        let second = try TimedID3Writer.adding(
+            TimedID3Writer.songTag(artist: "Other", title: "Second"),
+            to: TimedID3Writer.syntheticSegment(audioPackets: 6))
+        let names = ["t0.ts", "t1.ts", "t2.ts"]
+        let playlist =
+            "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:0\n"
+            + names.map { "#EXTINF:1.0,\n\($0)\n" }.joined()
+        let origin = Origin(
+            playlists: [url("radio.m3u8"): playlist],
+            bodies: [url("t0.ts"): first, url("t1.ts"): plain, url("t2.ts"): second])
+        let source = origin.source(url("radio.m3u8"))
+        let titles = Mutex<[(String, Int64)]>([])
+        source.whenStreamTitle { title, offset in titles.withLock { $0.append((title.text, offset)) } }
+        _ = try await open(source).get()
+        let reading = Task { await readAll(source) }
+        origin.playlists.withLock { $0[url("radio.m3u8")] = playlist + "#EXT-X-ENDLIST\n" }
+        #expect(try await reading.value.get() == first + plain + second)
+        #expect(titles.withLock { $0.map(\.0) } == ["Band - First", "Other - Second"])
+        // Six audio packets a segment: 184 bytes of payload each, less the PES header's 14.
+        let audioPerSegment: Int64 = 6 * 184 - 14
+        #expect(titles.withLock { $0.map(\.1) } == [0, 2 * audioPerSegment])
+    }
+
+    /// A live playlist dated by `EXT-X-PROGRAM-DATE-TIME` on its first segment: each segment's
+    /// air time (the others counted by their durations) is announced at its first byte, those
+    /// of a reload too.
+    @Test func eachLiveSegmentsAirTimeIsAnnouncedAtItsFirstByte() async throws {
+        let names = (0..<5).map { "d\($0).ts" }
+        func listing(_ range: Range<Int>, end: Bool = false) -> String {
+            "#EXTM3U\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:\(range.lowerBound)\n"
+                + "#EXT-X-PROGRAM-DATE-TIME:2027-01-15T10:00:0\(2 * range.lowerBound).500Z\n"
+                + range.map { "#EXTINF:2.0,\n\(names[$0])\n" }.joined() + (end ? "#EXT-X-ENDLIST\n" : "")
+        }
+        let origin = Origin(
+            playlists: [url("d.m3u8"): listing(0..<3)],
+            bodies: Dictionary(uniqueKeysWithValues: zip(names.map(url), Self.segments)))
+        let source = origin.source(url("d.m3u8"))
+        let dates = Mutex<[(Date, Int64)]>([])
+        source.whenProgramDate { date, offset in dates.withLock { $0.append((date, offset)) } }
+        _ = try await open(source).get()
+        let reading = Task { await readAll(source) }
+        origin.playlists.withLock { $0[url("d.m3u8")] = listing(2..<5, end: true) }
+        #expect(try await reading.value.get() == Self.segments.reduce(Data(), +))
+        let base = try #require(ISO8601DateFormatter().date(from: "2027-01-15T10:00:00Z")).addingTimeInterval(0.5)
+        #expect(dates.withLock { $0.map(\.0) } == (0..<5).map { base.addingTimeInterval(2 * Double($0)) })
+        let starts = Self.segments.indices.map { Int64(Self.segments[..<$0].reduce(0) { $0 + $1.count }) }
+        #expect(dates.withLock { $0.map(\.1) } == starts)
     }
 
     /// A live master playlist switches like an on-demand one, at the next reload: the new

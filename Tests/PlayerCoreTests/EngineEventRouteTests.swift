@@ -1,5 +1,6 @@
 import ByteSourceAPI
 import EngineAPI
+import Foundation
 import Testing
 
 @testable import PlayerCore
@@ -106,6 +107,13 @@ struct EngineEventRouteTests {
         Row(
             event: .streamTitle(prepared, song), tracks: tracks(), route: .ignored,
             testDescription: "a song of a stream not heard yet"),
+        Row(
+            event: .programDate(loaded, Date(timeIntervalSince1970: 1e9), heardAt: .seconds(3)), tracks: tracks(),
+            route: .programDate(Date(timeIntervalSince1970: 1e9), heardAt: .seconds(3)),
+            testDescription: "the loaded live stream's audio is dated"),
+        Row(
+            event: .programDate(prepared, Date(timeIntervalSince1970: 1e9), heardAt: .zero), tracks: tracks(),
+            route: .ignored, testDescription: "a date of a stream not heard yet"),
         Row(
             event: .endOfTrack(prepared), tracks: tracks(), route: .ignored,
             testDescription: "the end of a track not loaded"),

@@ -130,6 +130,25 @@ struct HistoryTests {
         #expect(recorded == row.recorded)
     }
 
+    /// A dated live stream (HLS with `EXT-X-PROGRAM-DATE-TIME`): each segment heard restates
+    /// when its audio aired; Live changes only when that moves (segments lost, a rejoin), not
+    /// with every segment.
+    @Test func theAirTimeFollowsTheDatedSegmentsAndMovesOnlyOnAJump() {
+        var rig = Self.listening(station: "Jazz FM")
+        let id = rig.id(0)
+        let date = Date(timeIntervalSince1970: 1_800_000_000)
+        rig.apply(.engine(.programDate(id, date, heardAt: .seconds(4))))
+        let first = LiveAiring(date: date, position: .seconds(4))
+        #expect(rig.machine.snapshot.nowPlaying?.live?.aired == first)
+        #expect(first.date(at: .seconds(5.5)) == date + 1.5)
+        // The next segment, 2 s on, says what the pairing already does (heard 50 ms late).
+        rig.apply(.engine(.programDate(id, date + 2, heardAt: .seconds(6.05))))
+        #expect(rig.machine.snapshot.nowPlaying?.live?.aired == first)
+        // 30 s of segments lost: the next one aired 32 s later but is heard 2 s later.
+        rig.apply(.engine(.programDate(id, date + 32, heardAt: .seconds(6))))
+        #expect(rig.machine.snapshot.nowPlaying?.live?.aired == LiveAiring(date: date + 32, position: .seconds(6)))
+    }
+
     @Test func aFilesTagsAreNoSongHeard() {
         var rig = MachineRig()
         var steps: [PlaybackStep] = []

@@ -36,9 +36,11 @@ public enum HLSMedia {
     /// Serves `segments` (files in `folder`) on `origin` as a live presentation at `/live.m3u8`:
     /// `window` segments listed at a time, the window sliding by one every `targetDuration`
     /// seconds from now, as a live packager's does. Cancel the task to stop the sliding.
+    /// `firstAired`: the date the first segment went on air, given to the first one listed as
+    /// `EXT-X-PROGRAM-DATE-TIME` (the others' follow by their durations).
     public static func serveLive(
         _ segments: [String], from folder: URL, on origin: FaultOrigin, window: Int = 6, targetDuration: Int = 2,
-        contentType: String = "video/mp2t"
+        contentType: String = "video/mp2t", firstAired: Date? = nil
     ) throws -> Task<Void, any Error> {
         for segment in segments {
             origin.serve(
@@ -50,6 +52,9 @@ public enum HLSMedia {
         let listing = { (first: Int) -> OriginResource in
             let text =
                 "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:\(targetDuration)\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+                + (firstAired.map {
+                    "#EXT-X-PROGRAM-DATE-TIME:\(programDateTime($0 + Double(first * targetDuration)))\n"
+                } ?? "")
                 + segments[first..<(first + window)].map { "#EXTINF:\(targetDuration).0,\n\($0)\n" }.joined()
             return OriginResource(Data(text.utf8), contentType: "application/vnd.apple.mpegurl")
         }
@@ -61,5 +66,12 @@ public enum HLSMedia {
                 origin.replace("/live.m3u8", with: listing(first))
             }
         }
+    }
+
+    /// An ISO 8601 date and time in UTC with milliseconds, as packagers write it.
+    static func programDateTime(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
     }
 }
