@@ -125,6 +125,57 @@ struct HLSBehaviourEndToEndTests {
         }
     }
 
+    /// A live station paused until the window (six 2-s segments) slid past segments it had
+    /// listed but the player had not begun, within the pause window: Play plays on at once,
+    /// and the segments that left the window meanwhile are never asked for (RFC 8216 §6.3.3).
+    /// The origin still serves them: only the player's requests tell.
+    @Test func aLiveStationPausedPastItsWindowSkipsWhatLeftItUnasked() async throws {
+        let rig = try NetworkRig(linkRate: Self.linkRate, recordAudio: false, lifetime: 120)
+        let media = try TemporaryDirectory(prefix: "spool-hls-pause")
+        let (_, segments) = try await HLSMedia.make(in: media.url, seconds: 60, targetDuration: 2)
+        let sliding = try HLSMedia.serveLive(segments, from: media.url, on: rig.origin)
+        defer { sliding.cancel() }
+        let (player, _, probe) = try await Self.startSpool(on: rig)
+        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
+        let number = { (path: String) in Int(path.filter(\.isNumber)) ?? -1 }
+        let segmentsAsked = { rig.origin.requests().map(\.path).filter { $0.hasSuffix(".ts") }.map(number) }
+        let listedFirst = { () -> Int in
+            let text = String(decoding: rig.origin.resource(at: "/live.m3u8")?.body ?? Data(), as: UTF8.self)
+            let line = text.split(separator: "\n").first { $0.hasPrefix("#EXT-X-MEDIA-SEQUENCE:") } ?? ""
+            return Int(line.split(separator: ":").last ?? "") ?? -1
+        }
+        let opened = try await probe.open(rig.origin.url(for: "live.m3u8"))
+        _ = try await probe.awaitAdvancing(since: opened)
+        try await probe.remote.pause()
+        _ = try await probe.awaitStatus("Paused")
+        let listedAtPause = listedFirst()
+        // Until the window's oldest segment is two past the last the player asked for by then.
+        let deadline = ContinuousClock.now + .seconds(40)
+        while listedFirst() < (segmentsAsked().last ?? 0) + 3, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let askedBefore = segmentsAsked()
+        let lastAsked = try #require(askedBefore.last)
+        let listedAtPlay = listedFirst()
+        try #require(listedAtPlay >= lastAsked + 3, "the window never slid past: \(listedAtPlay)\n\(context())")
+        let played = ContinuousClock.now
+        try await probe.remote.play()
+        let resumed = try await probe.awaitAdvancing(since: played)
+        print(
+            "HLS live paused past its window (listed from \(listedAtPause) at the pause, \(listedAtPlay) at Play): advancing \(String(format: "%.3f", resumed)) s"
+        )
+        // The player goes on to the window: the next segment it asks for is one still listed.
+        while segmentsAsked().count == askedBefore.count, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let askedAfter = Array(segmentsAsked().dropFirst(askedBefore.count))
+        #expect(askedAfter.first.map { $0 >= listedAtPlay } == true, "asked after Play: \(askedAfter)\n\(context())")
+        #expect(
+            !askedAfter.contains { $0 > lastAsked && $0 < listedAtPlay },
+            "asked for what left the window: \(askedAfter)")
+        #expect(resumed < 1, "Play took \(resumed) s to advance")
+    }
+
     /// Served by nginx, which sends validators but no freshness: a replay revalidates each
     /// segment (304s) and fetches none of its bytes again.
     @Test func fromNginxAReplayFetchesNoSegmentByteAgain() async throws {
