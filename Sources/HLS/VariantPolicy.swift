@@ -24,7 +24,7 @@ public enum VariantDecision: Sendable, Equatable {
 /// 2. down at once when the link no longer carries the current variant: its bandwidth exceeds
 ///    ``keepShare`` of the ``estimate``, or, with less than ``lowBuffer`` ahead, ``fitShare`` of it;
 /// 3. up only after ``holdSegments`` segments on the current variant and with at least
-///    ``healthyBuffer`` ahead, to the highest whose bandwidth is within ``fitShare`` of the
+///    ``upBuffer`` ahead, to the highest whose bandwidth is within ``fitShare`` of the
 ///    estimate; the first measurement before any switch may lift the start at once;
 /// 4. else stay.
 ///
@@ -66,6 +66,9 @@ public struct VariantPolicy: Sendable {
     /// Going up needs at least this much audio ahead, so that a variant the link carries less well
     /// than measured has time to be left before the buffer runs dry (ExoPlayer's 10 s).
     public static let healthyBuffer: Duration = .seconds(10)
+    /// Going up needs this much audio ahead here: ``healthyBuffer``, or less for a live stream,
+    /// whose reader can never be further ahead than its distance from the live edge.
+    public let upBuffer: Duration
     /// Going up needs this many segments fetched on the current variant since the last switch:
     /// with 6 s segments, at most one rise in 18 s, and never right after a fall.
     public static let holdSegments = 3
@@ -92,7 +95,10 @@ public struct VariantPolicy: Sendable {
     /// never above `ceiling` (a metered network's limit) unless every candidate is, and then the
     /// lowest; playback starts on `current`, usually the lowest, as
     /// ``MasterPlaylist/chooseVariant(from:throughput:ceiling:)`` gives it without a measurement.
-    public init(candidates: [Variant], ceiling: BitsPerSecond? = nil, current: Variant) {
+    /// `reach`: the most audio the reader can hold ahead (a live stream's distance from its
+    /// edge), when that is less than ``healthyBuffer``: going up then needs 80 % of it.
+    public init(candidates: [Variant], ceiling: BitsPerSecond? = nil, current: Variant, reach: Duration? = nil) {
+        upBuffer = reach.map { min(Self.healthyBuffer, $0 * 0.8) } ?? Self.healthyBuffer
         let ordered = candidates.enumerated().sorted { lhs, rhs in
             (lhs.element.switchingBandwidth, lhs.offset) < (rhs.element.switchingBandwidth, rhs.offset)
         }.map(\.element)
@@ -163,7 +169,7 @@ public struct VariantPolicy: Sendable {
         }
         // The first measurement may lift the start at once: the lowest was only a guess.
         let starting = switchCount == 0 && samples == 1
-        let settled = segmentsOnCurrent >= Self.holdSegments && bufferedAhead >= Self.healthyBuffer
+        let settled = segmentsOnCurrent >= Self.holdSegments && bufferedAhead >= upBuffer
         if starting || settled, target.switchingBandwidth > current.switchingBandwidth {
             return .switchTo(target)
         }

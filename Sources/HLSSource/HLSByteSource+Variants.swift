@@ -88,8 +88,16 @@ extension HLSByteSource {
             guard var adaptation = state.adaptation else { return nil }
             adaptation.switching = false
             defer { state.adaptation = adaptation }
-            if state.live != nil {
+            if let live = state.live {
                 state.live?.url = mediaURL
+                // The last segment known, as the new variant lists it: a reload compares URIs
+                // at the same sequence number, and another variant's would read as a restart
+                // of the stream (every listed segment again, from seconds back).
+                if let last = live.lastSegment,
+                    let same = media.segments.first(where: { $0.mediaSequenceNumber == last.mediaSequenceNumber })
+                {
+                    state.live?.lastSegment = same
+                }
             } else {
                 guard case .success(let parts) = SegmentStream.parts(of: media) else { return nil }
                 let from = state.current + 1

@@ -205,7 +205,9 @@ public final class HLSByteSource: ByteSource {
                 $0.adaptation = Adaptation(
                     master: master,
                     policy: VariantPolicy(
-                        candidates: audio.isEmpty ? master.variants : audio, ceiling: limit, current: variant))
+                        candidates: audio.isEmpty ? master.variants : audio, ceiling: limit, current: variant,
+                        // A live reader starts three target durations from the edge: never further ahead.
+                        reach: media.isLive ? media.targetDuration * 3 : nil))
             }
             Self.log.info("\(url.lastPathComponent): variant of \(variant.bandwidth) bit/s")
             return (media, chosen)

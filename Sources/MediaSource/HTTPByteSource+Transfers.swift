@@ -156,6 +156,16 @@ extension HTTPByteSource {
                 if let rate = measure(key, deliveredUpTo: next, state) {
                     effects.actions += state.planner.setRate(rate, of: key, cached: held(state), now: .now)
                 }
+                if let length = state.info?.length, next >= length, let meter = state.meters[key],
+                    let handler = state.transferHandler
+                {
+                    // The resource's last byte: measured now, as its reader may close the source
+                    // (an HLS segment read through moves on) before the transfer's end is seen.
+                    let sample = TransferSample(
+                        bytes: state.received[key] ?? 0, took: ContinuousClock.now - meter.start)
+                    callbacks.append { handler(sample) }
+                    state.meters[key] = nil
+                }
             case .status(.endedShort(let length)):
                 // The origin overstated the length: the stream ends here, for this play and the next.
                 log.info(

@@ -176,6 +176,69 @@ struct HLSBehaviourEndToEndTests {
         #expect(resumed < 1, "Play took \(resumed) s to advance")
     }
 
+    /// A live master playlist of 64 and 192 kbit/s variants over a link at 3× the higher: it
+    /// starts low and moves up, and from then on reloads the higher variant's playlist and takes
+    /// its segments in sequence, none asked twice, while playing on.
+    @Test func aLiveMasterMovesUpAndFollowsTheVariantItPlays() async throws {
+        let rig = try NetworkRig(linkRate: 72_000, recordAudio: false, lifetime: 120)
+        let media = try TemporaryDirectory(prefix: "spool-hls-live-master")
+        var made: [(name: String, segments: [String])] = []
+        for (name, bitrate) in [("low", 64_000), ("high", 192_000)] {
+            let folder = media.url.appendingPathComponent(name)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            made.append(
+                (name, try await HLSMedia.make(in: folder, seconds: 40, targetDuration: 2, bitrate: bitrate).segments))
+        }
+        // Both windows slide together, as one packager's variants do.
+        let slides = try made.map { variant in
+            try HLSMedia.serveLive(
+                variant.segments, from: media.url.appendingPathComponent(variant.name), on: rig.origin,
+                directory: variant.name + "/")
+        }
+        defer { slides.forEach { $0.cancel() } }
+        let master = """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=200000,CODECS="mp4a.40.2"
+            high/live.m3u8
+            #EXT-X-STREAM-INF:BANDWIDTH=70000,CODECS="mp4a.40.2"
+            low/live.m3u8
+
+            """
+        rig.origin.serve(
+            OriginResource(Data(master.utf8), contentType: "application/vnd.apple.mpegurl"), at: "/master.m3u8")
+        let (player, connection, probe) = try await Self.startSpool(on: rig)
+        let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests().map(\.path))" }
+        let opened = try await probe.open(rig.origin.url(for: "master.m3u8"))
+        _ = try await probe.awaitAdvancing(since: opened)
+        let variantNumber = { () async throws -> Int32? in
+            try await connection.call(
+                destination: player.busName, path: "/org/mpris/MediaPlayer2",
+                interface: "org.freedesktop.DBus.Properties", method: "Get",
+                arguments: [.string("org.spool.Spool1"), .string("Variant")]
+            ).first?.variantValue?.stringVariantDictValue?["number"]?.int32Value
+        }
+        let deadline = ContinuousClock.now + .seconds(20)
+        while try await variantNumber() != 2, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(try await variantNumber() == 2, "never moved up\n\(context())")
+        // The segments already listed play out; those after them come from the higher variant,
+        // whose playlist alone is reloaded from the switch on.
+        let paths = { rig.origin.requests().map(\.path) }
+        while !paths().contains(where: { $0.hasPrefix("/high/") && $0.hasSuffix(".ts") }),
+            ContinuousClock.now < deadline
+        {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let afterSwitch = paths().drop { $0 != "/high/live.m3u8" }.dropFirst()
+        #expect(!afterSwitch.contains("/low/live.m3u8"), "the lower playlist still reloaded\n\(context())")
+        _ = try await probe.awaitAdvancing(since: .now)
+        // The segments in sequence across the switch: each number once, in order.
+        let numbers = paths().filter { $0.hasSuffix(".ts") }.map { Int($0.filter(\.isNumber)) ?? -1 }
+        #expect(numbers == numbers.sorted() && Set(numbers).count == numbers.count, "segments: \(paths())")
+        #expect(paths().contains { $0.hasPrefix("/high/") && $0.hasSuffix(".ts") }, "\(context())")
+    }
+
     /// Served by nginx, which sends validators but no freshness: a replay revalidates each
     /// segment (304s) and fetches none of its bytes again.
     @Test func fromNginxAReplayFetchesNoSegmentByteAgain() async throws {

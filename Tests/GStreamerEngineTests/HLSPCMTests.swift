@@ -75,6 +75,47 @@ struct HLSPCMTests {
         try await expectSamePCM(playlist: media.playlist, segments: media.segments, whole: media.whole, in: dir)
     }
 
+    /// A variant switch in fragmented MP4 splices the new variant's initialization section in
+    /// before its segments (a new `EXT-X-MAP` mid-stream, as a switch lays out the parts): the
+    /// decoder takes the new section and plays on, losing and repeating nothing (the two
+    /// variants' encodings differ, so the length and the absence of silence are what is
+    /// compared).
+    @Test func aNewInitializationSectionMidStreamPlaysOnWithNothingLost() async throws {
+        let dir = try TemporaryDirectory()
+        var made: [HLSFormats.Presentation] = []
+        for (name, bitrate) in [("low", 64_000), ("high", 192_000)] {
+            let folder = dir.file(name)
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            made.append(try await HLSFormats.makeFragmentedMP4(in: folder, seconds: Self.seconds, bitrate: bitrate))
+        }
+        let (low, high) = (made[0], made[1])
+        #expect(low.segments.count >= 3 && low.segments == high.segments, "\(low.segments) \(high.segments)")
+        let text = { (url: URL) in try String(contentsOf: url, encoding: .utf8) }
+        // The low variant's map and first segment, then the high variant's map and the rest.
+        let lowLines = try text(low.playlist).split(separator: "\n")
+        let highLines = try text(high.playlist).split(separator: "\n")
+        let header = lowLines.prefix { !$0.hasPrefix("#EXT-X-MAP") && !$0.hasPrefix("#EXTINF") }
+        let entries = { (lines: [Substring]) in
+            zip(lines.indices, lines).filter { $0.1.hasPrefix("#EXTINF") }.map { "\(lines[$0.0])\n\(lines[$0.0 + 1])" }
+        }
+        let spliced =
+            header.joined(separator: "\n") + "\n#EXT-X-MAP:URI=\"low/init.mp4\"\n"
+            + entries(Array(lowLines)).prefix(1).map { $0.replacingOccurrences(of: "\nseg", with: "\nlow/seg") }
+            .joined(separator: "\n")
+            + "\n#EXT-X-MAP:URI=\"high/init.mp4\"\n"
+            + entries(Array(highLines)).dropFirst().map { $0.replacingOccurrences(of: "\nseg", with: "\nhigh/seg") }
+            .joined(separator: "\n") + "\n#EXT-X-ENDLIST\n"
+        let playlist = dir.file("switch.m3u8")
+        try Data(spliced.utf8).write(to: playlist)
+        _ = try await decodeAwaitingEnd(playlist, source: Self.localSource, into: dir.file("switch.raw"))
+        _ = try await decodeAwaitingEnd(low.whole, source: Self.localSource, into: dir.file("low.raw"))
+        let switched = try Data(contentsOf: dir.file("switch.raw"))
+        let reference = try Data(contentsOf: dir.file("low.raw"))
+        // 44.1 kHz stereo 16-bit: 4 bytes a frame; within one AAC frame (1024 samples) of the whole.
+        #expect(abs(switched.count - reference.count) <= 1024 * 4, "\(switched.count) vs \(reference.count) bytes")
+        #expect(longestSilence(switched) < 4410 * 4, "a silence of \(longestSilence(switched) / 4) frames")
+    }
+
     /// The comparison catches a join that loses audio: the same fragmented-MP4 presentation with
     /// its second segment left out of the playlist decodes to different, shorter PCM.
     @Test func aSegmentLeftOutShowsAsADifference() async throws {
@@ -145,4 +186,15 @@ private func adtsFrameCount(_ data: Data) throws -> Int {
         count += 1
     }
     return count
+}
+
+/// The longest run of zero bytes in `pcm`: a silence the tone never has.
+private func longestSilence(_ pcm: Data) -> Int {
+    var longest = 0
+    var run = 0
+    for byte in pcm {
+        run = byte == 0 ? run + 1 : 0
+        longest = max(longest, run)
+    }
+    return longest
 }

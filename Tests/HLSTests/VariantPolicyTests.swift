@@ -62,6 +62,28 @@ private struct Playback {
 
 @Suite("Variant policy")
 struct VariantPolicyTests {
+    /// A live stream of 2-s segments, read from 6 s behind its edge, never holds 10 s ahead:
+    /// after a dip it comes back up with 80 % of its reach ahead; a policy that asks for 10 s
+    /// stays low for ever.
+    @Test func aLiveStreamComesBackUpWithinTheReachOfItsEdge() {
+        func recovered(reach: Duration?) -> Variant {
+            var playback = Playback(policy: VariantPolicy(candidates: ladder, current: v128, reach: reach))
+            playback.segmentSeconds = 2
+            playback.maximumBuffer = .seconds(6)
+            playback.play(6, at: 400_000)
+            playback.play(4, at: 100_000)  // the dip: down
+            playback.play(30, at: 400_000)  // the link back, for a minute
+            return playback.policy.current
+        }
+        #expect(recovered(reach: .seconds(6)) == v256)
+        #expect(recovered(reach: nil).bandwidth < v128.bandwidth, "10 s ahead is out of a live reader's reach")
+        let milliseconds = { (reach: Duration) in
+            (VariantPolicy(candidates: ladder, current: v32, reach: reach).upBuffer / .milliseconds(1)).rounded()
+        }
+        #expect(milliseconds(.seconds(6)) == 4800)
+        #expect(milliseconds(.seconds(30)) == 10_000)
+    }
+
     @Test func aSteadyLinkNeverSwitches() {
         // 200 kbit/s affords 128k (≤ 160k) and keeps it (≤ 180k); 256k would need 320k.
         var onFitting = Playback(policy: VariantPolicy(candidates: ladder, current: v128))

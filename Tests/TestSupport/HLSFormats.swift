@@ -61,12 +61,12 @@ public enum HLSFormats {
     /// before the first `moof`: `ftyp` and `moov`) and `segNNN.m4s` files of whole `moof`+`mdat`
     /// fragments, consecutive fragments merged up to `targetDuration` seconds; `whole` is the
     /// fragmented file mp4mux wrote (with its trailing `mfra`, which no segment carries).
-    public static func makeFragmentedMP4(in folder: URL, seconds: Int, targetDuration: Int = 4) async throws
-        -> Presentation
-    {
+    public static func makeFragmentedMP4(
+        in folder: URL, seconds: Int, targetDuration: Int = 4, bitrate: Int = 128_000
+    ) async throws -> Presentation {
         let whole = folder.appendingPathComponent("whole.mp4")
         try await encodeTone(
-            seconds: seconds, into: whole,
+            seconds: seconds, into: whole, bitrate: bitrate,
             muxer: ["mp4mux", "fragment-duration=\(targetDuration * 1000)", "streamable=true"])
         let bytes = [UInt8](try Data(contentsOf: whole))
         let boxes = try MP4Box.boxes(in: bytes, from: 0, to: bytes.count)
@@ -174,14 +174,14 @@ public enum HLSFormats {
         }
     }
 
-    /// Encodes `seconds` of the tone into `file` through `muxer` (gst-launch elements after
-    /// aacparse).
-    private static func encodeTone(seconds: Int, into file: URL, muxer: [String]) async throws {
+    /// Encodes `seconds` of the tone at `bitrate` into `file` through `muxer` (gst-launch
+    /// elements after aacparse).
+    private static func encodeTone(seconds: Int, into file: URL, bitrate: Int = 128_000, muxer: [String]) async throws {
         let result = try await runCommandAwaiting(
             "gst-launch-1.0",
             [
                 "-q", "-e", "audiotestsrc", "num-buffers=\(seconds * 44100 / 1024)", "freq=440", "volume=0.5", "!",
-                "audio/x-raw,rate=44100,channels=2", "!", "avenc_aac", "bitrate=128000", "!", "aacparse", "!",
+                "audio/x-raw,rate=44100,channels=2", "!", "avenc_aac", "bitrate=\(bitrate)", "!", "aacparse", "!",
             ] + muxer + ["!", "filesink", "location=\(file.path)"], timeout: 60)
         guard result.status == 0 else { throw RigError("encoding \(file.lastPathComponent) failed: \(result.stderr)") }
     }

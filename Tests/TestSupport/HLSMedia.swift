@@ -37,17 +37,18 @@ public enum HLSMedia {
     /// `window` segments listed at a time, the window sliding by one every `targetDuration`
     /// seconds from now, as a live packager's does. Cancel the task to stop the sliding.
     /// `firstAired`: the date the first segment went on air, given to the first one listed as
-    /// `EXT-X-PROGRAM-DATE-TIME` (the others' follow by their durations).
+    /// `EXT-X-PROGRAM-DATE-TIME` (the others' follow by their durations). `directory` (e.g.
+    /// `high/`) puts the playlist and its segments under a folder of the origin.
     public static func serveLive(
         _ segments: [String], from folder: URL, on origin: FaultOrigin, window: Int = 6, targetDuration: Int = 2,
-        contentType: String = "video/mp2t", firstAired: Date? = nil
+        contentType: String = "video/mp2t", firstAired: Date? = nil, directory: String = ""
     ) throws -> Task<Void, any Error> {
         for segment in segments {
             origin.serve(
                 OriginResource(
                     try Data(contentsOf: folder.appendingPathComponent(segment)), contentType: contentType,
                     headers: ["Cache-Control": "max-age=86400"]),
-                at: "/" + segment)
+                at: "/" + directory + segment)
         }
         let listing = { (first: Int) -> OriginResource in
             let text =
@@ -58,12 +59,12 @@ public enum HLSMedia {
                 + segments[first..<(first + window)].map { "#EXTINF:\(targetDuration).0,\n\($0)\n" }.joined()
             return OriginResource(Data(text.utf8), contentType: "application/vnd.apple.mpegurl")
         }
-        origin.serve(listing(0), at: "/live.m3u8")
+        origin.serve(listing(0), at: "/\(directory)live.m3u8")
         let begun = ContinuousClock.now
         return Task {
             for first in 1...(segments.count - window) {
                 try await Task.sleep(until: begun + .seconds(targetDuration * first), clock: .continuous)
-                origin.replace("/live.m3u8", with: listing(first))
+                origin.replace("/\(directory)live.m3u8", with: listing(first))
             }
         }
     }
