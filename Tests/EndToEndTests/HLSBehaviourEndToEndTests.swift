@@ -104,11 +104,8 @@ struct HLSBehaviourEndToEndTests {
         #expect(titles.contains("So What") && titles.last == "Naima", "titles shown: \(titles)\n\(context())")
         #expect(try await probe.remote.metadata().artists == ["John Coltrane"])
         let live =
-            try await connection.call(
-                destination: player.busName, path: "/org/mpris/MediaPlayer2",
-                interface: "org.freedesktop.DBus.Properties", method: "Get",
-                arguments: [.string("org.spool.Spool1"), .string("Live")]
-            ).first?.variantValue?.stringVariantDictValue ?? [:]
+            try await HLSEndToEndTests.spoolProperty("Live", of: player, over: connection)?.stringVariantDictValue
+            ?? [:]
         if format == "MPEG-TS" {
             // Each segment aired 2 s after the one before it; the first one fetched is heard at
             // position 0: what is heard at position p aired 2 s × its number + p after the first.
@@ -196,26 +193,14 @@ struct HLSBehaviourEndToEndTests {
                 directory: variant.name + "/")
         }
         defer { slides.forEach { $0.cancel() } }
-        let master = """
-            #EXTM3U
-            #EXT-X-STREAM-INF:BANDWIDTH=200000,CODECS="mp4a.40.2"
-            high/live.m3u8
-            #EXT-X-STREAM-INF:BANDWIDTH=70000,CODECS="mp4a.40.2"
-            low/live.m3u8
-
-            """
-        rig.origin.serve(
-            OriginResource(Data(master.utf8), contentType: "application/vnd.apple.mpegurl"), at: "/master.m3u8")
+        HLSEndToEndTests.serveMaster(on: rig.origin, media: "live.m3u8")
         let (player, connection, probe) = try await Self.startSpool(on: rig)
         let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests().map(\.path))" }
         let opened = try await probe.open(rig.origin.url(for: "master.m3u8"))
         _ = try await probe.awaitAdvancing(since: opened)
         let variantNumber = { () async throws -> Int32? in
-            try await connection.call(
-                destination: player.busName, path: "/org/mpris/MediaPlayer2",
-                interface: "org.freedesktop.DBus.Properties", method: "Get",
-                arguments: [.string("org.spool.Spool1"), .string("Variant")]
-            ).first?.variantValue?.stringVariantDictValue?["number"]?.int32Value
+            try await HLSEndToEndTests.spoolProperty("Variant", of: player, over: connection)?
+                .stringVariantDictValue?["number"]?.int32Value
         }
         let deadline = ContinuousClock.now + .seconds(20)
         while try await variantNumber() != 2, ContinuousClock.now < deadline {

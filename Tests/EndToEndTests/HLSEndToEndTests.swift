@@ -26,6 +26,32 @@ struct HLSEndToEndTests {
         return (player, connection, probe)
     }
 
+    /// The daemon's Spool1 property `name`, read over `connection`.
+    static func spoolProperty(_ name: String, of player: PlayerProcess, over connection: DBusConnection)
+        async throws -> DBusValue?
+    {
+        try await connection.call(
+            destination: player.busName, path: "/org/mpris/MediaPlayer2",
+            interface: "org.freedesktop.DBus.Properties", method: "Get",
+            arguments: [.string("org.spool.Spool1"), .string(name)]
+        ).first?.variantValue
+    }
+
+    /// Serves `/master.m3u8` on `origin`: variants of 200 and 70 kbit/s whose media playlists are
+    /// `high/<media>` and `low/<media>`.
+    static func serveMaster(on origin: FaultOrigin, media: String) {
+        let master = """
+            #EXTM3U
+            #EXT-X-STREAM-INF:BANDWIDTH=200000,CODECS="mp4a.40.2"
+            high/\(media)
+            #EXT-X-STREAM-INF:BANDWIDTH=70000,CODECS="mp4a.40.2"
+            low/\(media)
+
+            """
+        origin.serve(
+            OriginResource(Data(master.utf8), contentType: "application/vnd.apple.mpegurl"), at: "/master.m3u8")
+    }
+
     /// Seconds of sound heard from `soundStart` (an offset of `monitor`'s recording) until
     /// 0.3 s of silence, and where the first 20 ms of silence began: at the end, when no join
     /// dropped audio.
@@ -84,13 +110,7 @@ struct HLSEndToEndTests {
         let segmentRequests = rig.origin.requests().filter { $0.path.hasSuffix(".ts") }
         #expect(segmentRequests.count == segments.count, "each segment fetched once: \(segmentRequests)")
         // The buffer bar's facts: the whole presentation's time is cached (in milliseconds).
-        let spoolProperty = { (name: String) async throws -> DBusValue? in
-            try await connection.call(
-                destination: player.busName, path: "/org/mpris/MediaPlayer2",
-                interface: "org.freedesktop.DBus.Properties", method: "Get",
-                arguments: [.string("org.spool.Spool1"), .string(name)]
-            ).first?.variantValue
-        }
+        let spoolProperty = { (name: String) in try await Self.spoolProperty(name, of: player, over: connection) }
         let timeLength = try await spoolProperty("ContentLength")?.int64Value ?? -1
         #expect(abs(Double(timeLength) / 1000 - Double(Self.seconds)) < 0.5, "length \(timeLength) ms")
         let cached = try await spoolProperty("CachedRanges")?.arrayValues?.compactMap(\.structureFields)
@@ -130,16 +150,7 @@ struct HLSEndToEndTests {
                     at: "/\(name)/\(segment)")
             }
         }
-        let master = """
-            #EXTM3U
-            #EXT-X-STREAM-INF:BANDWIDTH=200000,CODECS="mp4a.40.2"
-            high/index.m3u8
-            #EXT-X-STREAM-INF:BANDWIDTH=70000,CODECS="mp4a.40.2"
-            low/index.m3u8
-
-            """
-        rig.origin.serve(
-            OriginResource(Data(master.utf8), contentType: "application/vnd.apple.mpegurl"), at: "/master.m3u8")
+        Self.serveMaster(on: rig.origin, media: "index.m3u8")
         let (player, connection, probe) = try await Self.startSpool(on: rig)
         let monitor = try #require(rig.monitor)
         let context = { "daemon log:\n\(player.logTail(60))\norigin: \(rig.origin.requests())" }
@@ -149,11 +160,7 @@ struct HLSEndToEndTests {
         _ = try await monitor.firstSound(after: offset, since: opened, timeout: 10)
         let soundStart = monitor.offset
         let variant = { () async throws -> [String: DBusValue] in
-            try await connection.call(
-                destination: player.busName, path: "/org/mpris/MediaPlayer2",
-                interface: "org.freedesktop.DBus.Properties", method: "Get",
-                arguments: [.string("org.spool.Spool1"), .string("Variant")]
-            ).first?.variantValue?.stringVariantDictValue ?? [:]
+            try await Self.spoolProperty("Variant", of: player, over: connection)?.stringVariantDictValue ?? [:]
         }
         let deadline = ContinuousClock.now + .seconds(10)
         while try await variant()["number"]?.int32Value != 2, ContinuousClock.now < deadline {
@@ -173,11 +180,8 @@ struct HLSEndToEndTests {
         #expect(!high.isEmpty && high.count < names["high"]!.count, "high segments: \(high.map(\.path))")
         // The buffer bar of a master playlist: the time whose segments are stored, of either
         // variant (the low one's first segments, the high one's after): all of it.
-        let cached = try await connection.call(
-            destination: player.busName, path: "/org/mpris/MediaPlayer2",
-            interface: "org.freedesktop.DBus.Properties", method: "Get",
-            arguments: [.string("org.spool.Spool1"), .string("CachedRanges")]
-        ).first?.variantValue?.arrayValues?.compactMap(\.structureFields).map { $0.compactMap(\.int64Value) }
+        let cached = try await Self.spoolProperty("CachedRanges", of: player, over: connection)?.arrayValues?
+            .compactMap(\.structureFields).map { $0.compactMap(\.int64Value) }
         #expect(cached?.count == 1 && cached?.first?.first == 0, "cached \(String(describing: cached))")
         #expect((cached?.first?.last ?? 0) > 11_000, "cached \(String(describing: cached))")
 
