@@ -138,7 +138,9 @@ public final class NetworkRig: Sendable {
         environment["ALSA_CONFIG_PATH"] = "/dev/null"
         if let logLevel { environment["SPOOL_LOG"] = logLevel }
         // A timeline of the daemon's log, asked for by whoever runs the test or the benchmark.
-        environment["SPOOL_LOG_TIME"] = ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"]
+        // Each line stamped with its time since the daemon started: a failure's log tail then
+        // shows where the time went (a start that took seconds longer under load than alone).
+        environment["SPOOL_LOG_TIME"] = ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"] ?? "1"
         environment.merge(extraEnvironment) { _, new in new }
         let sink = audioSink ?? (pulse != nil ? "pulsesink" : "fakesink sync=true")
         let process = try ChildProcess(
