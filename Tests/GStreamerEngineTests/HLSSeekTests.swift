@@ -19,6 +19,17 @@ private func hlsSource(_ url: URL) throws(MediaSourceError) -> any ByteSource {
         makeSource: { address, _ throws(MediaSourceError) in FileByteSource(path: address.path) })
 }
 
+/// An engine playing to a clocked fake sink (in real time) whose HLS tracks are read from local
+/// files, and a recorder of its events.
+private func playingEngine() throws -> (GStreamerEngine, EventRecorder) {
+    let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
+        try hlsSource(url)
+    }
+    let recorder = EventRecorder()
+    engine.setEventHandler { recorder.record($0) }
+    return (engine, recorder)
+}
+
 /// Decodes `url` through the engine from `position` to its end into raw PCM (no clock: as fast
 /// as it decodes), and answers the events. The wait for the end blocks a thread of its own,
 /// not one of the test executor's few: an HLS source opens in a task, which a pool whose
@@ -111,12 +122,8 @@ struct HLSPlayingSeekTests {
     @Test func seeksForwardAndBackLandAtTheTargetAndPlayOn() async throws {
         let folder = try TemporaryDirectory(prefix: "spool-hls-seek")
         let (playlist, _) = try await HLSMedia.make(in: folder.url, seconds: 20)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
-            try hlsSource(url)
-        }
+        let (engine, recorder) = try playingEngine()
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         let id = TrackID(1)
         engine.load(EngineTrack(id: id, url: playlist), at: .zero, playing: true)
         let started = try await position(of: engine) { $0 >= .milliseconds(300) }
@@ -153,12 +160,8 @@ struct HLSPlayingSeekTests {
         let text = try String(contentsOf: playlist, encoding: .utf8)
         let length = text.split(separator: "\n").filter { $0.hasPrefix("#EXTINF:") }
             .compactMap { Double($0.dropFirst("#EXTINF:".count).split(separator: ",")[0]) }.reduce(0, +)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
-            try hlsSource(url)
-        }
+        let (engine, recorder) = try playingEngine()
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         let id = TrackID(1)
         engine.load(EngineTrack(id: id, url: playlist), at: .zero, playing: true)
         _ = try await position(of: engine) { $0 >= .milliseconds(200) }
@@ -188,12 +191,8 @@ struct HLSRateTests {
     @Test func aRateChangeAndASeekAfterItPlayAtTheRate() async throws {
         let folder = try TemporaryDirectory(prefix: "spool-hls-rate")
         let (playlist, _) = try await HLSMedia.make(in: folder.url, seconds: 20)
-        let engine = try GStreamerEngine(audioSink: "fakesink sync=true") { url throws(MediaSourceError) in
-            try hlsSource(url)
-        }
+        let (engine, recorder) = try playingEngine()
         defer { engine.shutdown() }
-        let recorder = EventRecorder()
-        engine.setEventHandler { recorder.record($0) }
         engine.load(EngineTrack(id: TrackID(1), url: playlist), at: .zero, playing: true)
         let rate = 1.5
         func pace(over wall: Duration) async throws -> Double? {

@@ -185,6 +185,19 @@ private func readAll(_ source: HLSByteSource, chunk: Int = 7) async -> Result<Da
 struct HLSByteSourceTests {
     static let segments = (0..<5).map { Data("segment \($0) ".utf8) + Data(repeating: UInt8($0), count: 20 + $0) }
 
+    /// A master playlist of a 256 kbit/s AAC-LC variant at `high/<media>` and a 64 kbit/s HE-AAC
+    /// one at `low/<media>`.
+    static func masterPlaylist(media: String) -> String {
+        """
+        #EXTM3U
+        #EXT-X-STREAM-INF:BANDWIDTH=256000,CODECS="mp4a.40.2"
+        high/\(media)
+        #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.5"
+        low/\(media)
+
+        """
+    }
+
     static func mediaPlaylist(_ names: [String], extra: String = "", end: Bool = true) -> String {
         "#EXTM3U\n#EXT-X-TARGETDURATION:4\n" + extra
             + names.map { "#EXTINF:4.0,\n\($0)\n" }.joined() + (end ? "#EXT-X-ENDLIST\n" : "")
@@ -265,14 +278,7 @@ struct HLSByteSourceTests {
     }
 
     @Test func aMasterPlaylistPlaysItsLowestAudioVariant() async throws {
-        let master = """
-            #EXTM3U
-            #EXT-X-STREAM-INF:BANDWIDTH=256000,CODECS="mp4a.40.2"
-            high/index.m3u8
-            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.5"
-            low/index.m3u8
-
-            """
+        let master = Self.masterPlaylist(media: "index.m3u8")
         let origin = Origin(
             playlists: [
                 url("master.m3u8"): master, url("low/index.m3u8"): Self.mediaPlaylist(["a.ts"]),
@@ -522,14 +528,7 @@ struct HLSByteSourceTests {
     /// variant's playlist is reloaded from then on, and its segments follow the last one read
     /// by their sequence numbers, none repeated and none lost.
     @Test func aLiveMasterSwitchesItsReloadsToTheVariantChosen() async throws {
-        let master = """
-            #EXTM3U
-            #EXT-X-STREAM-INF:BANDWIDTH=256000,CODECS="mp4a.40.2"
-            high/live.m3u8
-            #EXT-X-STREAM-INF:BANDWIDTH=64000,CODECS="mp4a.40.5"
-            low/live.m3u8
-
-            """
+        let master = Self.masterPlaylist(media: "live.m3u8")
         let window = { (variant: String, range: Range<Int>, end: Bool) in
             "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXT-X-MEDIA-SEQUENCE:\(range.lowerBound)\n"
                 + range.map { "#EXTINF:1.0,\n\(variant)\($0).ts\n" }.joined() + (end ? "#EXT-X-ENDLIST\n" : "")

@@ -8,25 +8,30 @@ import Testing
 /// What a new current track shows from its first moment: what the queue already knows of it.
 @Suite("NowPlaying from the first moment")
 struct NowPlayingTests {
-    @Test func aGaplessTrackShowsItsKnownTagsAndLengthFromItsFirstSnapshot() async throws {
-        var tags = TrackTags()
-        tags.title = "Two"
-        tags.artists = ["Band"]
+    /// A player over a fake engine, playing a session of `entries` restored from memory from its
+    /// first; with its update recorder and the queue's ids.
+    func playing(_ entries: [SavedSession.Entry]) async -> (FakeEngine, Player, UpdateRecorder, [TrackID]) {
         let memory = TransientMemory()
         memory.save(
             SavedSession(
-                entries: [
-                    .init(url: URL(fileURLWithPath: "/music/1.flac"), title: nil),
-                    .init(url: URL(fileURLWithPath: "/music/2.flac"), title: nil, tags: tags, duration: .seconds(42)),
-                ],
-                currentIndex: 0, position: .zero, loop: .none, shuffle: false, rate: 1, volume: 1))
+                entries: entries, currentIndex: 0, position: .zero, loop: .none, shuffle: false, rate: 1, volume: 1))
         let engine = FakeEngine(trackLength: nil)
         let player = Player(engine: engine, memory: memory, retryDelay: .zero)
         let recorder = UpdateRecorder()
         await player.observe { recorder.record($0) }
         await player.restoreSession()
         await player.play()
-        let ids = await player.state.queue.map(\.id)
+        return (engine, player, recorder, await player.state.queue.map(\.id))
+    }
+
+    @Test func aGaplessTrackShowsItsKnownTagsAndLengthFromItsFirstSnapshot() async throws {
+        var tags = TrackTags()
+        tags.title = "Two"
+        tags.artists = ["Band"]
+        let (engine, player, recorder, ids) = await playing([
+            .init(url: URL(fileURLWithPath: "/music/1.flac"), title: nil),
+            .init(url: URL(fileURLWithPath: "/music/2.flac"), title: nil, tags: tags, duration: .seconds(42)),
+        ])
         engine.send(.trackStarted(ids[0]))
         engine.send(.nextQueued(ids[1]))
         engine.send(.trackStarted(ids[1]))
@@ -37,21 +42,10 @@ struct NowPlayingTests {
     }
 
     @Test func theVariantPlayedIsShownAndAPreparedTracksFromItsFirstMoment() async throws {
-        let memory = TransientMemory()
-        memory.save(
-            SavedSession(
-                entries: [
-                    .init(url: URL(string: "http://h/one/master.m3u8")!, title: nil),
-                    .init(url: URL(string: "http://h/two/master.m3u8")!, title: nil),
-                ],
-                currentIndex: 0, position: .zero, loop: .none, shuffle: false, rate: 1, volume: 1))
-        let engine = FakeEngine(trackLength: nil)
-        let player = Player(engine: engine, memory: memory, retryDelay: .zero)
-        let recorder = UpdateRecorder()
-        await player.observe { recorder.record($0) }
-        await player.restoreSession()
-        await player.play()
-        let ids = await player.state.queue.map(\.id)
+        let (engine, player, recorder, ids) = await playing([
+            .init(url: URL(string: "http://h/one/master.m3u8")!, title: nil),
+            .init(url: URL(string: "http://h/two/master.m3u8")!, title: nil),
+        ])
         let low = StreamVariant(bitrate: 64_000, number: 1, count: 2)
         let high = StreamVariant(bitrate: 256_000, number: 2, count: 2)
         engine.send(.variant(ids[0], low))
