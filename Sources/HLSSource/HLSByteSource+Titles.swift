@@ -58,16 +58,16 @@ extension HLSByteSource {
     /// scanner; the titles its completed tags name are announced at their offsets in the audio.
     func scanForTitles(_ bytes: Data, at offset: Int64, part index: Int) {
         let announced = state.withLock { state -> [(StreamTitle, Int64)] in
-            guard state.current == index, var scanner = state.timedMetadata else { return [] }
-            let start = state.starts[index]
-            guard offset - start == scanner.fed else {
+            // Scanned where it is kept: a copy would copy the tag gathered so far at every read.
+            guard state.current == index, let fed = state.timedMetadata?.fed else { return [] }
+            guard offset - state.starts[index] == fed else {
                 // Not the bytes that follow those scanned (a read again): the segment's titles
                 // are not worth a guess.
                 state.timedMetadata = nil
                 return []
             }
-            let found = scanner.scan(bytes)
-            state.timedMetadata = scanner.stopped ? nil : scanner
+            let found = state.timedMetadata?.scan(bytes) ?? []
+            if state.timedMetadata?.stopped == true { state.timedMetadata = nil }
             let audioBefore = state.audioBytesBefore
             return found.compactMap { tag in Self.songTitle(inTag: tag.tag).map { ($0, audioBefore + tag.audioOffset) }
             }
