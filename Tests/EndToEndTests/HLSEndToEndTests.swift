@@ -200,8 +200,15 @@ struct HLSEndToEndTests {
         let before = rig.origin.requests().count
         let again = try await meteredProbe.open(rig.origin.url(for: "master.m3u8"))
         _ = try await meteredProbe.awaitAdvancing(since: again)
-        try await Task.sleep(for: .seconds(4))
+        // Until two segments were asked for: unmetered, the second was the higher variant's
+        // (a switch follows the first measured segment).
+        let segmentsAsked = { rig.origin.requests().dropFirst(before).filter { $0.path.hasSuffix(".ts") }.count }
+        let meteredDeadline = ContinuousClock.now + .seconds(15)
+        while segmentsAsked() < 2, ContinuousClock.now < meteredDeadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
         let asked = rig.origin.requests().dropFirst(before).map(\.path)
+        #expect(asked.filter { $0.hasSuffix(".ts") }.count >= 2, "segments asked while metered: \(asked)")
         #expect(!asked.contains { $0.hasPrefix("/high/") }, "a metered play asked for \(asked)")
         #expect(try await variant()["bitrate"]?.int32Value == 70)
     }
