@@ -43,28 +43,14 @@ public enum HLSMedia {
         _ segments: [String], from folder: URL, on origin: FaultOrigin, window: Int = 6, targetDuration: Int = 2,
         contentType: String = "video/mp2t", firstAired: Date? = nil, directory: String = ""
     ) throws -> Task<Void, any Error> {
-        for segment in segments {
-            origin.serve(
-                OriginResource(
-                    try Data(contentsOf: folder.appendingPathComponent(segment)), contentType: contentType,
-                    headers: ["Cache-Control": "max-age=86400"]),
-                at: "/" + directory + segment)
-        }
-        let listing = { (first: Int) -> OriginResource in
-            let text =
-                "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:\(targetDuration)\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
-                + (firstAired.map {
-                    "#EXT-X-PROGRAM-DATE-TIME:\(programDateTime($0 + Double(first * targetDuration)))\n"
-                } ?? "")
-                + segments[first..<(first + window)].map { "#EXTINF:\(targetDuration).0,\n\($0)\n" }.joined()
-            return OriginResource(Data(text.utf8), contentType: "application/vnd.apple.mpegurl")
-        }
-        origin.serve(listing(0), at: "/\(directory)live.m3u8")
+        let live = try LiveWindow(
+            segments, from: folder, on: origin, window: window, targetDuration: targetDuration,
+            contentType: contentType, firstAired: firstAired, directory: directory)
         let begun = ContinuousClock.now
         return Task {
             for first in 1...(segments.count - window) {
                 try await Task.sleep(until: begun + .seconds(targetDuration * first), clock: .continuous)
-                origin.replace("/\(directory)live.m3u8", with: listing(first))
+                live.slide(to: first)
             }
         }
     }
@@ -74,5 +60,55 @@ public enum HLSMedia {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)
+    }
+}
+
+/// A live presentation's window of segments on a fault origin, slid by whoever holds it: by
+/// ``HLSMedia/serveLive(_:from:on:window:targetDuration:contentType:firstAired:directory:)``'s
+/// clock, or by a test that wants the slide at a moment it knows.
+public struct LiveWindow: Sendable {
+    /// The segments' file names, in order.
+    public let segments: [String]
+    /// The origin's path of the playlist.
+    public let path: String
+    private let origin: FaultOrigin
+    private let window: Int
+    private let targetDuration: Int
+    private let firstAired: Date?
+
+    /// Serves `segments` (files in `folder`) on `origin`, and the playlist at
+    /// `/<directory>live.m3u8` listing the first `window` of them; the parameters are those of
+    /// ``HLSMedia/serveLive(_:from:on:window:targetDuration:contentType:firstAired:directory:)``.
+    public init(
+        _ segments: [String], from folder: URL, on origin: FaultOrigin, window: Int = 6, targetDuration: Int = 2,
+        contentType: String = "video/mp2t", firstAired: Date? = nil, directory: String = ""
+    ) throws {
+        for segment in segments {
+            origin.serve(
+                OriginResource(
+                    try Data(contentsOf: folder.appendingPathComponent(segment)), contentType: contentType,
+                    headers: ["Cache-Control": "max-age=86400"]),
+                at: "/" + directory + segment)
+        }
+        self.segments = segments
+        self.path = "/\(directory)live.m3u8"
+        self.origin = origin
+        self.window = window
+        self.targetDuration = targetDuration
+        self.firstAired = firstAired
+        origin.serve(listing(from: 0), at: path)
+    }
+
+    /// Lists the window from segment `first` on.
+    public func slide(to first: Int) { origin.replace(path, with: listing(from: first)) }
+
+    private func listing(from first: Int) -> OriginResource {
+        let text =
+            "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:\(targetDuration)\n#EXT-X-MEDIA-SEQUENCE:\(first)\n"
+            + (firstAired.map {
+                "#EXT-X-PROGRAM-DATE-TIME:\(HLSMedia.programDateTime($0 + Double(first * targetDuration)))\n"
+            } ?? "")
+            + segments[first..<(first + window)].map { "#EXTINF:\(targetDuration).0,\n\($0)\n" }.joined()
+        return OriginResource(Data(text.utf8), contentType: "application/vnd.apple.mpegurl")
     }
 }
