@@ -251,6 +251,12 @@ public protocol ByteSource: AnyObject, Sendable {
     /// decoding it needs first, an initialization section). Answers the piece's start time, or
     /// nil when the source cannot restart. The reader must read from offset 0 again.
     func restart(at target: Duration) -> Duration?
+
+    /// Calls `handler` when a restarted stream begins part-way into the piece whose start
+    /// ``restart(at:)`` answered (closer to the target, so that less is fetched before it):
+    /// with the time its first sample plays at, from inside the read that is about to return
+    /// its first bytes of media, before they reach the decoder. Replaces an earlier handler.
+    func whenRestartMoved(_ handler: @escaping @Sendable (Duration) -> Void)
 }
 
 extension ByteSource {
@@ -286,6 +292,9 @@ extension ByteSource {
 
     /// Sources addressed by bytes do not restart at a time.
     public func restart(at target: Duration) -> Duration? { nil }
+
+    /// Sources that do not restart never move a restart.
+    public func whenRestartMoved(_ handler: @escaping @Sendable (Duration) -> Void) {}
 
     /// Sources of files announce no titles.
     public func whenStreamTitle(_ handler: @escaping @Sendable (StreamTitle, _ offset: Int64) -> Void) {}

@@ -169,6 +169,7 @@ final class AppSrcFeeder: Sendable {
         gst_app_src_set_callbacks(appsrc, &callbacks, Unmanaged.passRetained(self).toOpaque(), AppSrcFeeder.release)
 
         source.whenFailed { [weak self] error in self?.failedOnItsOwn(error) }
+        source.whenRestartMoved { [weak self] start in self?.timeline?.move(pieceStart: start) }
 
         // Demuxers seek in pull mode by sending flush-start upstream to unblock a
         // pending pull; a read answered after that would land in the new segment.

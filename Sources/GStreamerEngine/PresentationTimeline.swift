@@ -47,6 +47,16 @@ final class PresentationTimeline: Sendable {
         }
     }
 
+    /// The restarted stream begins later in its piece than `restart` was told, at
+    /// `pieceStart` (``ByteSourceAPI/ByteSource/whenRestartMoved(_:)``); ignored once its
+    /// first buffer has passed.
+    func move(pieceStart: Duration) {
+        anchor.withLock {
+            guard $0.firstTimestamp == nil else { return }
+            $0.pieceStart = GstClockTime(nanoseconds(pieceStart))
+        }
+    }
+
     /// The anchor now (for tests and logs).
     var current: Anchor { anchor.withLock { $0 } }
 

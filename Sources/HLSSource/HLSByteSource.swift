@@ -82,6 +82,12 @@ public final class HLSByteSource: ByteSource {
         var titleHandler: (@Sendable (StreamTitle, Int64) -> Void)?
         /// Who learns of the variant playing (``whenVariantChosen(_:)``).
         var variantHandler: (@Sendable (StreamVariant) -> Void)?
+        /// Where the first part is entered part-way after a restart, or nil: read whole.
+        var entry: SegmentEntry?
+        /// Restarts so far: an entry found for an earlier one is dropped.
+        var restarts = 0
+        /// Who learns where an entered stream starts (``whenRestartMoved(_:)``).
+        var restartMovedHandler: (@Sendable (Duration) -> Void)?
     }
 
     /// What a live presentation's reloads know.
@@ -107,6 +113,8 @@ public final class HLSByteSource: ByteSource {
     struct PartSource {
         var source: any ByteSource
         var opened = false
+        /// The resource's length, once opened and known.
+        var length: Int64?
         var failure: MediaSourceError?
         /// Opens of this part that failed before this one (a live segment is asked for again).
         var failedOpens = 0
@@ -332,6 +340,7 @@ public final class HLSByteSource: ByteSource {
                 state.sources[index]?.failure = error
             }
             state.sources[index]?.opened = true
+            if case .success(let info) = result { state.sources[index]?.length = info.length }
             guard index == state.current else { return (nil, nil) }
             defer { state.wake = nil }
             return (state.wake, nil)
@@ -342,170 +351,6 @@ public final class HLSByteSource: ByteSource {
             retryLivePart(source, after: retryAfter)
         }
         wake?()
-    }
-
-    /// Reads the stream forward across part boundaries.
-    public func read(at offset: Int64, maxLength: Int, wake: @escaping @Sendable () -> Void) -> ReadOutcome {
-        read(at: offset, maxLength: maxLength, minLength: maxLength, wake: wake)
-    }
-
-    /// Reads the stream forward across part boundaries, answering once `minLength` bytes of the
-    /// current part are here (a part's end answers with what is left of it).
-    public func read(at offset: Int64, maxLength: Int, minLength: Int, wake: @escaping @Sendable () -> Void)
-        -> ReadOutcome
-    {
-        while true {
-            let step = state.withLock { state -> Step in nextStep(&state, offset: offset, wake: wake) }
-            switch step {
-            case .answer(let outcome): return outcome
-            case .read(let index, let source, let local, let limit):
-                let wanted = limit.map { Int(min(Int64(maxLength), $0 - local)) } ?? maxLength
-                let outcome = source.read(at: local, maxLength: wanted, minLength: min(minLength, wanted), wake: wake)
-                if case .failed(let error) = outcome, !error.isClosed, state.withLock({ $0.live != nil }) {
-                    // A live segment that breaks off ends there; the next one follows.
-                    Self.log.warning("a live segment broke off: \(error)")
-                    partEnded(index, at: offset)
-                    continue
-                }
-                if case .data(let bytes) = outcome {
-                    scanForTitles(bytes, at: offset, part: index)
-                    return outcome
-                }
-                guard case .endOfStream = outcome else { return outcome }
-                partEnded(index, at: offset)
-            case .rangeEnded(let index):
-                partEnded(index, at: offset)
-            case .lookForTag(let index, let source, let local):
-                let head: Data
-                switch source.read(at: local, maxLength: 10, minLength: 10, wake: wake) {
-                case .data(let bytes): head = bytes
-                case .endOfStream: head = Data()
-                case .pending: return .pending
-                case .failed(let error): return .failed(error)
-                }
-                let length = ID3v2.tagLength(head)
-                var announced: [(StreamTitle, Int64)] = []
-                if length > 10, state.withLock({ Self.scansForTimedMetadata($0) }) {
-                    // A live segment's tag may name what is on air (TIT2, TPE1): read it whole.
-                    let whole: Data
-                    switch source.read(at: local, maxLength: Int(length), minLength: Int(length), wake: wake) {
-                    case .data(let bytes): whole = bytes
-                    case .pending: return .pending
-                    case .endOfStream: whole = head
-                    case .failed(let error): return .failed(error)
-                    }
-                    if let title = Self.songTitle(inTag: whole) { announced = [(title, offset)] }
-                }
-                let dated = state.withLock { state -> (Date, Int64, @Sendable (Date, Int64) -> Void)? in
-                    guard state.current == index else { return nil }
-                    state.currentTag = length
-                    // A segment with no leading tag may carry timed ID3 (MPEG-TS).
-                    state.timedMetadata = length == 0 && Self.scansForTimedMetadata(state) ? TimedID3Scanner() : nil
-                    guard let date = state.parts[index].programDate, let handler = state.dateHandler else { return nil }
-                    return (date, Self.parserOffset(state, streamOffset: offset, head: head), handler)
-                }
-                if let (date, at, handler) = dated { handler(date, at) }
-                announce(announced)
-            case .openParts:
-                openAhead()
-            }
-        }
-    }
-
-    private enum Step {
-        case answer(ReadOutcome)
-        /// Read part `index`'s source at `local` (an offset in its resource), up to `limit` (the
-        /// end of its range).
-        case read(index: Int, source: any ByteSource, local: Int64, limit: Int64?)
-        /// Part `index` ended (its byte range is read through).
-        case rangeEnded(index: Int)
-        /// Part `index` is a segment not yet looked at: read its first bytes at `local` (an
-        /// offset in its resource) for an ID3v2 tag. Packed audio begins every segment with one
-        /// (its timestamp); a parser meeting it mid-stream takes it for lost sync and the decoder
-        /// flushes, losing or mangling a frame at each join, as GStreamer's own HLS reader
-        /// avoids by stripping them too.
-        case lookForTag(index: Int, source: any ByteSource, local: Int64)
-        /// The reader's part has no source: open it (and those ahead), then read again.
-        case openParts
-    }
-
-    private func nextStep(_ state: inout State, offset: Int64, wake: @escaping @Sendable () -> Void) -> Step {
-        if state.closed { return .answer(.failed(.closed)) }
-        if offset < state.starts[state.current] {
-            // Back into a part already read: start again from the part holding the offset.
-            let index = state.starts.lastIndex { $0 <= offset } ?? 0
-            for source in state.sources.values { source.source.close() }
-            state.sources = [:]
-            state.current = index
-            state.currentTag = nil
-            state.timedMetadata = nil
-            state.starts.removeSubrange((index + 1)...)
-            return .openParts
-        }
-        guard state.current < state.parts.count else {
-            // A live playlist's next segments come with a reload.
-            guard let live = state.live, !live.ended else {
-                return .answer(state.live?.failure.map(ReadOutcome.failed) ?? .endOfStream)
-            }
-            state.wake = wake
-            return .answer(.pending)
-        }
-        if state.currentTag == nil, Self.leftTheWindow(state, part: state.current) {
-            // A live segment the window slid past while the reader waited (a pause): skipped
-            // unasked, to the oldest one still listed.
-            Self.log.info("live segment \(state.parts[state.current].sequence ?? 0) left the window unread: skipped")
-            return .rangeEnded(index: state.current)
-        }
-        guard let opened = state.sources[state.current] else { return .openParts }
-        guard opened.opened else {
-            state.wake = wake
-            return .answer(.pending)
-        }
-        if let failure = opened.failure {
-            // A live segment that cannot be had is skipped: the window goes on without it.
-            guard state.live != nil, !failure.isClosed else { return .answer(.failed(failure)) }
-            Self.log.warning("live segment \(state.parts[state.current].url.lastPathComponent) skipped: \(failure)")
-            return .rangeEnded(index: state.current)
-        }
-        let local = offset - state.starts[state.current]
-        // An encrypted part's source reads its own range and answers with plaintext.
-        let part = state.parts[state.current]
-        let range = part.encryption == nil ? part.range : nil
-        if part.isInitialization {
-            state.currentTag = 0
-        } else if state.currentTag == nil {
-            return .lookForTag(index: state.current, source: opened.source, local: range?.lowerBound ?? 0)
-        }
-        let start = (range?.lowerBound ?? 0) + (state.currentTag ?? 0) + local
-        if let range, start >= range.upperBound { return .rangeEnded(index: state.current) }
-        if state.adaptation?.readSince == nil { state.adaptation?.readSince = .now }
-        return .read(index: state.current, source: opened.source, local: start, limit: range?.upperBound)
-    }
-
-    /// Part `index` ended at stream offset `end`: the next one starts there.
-    private func partEnded(_ index: Int, at end: Int64) {
-        finishTitles(ofPart: index)
-        state.withLock { state in
-            guard state.current == index else { return }
-            state.starts.append(end)
-            state.adaptation?.timeRead += state.parts[index].duration
-            state.current += 1
-            state.currentTag = nil
-            if state.live != nil {
-                // A live presentation's parts come for hours: those read are forgotten, so its
-                // lists stay as long as the window, not the listening. (Its reader never goes
-                // back past a part: it is pushed, with no seeking.)
-                let read = state.current
-                state.parts.removeFirst(read)
-                state.starts.removeFirst(read)
-                state.current = 0
-                state.sources = Dictionary(uniqueKeysWithValues: state.sources.map { ($0.key - read, $0.value) })
-                // Keys rotate on a live stream: only those of the parts still listed are kept.
-                let inUse = Set(state.parts.compactMap { $0.encryption?.keyURL })
-                state.keys = state.keys.filter { inUse.contains($0.key) }
-            }
-        }
-        openAhead()
     }
 
     /// Starts the stream again at the segment playing at `target`, after the initialization
@@ -525,6 +370,12 @@ public final class HLSByteSource: ByteSource {
             state.adaptation?.readSince = nil
             state.adaptation?.timeRead = .zero
             state.wake = nil
+            state.restarts += 1
+            state.entry =
+                point.initialization == nil
+                ? SegmentEntry(
+                    target: target, segmentStart: point.start, part: state.layout[point.segment],
+                    restart: state.restarts) : nil
             defer { state.sources = [:] }
             return (point.start, state.sources.values.map(\.source))
         }
@@ -586,7 +437,7 @@ private final class FailedSource: ByteSource {
 
 extension MediaSourceError {
     /// Whether the error is the source's own close, not a failure of the resource.
-    fileprivate var isClosed: Bool {
+    var isClosed: Bool {
         if case .closed = self { return true }
         return false
     }

@@ -50,6 +50,12 @@ struct HLSBehaviourEndToEndTests {
         let paused = Double(try await probe.remote.positionMicroseconds()) / 1e6
         #expect(paused >= target && paused < target + 3, "paused at \(paused) after a seek to \(target)")
         await onOwnThread { player.stop() }
+        // The target (80 % of 24 s of 4-s segments) is 3.2 s into the fifth segment: the
+        // stream entered it near there, and the segment's bytes before were never sent.
+        let deep = segments[4]
+        let size = try Data(contentsOf: media.url.appendingPathComponent(deep)).count
+        let sent = try rig.origin.settledRequests().filter { $0.path == "/" + deep }.map(\.bodyBytesSent)
+        #expect(sent.reduce(0, +) < size * 6 / 10, "sent \(sent) of the \(size) bytes of \(deep)")
 
         let again = try rig.startSpool(executable: try spoolExecutable(), home: player.home, lifetime: 60)
         defer { again.stop() }

@@ -1,7 +1,8 @@
 // HLS, as the HLS issue measured it: 40 s of AAC (128 kbit/s) in 4-s MPEG-TS segments made by
 // hlssink2, on demand over a link at 3x its bitrate; and a live window of six 2-s segments
-// sliding every 2 s. For spool and mpv alike: open → advancing, the segment bytes a replay
-// fetches again, and for the live one the longest silence over 20 s and what the player wrote.
+// sliding every 2 s. For spool and mpv alike: open → advancing, seeks (to a segment's start
+// and deep into one), the segment bytes a replay fetches again, and for the live one the
+// longest silence over 20 s and what the player wrote.
 import Foundation
 import TestSupport
 
@@ -43,7 +44,8 @@ enum HLSCases {
         }
 
         await runner.run([
-            ("HLS on demand: seek to 80 % → advancing at the target", "s", "≤ 0.3")
+            ("HLS on demand: seek to 80 % → advancing at the target", "s", "≤ 0.3"),
+            ("HLS on demand: seek 3.2 s into a segment not fetched → advancing at the target", "s", "≤ 0.5"),
         ]) { probe, _ in
             let opened = try await probe.open(origin.url(for: "vod/index.m3u8"))
             _ = try await probe.awaitAdvancing(since: opened, timeout: 20)
@@ -53,7 +55,13 @@ enum HLSCases {
             let landed = await attempt {
                 try await probe.awaitAdvancing(since: asked, near: target, tolerance: 0.5, timeout: 20)
             }
-            return [landed]
+            // 80 % is the start of a segment; 23.2 s is 3.2 s into the sixth, never fetched.
+            let deepTarget = 23.2
+            let deepAsked = try await probe.setPosition(deepTarget, track: track)
+            let deep = await attempt {
+                try await probe.awaitAdvancing(since: deepAsked, near: deepTarget, tolerance: 0.5, timeout: 20)
+            }
+            return [landed, deep]
         }
 
         let live = try TemporaryDirectory(prefix: "spool-bench-hls-live")
