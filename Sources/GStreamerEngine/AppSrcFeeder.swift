@@ -42,6 +42,8 @@ final class AppSrcFeeder: Sendable {
         var leadingTag: Int64?
         /// The stream's demuxer is in place: type finding is over.
         var demuxing = false
+        /// The demuxer is not told the stream's length (``start(fromItsBeginning:)``).
+        var lengthHidden = false
     }
 
     let source: ByteSource
@@ -83,15 +85,21 @@ final class AppSrcFeeder: Sendable {
     /// once it is in place: a type finder given a short answer gives up.
     let takesShortReads: Bool
 
+    /// The bytes the demuxer would seek to before the first audio if told the stream's length,
+    /// which the source brings only at the end of its download (see
+    /// ``FeedingMode/tailSoughtBeforeStart(format:info:)``); nil when it is told.
+    let tailSoughtBeforeStart: Range<Int64>?
+
     init(
         source: ByteSource, info: ResourceInfo, label: String, pulled: Bool = true, takesShortReads: Bool = false,
-        onBuffering: @escaping @Sendable (Bool) -> Void = { _ in }
+        tailSoughtBeforeStart: Range<Int64>? = nil, onBuffering: @escaping @Sendable (Bool) -> Void = { _ in }
     ) {
         self.source = source
         self.info = info
         self.label = label
         self.pulled = pulled
         self.takesShortReads = takesShortReads
+        self.tailSoughtBeforeStart = tailSoughtBeforeStart
         self.onBuffering = onBuffering
         liveTitles = info.live == nil ? nil : LiveTitleClock()
         timeline = info.seeksByRestart ? PresentationTimeline() : nil
@@ -116,7 +124,20 @@ final class AppSrcFeeder: Sendable {
     /// waits for it; it never fails such a read). Bytes already here are served at once.
     /// A live stream never: it has no place to go to but the present; nor a source that says
     /// it can only play from its start.
-    var seekable: Bool { info.live == nil && info.seekable }
+    var seekable: Bool { info.live == nil && info.seekable && !lengthHidden }
+
+    /// Whether the demuxer is left without the stream's length, for a play from its start.
+    var lengthHidden: Bool { lock.withLock { $0.state.lengthHidden } }
+
+    /// The track starts; `fromItsBeginning`: at 0 and at the normal rate, with no seek to
+    /// follow. Only then is the length hidden from a demuxer that would otherwise wait for the
+    /// download's end (``tailSoughtBeforeStart``) before the first audio: it could not seek to
+    /// another start. Call before ``attach(to:)``.
+    func start(fromItsBeginning: Bool) {
+        let hidden = fromItsBeginning && tailSoughtBeforeStart.map { !source.holds($0) } == true
+        lock.withLock { $0.state.lengthHidden = hidden }
+        if hidden { log.debug("\(label): the demuxer is not told the length, so it plays before the download ends") }
+    }
 
     /// Whether GStreamer pushes from this feeder (seekable mode) rather than pulling.
     var pushed: Bool { !(randomAccess && pulled) }
@@ -135,8 +156,11 @@ final class AppSrcFeeder: Sendable {
         gst_object_ref(UnsafeMutableRawPointer(appsrc))
         let pad = gst_element_get_static_pad(
             UnsafeMutableRawPointer(appsrc).assumingMemoryBound(to: GstElement.self), "src")
-        let previous = lock.withLock { box -> UnsafeMutablePointer<GstAppSrc>? in
+        let (previous, lengthHidden) = lock.withLock { box -> (UnsafeMutablePointer<GstAppSrc>?, Bool) in
             defer {
+                // A new appsrc comes with a rebuild at the position playing, which the demuxer
+                // must seek to: it is told the length.
+                if box.state.appsrc != nil { box.state.lengthHidden = false }
                 box.state.appsrc = appsrc
                 box.state.pad = pad
                 box.state.offset = 0
@@ -146,13 +170,13 @@ final class AppSrcFeeder: Sendable {
                 box.state.pending = nil
                 box.state.waitingSince = nil
             }
-            return box.state.appsrc
+            return (box.state.appsrc, box.state.appsrc == nil && box.state.lengthHidden)
         }
         if let previous {
             source.cancelPendingReads()
             gst_object_unref(UnsafeMutableRawPointer(previous))
         }
-        if let length = info.length {
+        if let length = info.length, !lengthHidden {
             gst_app_src_set_size(appsrc, gint64(length))
         }
         // Pulled only with random access: a pull of bytes the origin sends only in order would

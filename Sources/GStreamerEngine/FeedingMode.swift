@@ -1,3 +1,4 @@
+import ByteSourceAPI
 internal import CGStreamer
 import EngineAPI
 import FoundationEssentials
@@ -38,6 +39,23 @@ enum FeedingMode {
     /// (see ``tailReadBeforeStart(format:length:)``): a downloading source fetches them first.
     static func tailBeforeStart(format: String?) -> Int64? {
         format == "oga" || format == "spx" ? 8500 : nil
+    }
+
+    /// The last bytes of a pushed file of `format` that its demuxer seeks to before the first
+    /// audio when it knows the file's length, if it does, for a source without random access
+    /// (an origin that sends the file only from its start): oggdemux pushed a file of known
+    /// length seeks to its last 64 KiB for the duration once it has the headers
+    /// (gstoggdemux.c, gst_ogg_demux_get_duration_push), and such an origin sends those last.
+    /// A 60-s Ogg Vorbis file over a link at 3x its bitrate started after 20 s, its whole
+    /// download (an MP3 the same way: 0.18 s); an hour's podcast would start after minutes.
+    /// Not told the length, oggdemux plays at once, as it does a chunked response of unknown
+    /// length; it learns no duration and refuses seeks for that play (a later one, from the
+    /// cache, has both). Nil when the demuxer is told the length.
+    static func tailSoughtBeforeStart(format: String?, info: ResourceInfo) -> Range<Int64>? {
+        guard !info.randomAccess, info.live == nil, let length = info.length, length > 0,
+            tailBeforeStart(format: format) != nil
+        else { return nil }
+        return max(0, length - 64 * 1024)..<length
     }
 
     /// Whether the demuxer of a pulled file of `format` takes short answers. oggdemux pulls

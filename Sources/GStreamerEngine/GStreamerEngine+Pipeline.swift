@@ -61,7 +61,8 @@ extension GStreamerEngine {
                     }
                     let feeder = AppSrcFeeder(
                         source: source, info: info, label: "\(track.id)", pulled: pulled,
-                        takesShortReads: pulled && FeedingMode.takesShortReads(format: format)
+                        takesShortReads: pulled && FeedingMode.takesShortReads(format: format),
+                        tailSoughtBeforeStart: FeedingMode.tailSoughtBeforeStart(format: format, info: info)
                     ) { [weak self] waiting in
                         self?.emit(.buffering(track.id, waiting))
                     }
@@ -91,6 +92,7 @@ extension GStreamerEngine {
         var movedToStart = false
         // A seek while the track was coming back moved its place; until now it was reported.
         let (asked, rate) = shared.withLock { (resumed ? ($0.released?.position ?? position) : position, $0.rate) }
+        feeder.start(fromItsBeginning: asked == .zero && rate == 1)
         // A source that seeks by restarting begins where asked before the pipeline reads it.
         var restartedAt: Duration?
         if let timeline = feeder.timeline {

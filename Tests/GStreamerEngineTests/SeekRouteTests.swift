@@ -1,4 +1,5 @@
 import Basics
+import ByteSourceAPI
 import EngineAPI
 import Foundation
 import Testing
@@ -57,6 +58,22 @@ struct SeekRouteTests {
     func mp3AndFLACArePushedOverHTTP(url: String, contentType: String?, pulled: Bool) {
         let track = EngineTrack(id: TrackID(1), url: URL(string: url)!)
         #expect(FeedingMode.pulls(track, contentType: contentType) == pulled)
+    }
+
+    /// Only an Ogg file of known length from a source without random access (and not live) has
+    /// a tail its demuxer would seek to before the first audio: the last 64 KiB.
+    @Test(
+        arguments: [
+            ("oga", false, 1_000_000, false, 934_464..<1_000_000), ("oga", false, 10_000, false, 0..<10_000),
+            ("oga", true, 1_000_000, false, nil), ("oga", false, nil, false, nil), ("oga", false, 1_000_000, true, nil),
+            ("mp3", false, 1_000_000, false, nil), ("flac", false, 1_000_000, false, nil),
+        ] as [(String, Bool, Int64?, Bool, Range<Int64>?)])
+    func anOggWithoutRandomAccessHasATailSoughtBeforeItsStart(
+        format: String, randomAccess: Bool, length: Int64?, live: Bool, tail: Range<Int64>?
+    ) {
+        let station = LiveStation()
+        let info = ResourceInfo(length: length, randomAccess: randomAccess, live: live ? station : nil)
+        #expect(FeedingMode.tailSoughtBeforeStart(format: format, info: info) == tail)
     }
 
     @Test func theLeadingID3v2TagIsMeasuredFromItsHeader() {
