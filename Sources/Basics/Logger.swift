@@ -100,8 +100,10 @@ public struct Logger: Sendable {
     public static let format = LogLineFormat(environment: ProcessInfo.processInfo.environment)
 
     /// Whether each line starts with the seconds since the process started (`SPOOL_LOG_TIME=1`):
-    /// for following a timeline in a test's or a benchmark's log, where no journal adds them.
-    public static let timestamps = ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"] == "1"
+    /// for following a timeline in a test's or a benchmark's log. Never under the journal, which
+    /// stamps lines itself and reads a priority only at a line's start.
+    public static let timestamps =
+        ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"] == "1" && format == .plain
 
     private static let started = ContinuousClock.now
 

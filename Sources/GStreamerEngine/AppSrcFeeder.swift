@@ -129,6 +129,13 @@ final class AppSrcFeeder: Sendable {
     /// Whether the demuxer is left without the stream's length, for a play from its start.
     var lengthHidden: Bool { lock.withLock { $0.state.lengthHidden } }
 
+    /// Whether the track, whose demuxer was not told the length (so cannot seek), can seek by
+    /// being loaded again: every byte is here now, and a new load reads them at will.
+    var seeksByReload: Bool {
+        guard lengthHidden, let length = info.length else { return false }
+        return source.holds(0..<length)
+    }
+
     /// The track starts; `fromItsBeginning`: at 0 and at the normal rate, with no seek to
     /// follow. Only then is the length hidden from a demuxer that would otherwise wait for the
     /// download's end (``tailSoughtBeforeStart``) before the first audio: it could not seek to

@@ -49,8 +49,9 @@ enum FeedingMode {
     /// A 60-s Ogg Vorbis file over a link at 3x its bitrate started after 20 s, its whole
     /// download (an MP3 the same way: 0.18 s); an hour's podcast would start after minutes.
     /// Not told the length, oggdemux plays at once, as it does a chunked response of unknown
-    /// length; it learns no duration and refuses seeks for that play (a later one, from the
-    /// cache, has both). Nil when the demuxer is told the length.
+    /// length; it learns no duration and refuses seeks, until every byte is here and the
+    /// engine reads the length and seeks by loading the track again. Nil when the demuxer is
+    /// told the length.
     static func tailSoughtBeforeStart(format: String?, info: ResourceInfo) -> Range<Int64>? {
         guard !info.randomAccess, info.live == nil, let length = info.length, length > 0,
             tailBeforeStart(format: format) != nil

@@ -127,6 +127,7 @@ extension GStreamerEngine {
             return
         }
         emit(.seekable(track.id, feeder.seekable))
+        if feeder.lengthHidden { whenWholeHeld(feeder, track: track, uri: uri) }
         if movedToStart { emit(.seeked(track.id, position: .zero)) }
         if let station = feeder.info.live { emit(.liveStream(track.id, station)) }
         // The pipeline is stopped (NULL): the filter can be set or dropped.
@@ -287,6 +288,25 @@ extension GStreamerEngine {
         for feeder in gone { feeder.detach() }
         if stopsPipeline { gst_element_set_state(playbin, state) }
         return result
+    }
+
+    /// Once every byte of `feeder`, whose demuxer was not told the length, is here: the track
+    /// can seek (a seek loads it again, see ``AppSrcFeeder/seeksByReload``), and its length is
+    /// read from the bytes by a probe of its own, as MPRIS seeks only in a track of known length.
+    private func whenWholeHeld(_ feeder: AppSrcFeeder, track: EngineTrack, uri: String) {
+        feeder.source.whenTransferred { [weak self, weak feeder] _ in
+            guard let self, let feeder, feeder.seeksByReload else { return }
+            DispatchQueue.global(qos: .utility).async { [self] in
+                let found = (try? makeSource(track.url)).flatMap { TagProbe.read($0, url: track.url) }
+                onControl { [self] in
+                    guard shared.withLock({ $0.feeders[uri] === feeder }) else { return }
+                    let length = found?.duration?.forPeople ?? "unknown"
+                    log.debug("\(track.id): every byte is here: it can seek; its length: \(length)")
+                    emit(.seekable(track.id, true))
+                    if let duration = found?.duration { emit(.described(track.id, TrackTags(), duration: duration)) }
+                }
+            }
+        }
     }
 
     /// Seeks to `position`, as a time or, in a pushed track whose bytes before the target are

@@ -349,6 +349,11 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
                     // track at the target (from cache) and queue the next one again.
                     return .reload(current.track, state.lifecycle.next?.track, playing: state.lifecycle.wantPlaying)
                 }
+                if state.feeders[current.uri]?.seeksByReload == true {
+                    // Its demuxer cannot seek (see ``AppSrcFeeder/lengthHidden``), but every byte
+                    // is here: loaded again at the target, it reads them at will.
+                    return .reload(current.track, state.lifecycle.next?.track, playing: state.lifecycle.wantPlaying)
+                }
                 // Not prerolled yet: the seek becomes the start, applied once prerolled.
                 guard state.lifecycle.withPhase({ $0.listenerSeek(to: position) }) == .now else { return .later }
                 return .seek(exact: FeedingMode.exactSeeks(current.track))
@@ -365,7 +370,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             case .seek(let exact):
                 performSeek(to: position, accurate: exact)
             case .reload(let track, let next, let playing):
-                log.debug("\(track.id): seek after the hand-over; reloading at \(position.forPeople)")
+                log.debug("\(track.id): reloading at \(position.forPeople) to seek there")
                 load(track, at: position, playing: playing)
                 setNext(next)
             case .released(let id):

@@ -15,8 +15,9 @@ final class RunningDaemon {
     ///   - home: holds its XDG cache, state and config folders (a fresh one by
     ///     default; pass the same folder to restart "the same" daemon).
     ///   - configFile: the text of its configuration file, if it has one.
-    ///   - standardOptions: false leaves out `--audio-sink "fakesink sync=true"` and
-    ///     `SPOOL_LOG=debug` (and any `SPOOL_*` the tests inherit), so the file decides.
+    ///   - standardOptions: false leaves out `--audio-sink "fakesink sync=true"`,
+    ///     `SPOOL_LOG=debug` and `SPOOL_LOG_TIME=1` (and any `SPOOL_*` the tests inherit), so
+    ///     the file decides.
     ///   - extraEnvironment: variables added last (e.g. a stand-in system bus).
     init(
         bus: PrivateBus? = nil, home: URL? = nil, extraArguments: [String] = [], configFile: String? = nil,
@@ -26,7 +27,11 @@ final class RunningDaemon {
         logs = try TemporaryDirectory(prefix: "spool-daemon")
         let home = home ?? logs.url
         var environment = self.bus.environment.filter { !$0.key.hasPrefix("SPOOL_") || standardOptions }
-        if standardOptions { environment["SPOOL_LOG"] = "debug" }
+        if standardOptions {
+            environment["SPOOL_LOG"] = "debug"
+            // Each line stamped with its time, so a failure's log shows where the seconds went.
+            environment["SPOOL_LOG_TIME"] = environment["SPOOL_LOG_TIME"] ?? "1"
+        }
         environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
         environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
         environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path

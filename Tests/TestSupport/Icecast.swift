@@ -442,9 +442,18 @@ private final class SourceRelay: Sendable {
             sockets.isOpen ? (sockets.listener, sockets.upstream) : nil
         }
         guard let endpoints else { return }
-        var waiting = pollfd(fd: endpoints.listener, events: Int16(POLLIN), revents: 0)
-        guard poll(&waiting, 1, 10_000) == 1 else { return }
-        let encoder = accept(endpoints.listener, nil, nil)
+        // A signal (a child process of the test ending: SIGCHLD) interrupts the wait and the
+        // accept: they go on, or the encoder, already connected, would find its socket reset.
+        let deadline = ContinuousClock.now + .seconds(10)
+        var ready: Int32
+        repeat {
+            var waiting = pollfd(fd: endpoints.listener, events: Int16(POLLIN), revents: 0)
+            let left = max(0, (deadline - .now) / .milliseconds(1))
+            ready = poll(&waiting, 1, Int32(left.rounded(.up)))
+        } while ready < 0 && errno == EINTR
+        guard ready == 1 else { return }
+        var encoder: Int32
+        repeat { encoder = accept(endpoints.listener, nil, nil) } while encoder < 0 && errno == EINTR
         guard encoder >= 0 else { return }
         let accepted = descriptors.withLock { sockets in
             if sockets.isOpen { sockets.encoder = encoder } else { close(encoder) }
