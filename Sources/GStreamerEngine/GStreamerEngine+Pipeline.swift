@@ -294,8 +294,11 @@ extension GStreamerEngine {
     /// can seek (a seek loads it again, see ``AppSrcFeeder/seeksByReload``), and its length is
     /// read from the bytes by a probe of its own, as MPRIS seeks only in a track of known length.
     private func whenWholeHeld(_ feeder: AppSrcFeeder, track: EngineTrack, uri: String) {
-        feeder.source.whenTransferred { [weak self, weak feeder] _ in
-            guard let self, let feeder, feeder.seeksByReload else { return }
+        let announced = Atomic(false)
+        let announce: @Sendable () -> Void = { [weak self, weak feeder] in
+            guard let self, let feeder, feeder.seeksByReload,
+                announced.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged
+            else { return }
             DispatchQueue.global(qos: .utility).async { [self] in
                 let found = (try? makeSource(track.url)).flatMap { TagProbe.read($0, url: track.url) }
                 onControl { [self] in
@@ -307,6 +310,8 @@ extension GStreamerEngine {
                 }
             }
         }
+        feeder.source.whenTransferred { _ in announce() }
+        announce()  // the download may have ended before the handler was in place
     }
 
     /// Seeks to `position`, as a time or, in a pushed track whose bytes before the target are

@@ -32,7 +32,6 @@ public struct TimedID3Scanner: Sendable {
 
     /// The largest PES packet kept: a song's tag is a few hundred bytes; artwork is not read.
     public static let maximumTagSize = 64 * 1024
-    static let packetSize = 188
     static let metadataStreamType: UInt8 = 0x15
     /// MPEG-1/2 audio, ADTS AAC, LATM AAC, AC-3: the stream types whose bytes a parser counts.
     static let audioStreamTypes: Set<UInt8> = [0x03, 0x04, 0x0F, 0x11, 0x81]
@@ -66,19 +65,19 @@ public struct TimedID3Scanner: Sendable {
         var position = fed
         fed += Int64(bytes.count)
         if !partial.isEmpty {
-            let wanted = min(Self.packetSize - partial.count, bytes.count)
+            let wanted = min(TransportPacket.size - partial.count, bytes.count)
             partial += bytes[0..<wanted]
             index = wanted
-            if partial.count < Self.packetSize { return [] }
+            if partial.count < TransportPacket.size { return [] }
             let packet = partial
             partial = []
-            read(packet[...], at: position - Int64(Self.packetSize - wanted), into: &found)
+            read(packet[...], at: position - Int64(TransportPacket.size - wanted), into: &found)
             position += Int64(wanted)
         }
-        while !stopped, bytes.count - index >= Self.packetSize {
-            read(bytes[index..<index + Self.packetSize], at: position, into: &found)
-            index += Self.packetSize
-            position += Int64(Self.packetSize)
+        while !stopped, bytes.count - index >= TransportPacket.size {
+            read(bytes[index..<index + TransportPacket.size], at: position, into: &found)
+            index += TransportPacket.size
+            position += Int64(TransportPacket.size)
         }
         if !stopped, index < bytes.count { partial = Array(bytes[index...]) }
         return found
@@ -91,21 +90,14 @@ public struct TimedID3Scanner: Sendable {
         return [Found(tag: tag, position: open.position, audioOffset: open.audioOffset)]
     }
 
-    private mutating func read(_ packet: ArraySlice<UInt8>, at position: Int64, into found: inout [Found]) {
-        let p = packet.startIndex
-        guard packet[p] == 0x47 else {
+    private mutating func read(_ bytes: ArraySlice<UInt8>, at position: Int64, into found: inout [Found]) {
+        guard let packet = TransportPacket(bytes) else {
             stopped = true
             gathering = nil
             return
         }
-        let startsUnit = packet[p + 1] & 0x40 != 0
-        let pid = Int(packet[p + 1] & 0x1F) << 8 | Int(packet[p + 2])
-        let control = packet[p + 3] >> 4 & 0x03
-        guard control & 0x01 != 0 else { return }  // no payload
-        var payload = p + 4
-        if control & 0x02 != 0 { payload += 1 + Int(packet[p + 4]) }
-        guard payload < packet.endIndex else { return }
-        let body = packet[payload...]
+        guard let body = packet.payload else { return }
+        let (pid, startsUnit) = (packet.pid, packet.startsUnit)
         if pid == 0 {
             if startsUnit { readProgramAssociation(body) }
         } else if programMapPIDs.contains(pid) {

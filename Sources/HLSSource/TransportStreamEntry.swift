@@ -40,7 +40,6 @@ public enum TransportStreamEntry {
         }
     }
 
-    static let packetSize = 188
     /// PTS values wrap at 33 bits.
     static let ptsModulus: Int64 = 1 << 33
 
@@ -48,37 +47,38 @@ public enum TransportStreamEntry {
     /// not a transport stream from its first byte, hold no PAT before the audio, or show no
     /// timestamped audio PES packet.
     public static func head(of bytes: Data) -> Head? {
-        let bytes = [UInt8](bytes)
         var sawTable = false
-        var offset = 0
-        while offset + packetSize <= bytes.count {
-            let packet = bytes[offset..<offset + packetSize]
-            guard packet[offset] == 0x47 else { return nil }
-            let pid = Int(packet[offset + 1] & 0x1F) << 8 | Int(packet[offset + 2])
-            if pid == 0 { sawTable = true }
-            if let pts = audioPESTimestamp(packet) {
-                return sawTable ? Head(tablesLength: offset, audioPID: pid, firstPTS: pts) : nil
-            }
-            offset += packetSize
+        let head = firstPacket(in: bytes) { offset, packet -> Head?? in
+            if packet.pid == 0 { sawTable = true }
+            guard let pts = audioPESTimestamp(packet) else { return nil }
+            // The first audio ends the head: with no PAT before it, there is no head to keep.
+            return .some(sawTable ? Head(tablesLength: offset, audioPID: packet.pid, firstPTS: pts) : nil)
         }
-        return nil
+        return head ?? nil
     }
 
     /// The first packet in `bytes` (which begin at a packet boundary of the segment `head`
     /// was read from) that begins a timestamped PES packet of the head's audio stream; nil when
     /// none is whole in them or the bytes lose sync.
     public static func entry(in bytes: Data, after head: Head) -> Entry? {
+        firstPacket(in: bytes) { offset, packet in
+            guard packet.pid == head.audioPID, let pts = audioPESTimestamp(packet) else { return nil }
+            let ticks = ((pts - head.firstPTS) % ptsModulus + ptsModulus) % ptsModulus
+            return Entry(offset: offset, time: .microseconds(ticks * 100 / 9))
+        }
+    }
+
+    /// The first answer `answer` gives for a whole packet of `bytes` (with its offset), in
+    /// order; nil when none does or the bytes lose sync first.
+    private static func firstPacket<Answer>(
+        in bytes: Data, _ answer: (Int, TransportPacket) -> Answer?
+    ) -> Answer? {
         let bytes = [UInt8](bytes)
         var offset = 0
-        while offset + packetSize <= bytes.count {
-            let packet = bytes[offset..<offset + packetSize]
-            guard packet[offset] == 0x47 else { return nil }
-            let pid = Int(packet[offset + 1] & 0x1F) << 8 | Int(packet[offset + 2])
-            if pid == head.audioPID, let pts = audioPESTimestamp(packet) {
-                let ticks = ((pts - head.firstPTS) % ptsModulus + ptsModulus) % ptsModulus
-                return Entry(offset: offset, time: .microseconds(ticks * 100 / 9))
-            }
-            offset += packetSize
+        while offset + TransportPacket.size <= bytes.count {
+            guard let packet = TransportPacket(bytes[offset..<offset + TransportPacket.size]) else { return nil }
+            if let found = answer(offset, packet) { return found }
+            offset += TransportPacket.size
         }
         return nil
     }
@@ -91,26 +91,19 @@ public enum TransportStreamEntry {
         let share = min(1, depth / duration)
         let tables = Int64(head.tablesLength)
         let estimate = tables + Int64(share * Double(length - tables))
-        let aligned = estimate / Int64(packetSize) * Int64(packetSize)
+        let aligned = estimate / Int64(TransportPacket.size) * Int64(TransportPacket.size)
         return aligned > tables && aligned < length ? aligned : nil
     }
 
     /// The PTS of the PES packet `packet` begins, if it begins one of MPEG audio (stream ids
     /// 0xC0–0xDF) that carries a PTS.
-    private static func audioPESTimestamp(_ packet: ArraySlice<UInt8>) -> Int64? {
-        let start = packet.startIndex
-        guard packet[start + 1] & 0x40 != 0 else { return nil }  // no PES packet begins here
-        let adaptation = (packet[start + 3] >> 4) & 0x3
-        guard adaptation & 0x1 != 0 else { return nil }  // no payload
-        let payload = start + 4 + (adaptation & 0x2 != 0 ? 1 + Int(packet[start + 4]) : 0)
-        guard payload + 14 <= packet.endIndex else { return nil }
-        let header = packet[payload..<payload + 14]
-        guard header[payload] == 0, header[payload + 1] == 0, header[payload + 2] == 1,
-            (0xC0...0xDF).contains(header[payload + 3]), header[payload + 7] & 0x80 != 0
+    private static func audioPESTimestamp(_ packet: TransportPacket) -> Int64? {
+        guard packet.startsUnit, let payload = packet.payload, payload.count >= 14 else { return nil }
+        let p = payload.startIndex
+        guard payload[p] == 0, payload[p + 1] == 0, payload[p + 2] == 1, (0xC0...0xDF).contains(payload[p + 3]),
+            payload[p + 7] & 0x80 != 0
         else { return nil }
-        let pts = header[(payload + 9)...]
-        let first = pts.startIndex
-        return Int64((pts[first] >> 1) & 0x07) << 30 | Int64(pts[first + 1]) << 22
-            | Int64(pts[first + 2] >> 1) << 15 | Int64(pts[first + 3]) << 7 | Int64(pts[first + 4] >> 1)
+        return Int64((payload[p + 9] >> 1) & 0x07) << 30 | Int64(payload[p + 10]) << 22
+            | Int64(payload[p + 11] >> 1) << 15 | Int64(payload[p + 12]) << 7 | Int64(payload[p + 13] >> 1)
     }
 }
