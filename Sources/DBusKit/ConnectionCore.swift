@@ -22,6 +22,12 @@ final class ConnectionCore: Sendable {
         var objects: [String: [DBusInterface]] = [:]
         var closing = false
         var finished = false
+        /// Whether the connection ended without `close()`: the bus went away or dropped it.
+        var lost = false
+        /// Told once when the connection is lost (see `DBusConnection.whenLost`).
+        var onLost: (@Sendable () -> Void)?
+        /// The connection thread while it runs; nil once it has ended, since the system reuses
+        /// an ended thread's id for a new thread, which must not pass for the connection's.
         var owner: pthread_t?
         var nextSubscription: UInt64 = 0
     }

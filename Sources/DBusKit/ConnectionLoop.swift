@@ -1,5 +1,6 @@
 import Basics
 internal import CDBus
+import Dispatch
 import Glibc
 
 /// The connection thread's side: the only code that touches the libdbus
@@ -40,15 +41,16 @@ final class ConnectionLoop {
     /// Runs until close() or until the bus goes away, then fails what is pending and releases the connection.
     func run() {
         core.shared.withLock { $0.owner = pthread_self() }
+        var closing = false
         while true {
-            let closing = runJobs()
+            closing = runJobs()
             dispatchIncoming()
             if closing || dbus_connection_get_is_connected(connection) == 0 { break }
             expireCalls()
             guard waitForIO() else { break }
         }
         flushOutgoing()
-        finish()
+        finish(lost: !closing)
     }
 
     /// Runs the posted jobs; returns whether close() was asked for. A function of its
@@ -111,12 +113,17 @@ final class ConnectionLoop {
         }
     }
 
-    private func finish() {
-        let leftover = core.shared.withLock { state in
+    private func finish(lost: Bool) {
+        let (leftover, onLost) = core.shared.withLock { state in
             state.finished = true
+            state.owner = nil
+            state.lost = lost
             state.objects = [:]
-            defer { state.jobs.removeAll() }
-            return state.jobs
+            defer {
+                state.jobs.removeAll()
+                state.onLost = nil
+            }
+            return (state.jobs, lost ? state.onLost : nil)
         }
         for job in leftover { job(nil) }
         let calls = pending.values
@@ -129,6 +136,8 @@ final class ConnectionLoop {
         dbus_connection_unref(connection)
         logger.debug("connection \(core.uniqueName) finished")
         core.finished.leave()
+        // Off this thread: what the owner does about it (a shutdown) may call into the connection.
+        if let onLost { DispatchQueue.global().async(execute: onLost) }
     }
 
     // MARK: Sending

@@ -100,6 +100,18 @@ public final class DBusConnection: Sendable {
         if !core.isConnectionThread { core.finished.wait() }
     }
 
+    /// Calls `handler` once, on a queue of its own, when the connection ends without `close()`:
+    /// the bus went away (a session ending) or dropped this connection. Calls it at once when
+    /// that has already happened; never after `close()`. A later call replaces the handler.
+    public func whenLost(_ handler: @escaping @Sendable () -> Void) {
+        let alreadyLost = core.shared.withLock { state -> Bool in
+            guard !state.finished else { return state.lost }
+            state.onLost = handler
+            return false
+        }
+        if alreadyLost { DispatchQueue.global().async(execute: handler) }
+    }
+
     /// Whether `.unixFD` values can travel over this connection (both ends negotiated
     /// descriptor passing, which needs a Unix socket). Sending one where they cannot
     /// throws `NotSupported`.

@@ -71,6 +71,46 @@ extension BusTests {
             echo.state.slowRelease.continuation.yield()
         }
 
+        @Test func aConnectionLostToItsBusSaysSoOnceAndAClosedOneNever() async throws {
+            let echo = try EchoService()
+            let (lost, tell) = AsyncStream.makeStream(of: String.self)
+            echo.service.whenLost { tell.yield("service") }
+            echo.client.whenLost { tell.yield("client") }
+            echo.client.close()
+            echo.bus.stop()
+            var told = lost.makeAsyncIterator()
+            #expect(await told.next() == "service")
+            // Asked after the loss, the handler runs at once; the closed client's never runs.
+            echo.service.whenLost {
+                tell.yield("late")
+                tell.finish()
+            }
+            #expect(await told.next() == "late")
+            #expect(await told.next() == nil)
+        }
+
+        @Test func blockingBusCallsAfterTheBusWentAwayFailOnAnyThread() async throws {
+            let echo = try EchoService()
+            let (lost, tell) = AsyncStream.makeStream(of: Void.self)
+            echo.service.whenLost { tell.finish() }
+            echo.bus.stop()
+            for await _ in lost {}
+            // New threads often get the ended connection thread's id: none may pass for it.
+            var outcomes = Set<String>()
+            for _ in 0..<40 {
+                outcomes.insert(
+                    await onOwnThread {
+                        do {
+                            try echo.service.releaseName(testName)
+                            return "released"
+                        } catch {
+                            return (error as? DBusError)?.name ?? "\(error)"
+                        }
+                    })
+            }
+            #expect(outcomes == ["org.freedesktop.DBus.Error.Disconnected"])
+        }
+
         @Test func manyConcurrentCallsFromManyTasksAllGetTheirOwnReplies() async throws {
             let echo = try EchoService()
             let replies = try await withThrowingTaskGroup(of: (Int, [DBusValue]).self) { group in
