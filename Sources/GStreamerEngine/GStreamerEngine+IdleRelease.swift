@@ -44,7 +44,7 @@ extension GStreamerEngine {
 
     private func idleWaitEnded(_ token: UInt64) {
         let decision = shared.withLock { state -> IdleRelease.Decision in
-            guard state.busRunning else { return .stale }
+            guard state.accepting else { return .stale }
             let settled =
                 (state.lifecycle.current?.phase.isSettled ?? true) && state.lifecycle.unannounced == nil
                 && state.released?.resuming != true && !state.outputKept

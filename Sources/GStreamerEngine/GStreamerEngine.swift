@@ -52,9 +52,17 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         /// The caps of a slow decoder the loading track needs, loaded once its demuxer or
         /// parser is in place.
         var decoderToPreload: String?
+        /// False once `shutdown()` began: no control work starts after that, as it frees the
+        /// pipeline such work would touch.
+        var accepting = true
+        /// The bus thread reads on while true; `shutdown()` clears it only after the control
+        /// queue's last work, which may wait for messages only the bus thread passes (the
+        /// warm-up's marker).
         var busRunning = true
         /// The bus thread's kernel id, once it runs (tests watch it sleep).
         var busThread: Int32?
+        /// Whether the warm-up gave up waiting for the bus to pass its messages.
+        var warmUpMissedItsMarker = false
         var rate = 1.0
         /// The filter in playbin now; it changes at a load or when a rate change needs another.
         var filter = RateFilter.none
@@ -98,6 +106,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     let busStopped = DispatchSemaphore(value: 0)
     /// Signalled when the bus thread has passed the pipeline warm-up's messages.
     let warmUpPassed = DispatchSemaphore(value: 0)
+    /// Signalled when the pipeline warm-up begins (tests shut the engine down during it).
+    let warmUpBegan = DispatchSemaphore(value: 0)
     let log = Logger(label: "engine")
     /// Whether scaletempo is installed (without it a rate change also changes the pitch).
     let hasScaletempo: Bool
@@ -187,7 +197,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         }
         onControl { [self] in
             // Superseded, or shut down.
-            guard shared.withLock({ $0.latestLoad == ticket && $0.busRunning }) else { return }
+            guard shared.withLock({ $0.latestLoad == ticket && $0.accepting }) else { return }
             transportChanged(to: playing ? .playing : .paused)
             loadNow(track, at: position, playing: playing)
         }
@@ -487,7 +497,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     /// deferred report can come due after it.
     func onControl(at deadline: DispatchTime? = nil, _ work: @escaping @Sendable () -> Void) {
         let unlessShutDown: @Sendable () -> Void = { [self] in
-            guard shared.withLock({ $0.busRunning }) else { return }
+            guard shared.withLock({ $0.accepting }) else { return }
             work()
         }
         if let deadline {
@@ -501,11 +511,11 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     public func shutdown() {
         let first = shared.withLock { state -> Bool in
             defer {
-                state.busRunning = false
+                state.accepting = false
                 // A load whose source is still opening must not start on a freed pipeline.
                 state.lifecycle.cancelOpening()
             }
-            return state.busRunning
+            return state.accepting
         }
         guard first else { return }
         control.sync {
@@ -516,6 +526,7 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             gst_element_set_state(playbin, GST_STATE_NULL)
             gst_element_set_state(output, GST_STATE_NULL)
         }
+        shared.withLock { $0.busRunning = false }
         // The pipeline at NULL leaves its bus flushing, which drops posts: the wake-up is let
         // through, and the bus thread, waiting with no timeout, sees that it is to stop.
         gst_bus_set_flushing(bus, 0)

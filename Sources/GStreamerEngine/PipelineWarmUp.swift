@@ -19,6 +19,7 @@ extension GStreamerEngine {
     /// has passed them all before a load can make a track current.
     func warmPipeline() {
         guard shared.withLock({ $0.lifecycle.current == nil }) else { return }
+        warmUpBegan.signal()
         guard let sink = try? AudioOutput.parse("capsfilter caps=audio/x-raw ! fakesink") else { return }
         defer { gst_object_unref(UnsafeMutableRawPointer(sink)) }
         let started = ContinuousClock.now
@@ -32,6 +33,7 @@ extension GStreamerEngine {
         postMarker(Self.warmUpMarkerName)
         if warmUpPassed.wait(timeout: .now() + .seconds(1)) == .timedOut {
             log.warning("the bus did not pass the pipeline warm-up's messages within 1 s")
+            shared.withLock { $0.warmUpMissedItsMarker = true }
         }
         gst_element_set_state(playbin, GST_STATE_NULL)
         setProperty(playbin, "audio-sink", object: output)

@@ -53,4 +53,17 @@ struct ShutdownTests {
         later.wait()
         #expect(!ran.withLock { $0 }, "work ran on a shut-down pipeline")
     }
+
+    /// A daemon told to stop as it starts shuts its engine down during the pipeline's warm-up,
+    /// which waits for the bus thread to pass its messages: the bus thread reads on until the
+    /// control queue's last work is done, so the warm-up ends at once instead of after its limit.
+    @Test func aShutdownDuringTheWarmUpLetsTheBusPassItsMessages() async throws {
+        let engine = try GStreamerEngine(audioSink: "fakesink sync=false") { url throws(MediaSourceError) in
+            MemoryByteSource(file: url)
+        }
+        let began = await onOwnThread { engine.warmUpBegan.wait(timeout: .now() + 20) }
+        #expect(began == .success, "the warm-up never began")
+        await onOwnThread { engine.shutdown() }
+        #expect(!engine.shared.withLock { $0.warmUpMissedItsMarker })
+    }
 }
