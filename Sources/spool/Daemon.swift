@@ -35,8 +35,8 @@ struct DaemonOptions {
     }
 }
 
-/// Wires the layers together and runs until SIGTERM, SIGINT or MPRIS Quit.
-/// This is the only place where every module meets.
+/// Wires the layers together and runs until it is told to stop (SIGTERM, SIGINT, SIGHUP, MPRIS
+/// Quit) or its session bus goes away. This is the only place where every module meets.
 final class Daemon: Sendable {
     private let log = Logger(label: "daemon")
     private let connection: DBusConnection
@@ -45,6 +45,9 @@ final class Daemon: Sendable {
     private let service: MPRISService
     private let status: CacheStatus
     private let stopping = Atomic<Bool>(false)
+    /// The start-up, once launched: a stop waits for it, so that the two never run at once and
+    /// only the stop ends the process.
+    private let startup = Mutex<Task<Void, Never>?>(nil)
     /// The bus name this daemon owns.
     private let busName: Mutex<String>
     private let sleepWatcher = Mutex<SleepWatcher?>(nil)
@@ -179,8 +182,28 @@ final class Daemon: Sendable {
         BaseDirectories(environment: ProcessInfo.processInfo.environment).stateHome.appendingPathComponent("spool")
     }
 
+    /// Starts the daemon in the background: restores the session, exports MPRIS and claims the bus
+    /// name. A failure to start ends the process with one line; a stop asked for meanwhile (a
+    /// signal, the bus going away) waits for the start-up and then ends it cleanly instead.
+    func launch() {
+        startup.withLock { task in
+            task = Task {
+                do {
+                    try await start()
+                } catch {
+                    // A start-up cut short by a stop (the bus went away under it) is no failure.
+                    guard !stopping.load(ordering: .acquiring) else { return }
+                    complain("\(error)")
+                    exit(ExitStatus.runtimeFailure)
+                }
+            }
+        }
+        // A session bus that goes away is the session ending: nobody is left to control the daemon.
+        connection.whenLost { [weak self] in self?.stop(reason: "the D-Bus session bus went away") }
+    }
+
     /// Exports MPRIS, claims the bus name and returns; the process lives on in dispatchMain.
-    func start() async throws {
+    private func start() async throws {
         await player.restoreSession()
         await service.start()
         let name = busName.withLock { $0 }
@@ -205,19 +228,41 @@ final class Daemon: Sendable {
         meteredWatcher.withLock { $0 = metered }
     }
 
-    /// Stops playback, releases the bus name and exits the process. Runs once.
+    /// Saves the session and the cache index, stops playback, releases the bus name and exits 0.
+    /// Runs once, whichever way to stop comes first; the others are only logged.
     func stop(reason: String) {
-        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else {
+            log.info("already stopping; also \(reason)")
+            return
+        }
         log.notice("stopping: \(reason)")
+        Self.leaveIfStuck(after: Self.shutdownLimit)
+        let startup = startup.withLock { $0 }
         Task {
+            await startup?.value
             await player.shutdown()
             status.shutdown()
-            try? connection.releaseName(busName.withLock { $0 })
+            if connection.isConnected { try? connection.releaseName(busName.withLock { $0 }) }
             connection.close()
             preloader?.stop()
             fetcher.shutdown()
             if case .success(let cache) = cache { cache.close() }
+            log.debug("stopped")
             exit(0)
+        }
+    }
+
+    /// How long a stop may take before the process leaves without finishing it: well under the
+    /// 90 s that systemd gives a user service, far over the few milliseconds a stop takes.
+    static let shutdownLimit: Duration = .seconds(20)
+
+    /// Ends the process with status 1 if it is still here after `limit`: a stop that hangs
+    /// (an audio device that never closes) must not keep a logout waiting.
+    private static func leaveIfStuck(after limit: Duration) {
+        let log = Logger(label: "daemon")
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(limit.components.seconds * 1000))) {
+            log.error("the stop did not finish within \(limit.components.seconds) s; leaving without it")
+            _exit(1)
         }
     }
 }

@@ -2,18 +2,29 @@ import Basics
 import Dispatch
 import FoundationEssentials
 import Glibc
+import Synchronization
 
-/// `spool daemon [options]`: runs the player until SIGTERM, SIGINT or MPRIS Quit.
+/// `spool daemon [options]`: runs the player until SIGTERM, SIGINT, SIGHUP, MPRIS Quit or the
+/// end of its session bus.
 func runDaemonCommand(_ arguments: [String]) -> Never {
     limitMallocArenas()
     let instance = arguments.contains("--instance")
     let configuration = configurationOrExit(arguments.filter { $0 != "--instance" }, command: "daemon")
     Logger.minimumLevel = configuration.logLevel
 
-    // Signals arrive as events on the main queue, never as handlers mid-operation.
-    signal(SIGTERM, SIG_IGN)
-    signal(SIGINT, SIG_IGN)
+    // Signals arrive as events on the main queue, never as handlers mid-operation. The sources
+    // are made before the daemon, so a stop sent while it starts is kept, not lost; the main
+    // queue runs their handlers only once the daemon exists (dispatchMain, below).
     signal(SIGPIPE, SIG_IGN)
+    let daemonToStop = Mutex<Daemon?>(nil)
+    let signalSources = [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT"), (SIGHUP, "SIGHUP")].map { number, name in
+        // The default action would end the process before the source sees the signal.
+        signal(number, SIG_IGN)
+        let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
+        source.setEventHandler { daemonToStop.withLock { $0 }?.stop(reason: name) }
+        source.resume()
+        return source
+    }
     let daemon: Daemon
     do {
         daemon = try Daemon(options: DaemonOptions(configuration: configuration, instance: instance))
@@ -21,20 +32,8 @@ func runDaemonCommand(_ arguments: [String]) -> Never {
         complain("\(error)")
         exit(ExitStatus.runtimeFailure)
     }
-    let signalSources = [SIGTERM, SIGINT].map { number in
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-        source.setEventHandler { daemon.stop(reason: number == SIGTERM ? "SIGTERM" : "SIGINT") }
-        source.resume()
-        return source
-    }
-    Task {
-        do {
-            try await daemon.start()
-        } catch {
-            complain("\(error)")
-            exit(ExitStatus.runtimeFailure)
-        }
-    }
+    daemonToStop.withLock { $0 = daemon }
+    daemon.launch()
     withExtendedLifetime(signalSources) { dispatchMain() }
 }
 
