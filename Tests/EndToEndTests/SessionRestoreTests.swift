@@ -121,7 +121,7 @@ struct SessionRestoreTests {
 }
 
 /// What a client sees of the session: queue (URLs in order), current entry, position, status.
-private struct SessionView: CustomStringConvertible {
+struct SessionView: CustomStringConvertible, Equatable {
     var queue: [String]
     var current: String?
     var position: Double
@@ -139,7 +139,7 @@ private enum KillMoment: CaseIterable {
 }
 
 extension RunningDaemon {
-    fileprivate func sessionView() async throws -> SessionView {
+    func sessionView() async throws -> SessionView {
         let reply = try await mpris("org.spool.Spool1", "Queue")
         let entries = reply.first?.arrayValues?.compactMap(\.stringVariantDictValue) ?? []
         let position = try await property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? -1_000_000_000
