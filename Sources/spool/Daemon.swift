@@ -256,13 +256,13 @@ final class Daemon: Sendable {
     /// 90 s that systemd gives a user service, far over the few milliseconds a stop takes.
     static let shutdownLimit: Duration = .seconds(20)
 
-    /// Ends the process with status 1 if it is still here after `limit`: a stop that hangs
+    /// Ends the process with status 2 (a failure at run time) if it is still here after `limit`: a stop that hangs
     /// (an audio device that never closes) must not keep a logout waiting.
     private static func leaveIfStuck(after limit: Duration) {
         let log = Logger(label: "daemon")
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(limit.components.seconds * 1000))) {
             log.error("the stop did not finish within \(limit.components.seconds) s; leaving without it")
-            _exit(1)
+            _exit(ExitStatus.runtimeFailure)
         }
     }
 }
