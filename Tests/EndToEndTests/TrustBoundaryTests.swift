@@ -118,6 +118,10 @@ struct TrustBoundaryTests {
         origin.serve(
             OriginResource(media("#EXT-X-KEY:METHOD=AES-128,URI=\"k.key\"\n"), contentType: type), at: "/long-key.m3u8")
         origin.serve(OriginResource(Data(repeating: 7, count: 17)), at: "/k.key")
+        origin.serve(
+            OriginResource(media("#EXT-X-KEY:METHOD=AES-128,URI=\"big.key\"\n"), contentType: type), at: "/big-key.m3u8"
+        )
+        origin.serve(OriginResource(Data(repeating: 7, count: 64 << 10)), at: "/big.key")
         origin.serve(OriginResource(Data(repeating: 0, count: 188 * 8), contentType: "video/mp2t"), at: "/seg.ts")
         let daemon = try RunningDaemon()
         try await daemon.waitUntilReady()
@@ -125,6 +129,7 @@ struct TrustBoundaryTests {
             ("segment.m3u8", "line 4: file:///etc/hostname is refused (\(Self.networkReason))"),
             ("key.m3u8", "line 3: file:///etc/hostname is refused (\(Self.networkReason))"),
             ("long-key.m3u8", "the HLS key k.key is 17 bytes, not 16"),
+            ("big-key.m3u8", "larger than 1024 bytes"),
         ]
         for (name, reason) in cases {
             let result = try daemon.spool("play", origin.url(for: "/" + name).absoluteString)
