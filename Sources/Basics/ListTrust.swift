@@ -51,9 +51,10 @@ public struct ListTrust: Sendable, Equatable {
         }
     }
 
-    /// `entry` as a dropped entry of this list, when the list may not name it.
+    /// `entry` as a dropped entry of this list, when the list may not name it; shown as
+    /// ``loggable(_:)`` shows it (no credentials, no query), as it goes to the log and to D-Bus.
     public func dropped(_ entry: URL) -> DroppedEntry? {
-        refusal(of: entry).map { DroppedEntry(entry: entry.absoluteString, reason: $0) }
+        refusal(of: entry).map { DroppedEntry(entry: loggable(entry), reason: $0) }
     }
 
     /// Whether `url` is an http or https address.
@@ -68,7 +69,8 @@ public struct DroppedEntry: Sendable, Equatable, CustomStringConvertible {
     /// The longest part of an entry shown in a message.
     public static let shownLength = 200
 
-    /// The entry as the list named it (resolved), cut to ``shownLength`` characters.
+    /// The entry as the list named it (resolved, without credentials or query), cut to
+    /// ``shownLength`` characters.
     public let entry: String
     /// Why it is not played.
     public let reason: String
