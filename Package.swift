@@ -9,7 +9,8 @@
 //   spool (executable) → SpoolConfig (settings from file, environment and flags)
 //   MediaSource → ByteSourceAPI (implements it), RangeCache (sparse data files + SQLite index;
 //                 no networking), Fetcher
-//   HLS: RFC 8216 playlists and the live reload schedule as pure values (imports nothing of Spool's)
+//   HLS: RFC 8216 playlists and the live reload schedule as pure values (imports only Basics, for
+//        ListTrust: what a playlist from the network may name)
 //   HLSSource → HLS, ByteSourceAPI (an HLS presentation as one byte source; CacheFilling makes it)
 // RangeCache and StateStore reach SQLite through SQLiteKit.
 // Every module may use Basics (logging, XDG folders, thread and queue helpers).
@@ -54,7 +55,7 @@ let package = Package(
         // The protocol the engine reads a track's bytes through; the download engine implements it.
         .target(name: "ByteSourceAPI"),
         // RFC 8216 (HTTP Live Streaming) playlists and the live reload schedule: pure values, no networking.
-        .target(name: "HLS"),
+        .target(name: "HLS", dependencies: ["Basics"]),
         // An HLS presentation as one ByteSource: its segments read through sources made by the caller.
         .target(name: "HLSSource", dependencies: ["HLS", "ByteSourceAPI", "CCrypto", "Basics"]),
         .target(name: "MediaSource", dependencies: ["ByteSourceAPI", "Fetcher", "RangeCache", "Basics"]),
@@ -139,7 +140,7 @@ let package = Package(
             name: "StateStoreTests",
             dependencies: ["StateStore", "PlayerCore", "EngineAPI", "TestSupport", "TestDoubles"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
-        .testTarget(name: "HLSTests", dependencies: ["HLS"]),
+        .testTarget(name: "HLSTests", dependencies: ["HLS", "Basics"]),
         .testTarget(name: "HLSSourceTests", dependencies: ["HLSSource", "HLS", "ByteSourceAPI", "TestSupport"]),
         .testTarget(name: "SQLiteKitTests", dependencies: ["SQLiteKit", "TestSupport"]),
         .testTarget(name: "SpoolConfigTests", dependencies: ["SpoolConfig", "Basics", "TestSupport"]),

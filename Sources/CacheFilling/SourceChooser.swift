@@ -98,8 +98,10 @@ public final class SourceChooser: Sendable {
     /// one not stored comes from the origin without touching the disk, and only once it reads
     /// as on demand is it stored, by a read of its own off the start path: a live playlist, which
     /// changes every few seconds, never reaches the disk. A live playlist's reload and a key
-    /// always come from the origin, never stored (a key on disk would undo its encryption).
+    /// always come from the origin, never stored (a key on disk would undo its encryption); a
+    /// key response larger than ``HLSByteSource/keyLimit`` fails, a playlist larger than 4 MiB.
     private func whole(_ url: URL, use: HLSByteSource.FetchUse) async throws(MediaSourceError) -> Data {
+        if use == .key { return try await fetchWhole(url, limit: HLSByteSource.keyLimit) }
         guard use == .playlist, let cache else { return try await fetchWhole(url) }
         if cache.info(for: cache.key(for: url), namespace: namespace)?.isComplete == true {
             let source = httpSource(for: url)
@@ -122,9 +124,9 @@ public final class SourceChooser: Sendable {
         return data
     }
 
-    private func fetchWhole(_ url: URL) async throws(MediaSourceError) -> Data {
+    private func fetchWhole(_ url: URL, limit: Int = 4 << 20) async throws(MediaSourceError) -> Data {
         do throws(FetchError) {
-            return try await fetcher.fetchWhole(url)
+            return try await fetcher.fetchWhole(url, limit: limit)
         } catch {
             throw MediaSourceError(downloadFailure: error)
         }

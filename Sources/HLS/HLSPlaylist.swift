@@ -59,6 +59,9 @@ public enum HLSParseError: Error, Sendable, Equatable, CustomStringConvertible {
     case variantWithoutBandwidth(line: Int)
     /// An `EXT-X-STREAM-INF` not followed by its variant's URI line.
     case variantWithoutURI(line: Int)
+    /// A URI the playlist may not name (see `ListTrust`: a playlist from the network names only
+    /// http(s) addresses), as resolved, and why.
+    case refusedURI(line: Int, uri: String, reason: String)
 
     /// The line the error is on, when it is about one line.
     public var line: Int? {
@@ -66,7 +69,7 @@ public enum HLSParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case .mixedPlaylistKinds(let line, _), .invalidTargetDuration(let line), .invalidTagValue(let line, _),
             .missingAttribute(let line, _, _), .segmentWithoutURI(let line), .segmentWithoutDuration(let line),
             .byteRangeWithoutPrevious(let line), .invalidURI(let line), .variantWithoutBandwidth(let line),
-            .variantWithoutURI(let line):
+            .variantWithoutURI(let line), .refusedURI(let line, _, _):
             line
         case .notUTF8, .missingHeader, .missingTargetDuration, .noVariants: nil
         }
@@ -92,6 +95,7 @@ public enum HLSParseError: Error, Sendable, Equatable, CustomStringConvertible {
         case .noVariants: "the master playlist lists no variant stream (#EXT-X-STREAM-INF)"
         case .variantWithoutBandwidth(let line): "line \(line): #EXT-X-STREAM-INF lacks a valid BANDWIDTH"
         case .variantWithoutURI(let line): "line \(line): #EXT-X-STREAM-INF is not followed by a variant URI"
+        case .refusedURI(let line, let uri, let reason): "line \(line): \(uri) is refused (\(reason))"
         }
     }
 }

@@ -19,6 +19,9 @@ public struct MasterPlaylist: Sendable, Equatable {
     public var independentSegments: Bool
     /// `EXT-X-START`: it applies to every media playlist of the presentation.
     public var start: StartPoint?
+    /// Variants and renditions left out because the playlist may not name their URIs (each a
+    /// ``HLSParseError/refusedURI(line:uri:reason:)``), for the log.
+    public var refused: [HLSParseError] = []
 
     /// Creates a master playlist.
     public init(

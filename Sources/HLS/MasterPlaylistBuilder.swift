@@ -18,9 +18,10 @@ struct MasterPlaylistBuilder {
         case .uri(let text):
             // A URI line after anything but EXT-X-STREAM-INF belongs to nothing: ignored.
             guard var pending = pendingVariant else { return }
-            pending.variant.uri = try resolver.resolve(text, line: line.number)
-            playlist.variants.append(pending.variant)
             pendingVariant = nil
+            guard let uri = try admitted(text, line: line.number) else { return }  // the others still play
+            pending.variant.uri = uri
+            playlist.variants.append(pending.variant)
         case .tag(let tag, let value):
             try apply(tag, value: (value ?? "")[...], line: line.number)
         }
@@ -53,7 +54,7 @@ struct MasterPlaylistBuilder {
     }
 
     /// The rendition, or nil for a `TYPE` this client does not know.
-    private func rendition(_ attributes: AttributeList, line: Int) throws(HLSParseError) -> Rendition? {
+    private mutating func rendition(_ attributes: AttributeList, line: Int) throws(HLSParseError) -> Rendition? {
         let tag = "EXT-X-MEDIA"
         guard let typeText = attributes.string("TYPE") else {
             throw .missingAttribute(line: line, tag: tag, attribute: "TYPE")
@@ -67,7 +68,8 @@ struct MasterPlaylistBuilder {
         guard let type = Rendition.MediaType(rawValue: typeText) else { return nil }
         var uri: URL?
         if let uriText = attributes.string("URI") {
-            uri = try resolver.resolve(uriText, line: line)
+            guard let admitted = try admitted(uriText, line: line) else { return nil }
+            uri = admitted
         }
         return Rendition(
             type: type, groupID: groupID, name: name, language: attributes.string("LANGUAGE"),
@@ -75,10 +77,21 @@ struct MasterPlaylistBuilder {
             channels: attributes.string("CHANNELS"), uri: uri)
     }
 
+    /// The URL `reference` names, or nil when the playlist may not name it (kept in `refused`).
+    private mutating func admitted(_ reference: String, line: Int) throws(HLSParseError) -> URL? {
+        do throws(HLSParseError) {
+            return try resolver.resolveAdmitted(reference, line: line)
+        } catch {
+            guard case .refusedURI = error else { throw error }
+            playlist.refused.append(error)
+            return nil
+        }
+    }
+
     /// The playlist, once every line is consumed.
     func finish() throws(HLSParseError) -> MasterPlaylist {
         if let pending = pendingVariant { throw .variantWithoutURI(line: pending.line) }
-        guard !playlist.variants.isEmpty else { throw .noVariants }
+        guard !playlist.variants.isEmpty else { throw playlist.refused.first ?? .noVariants }
         return playlist
     }
 }

@@ -101,8 +101,14 @@ struct MediaPlaylistBuilder {
         let versions = attributes.string("KEYFORMATVERSIONS").map { text in
             text.split(separator: "/").compactMap { decimalInteger($0.trimmingASCIIWhitespace()) }
         }
+        let encryption = EncryptionMethod(attributeValue: method)
+        // Only an AES-128 key is ever fetched; the URIs of other methods' keys (`skd://`) are
+        // names of a DRM system, which the segments it encrypts are refused for.
+        let keyURI =
+            encryption == .aes128
+            ? try resolver.resolveAdmitted(uriText, line: line) : try resolver.resolve(uriText, line: line)
         let key = EncryptionKey(
-            method: EncryptionMethod(attributeValue: method), uri: try resolver.resolve(uriText, line: line),
+            method: encryption, uri: keyURI,
             iv: iv, keyFormat: attributes.string("KEYFORMAT") ?? EncryptionKey.identityFormat,
             keyFormatVersions: versions.flatMap { $0.isEmpty ? nil : $0 } ?? [1])
         if let index = keys.firstIndex(where: { $0.keyFormat == key.keyFormat }) {
@@ -123,12 +129,14 @@ struct MediaPlaylistBuilder {
             range = ByteRange(offset: spec.offset ?? 0, length: spec.length)
         }
         map = MediaInitializationSection(
-            uri: try resolver.resolve(uriText, line: line), byteRange: range, key: preferredKey)
+            uri: try resolver.resolveAdmitted(uriText, line: line), byteRange: range, key: preferredKey)
     }
 
     private mutating func appendSegment(uri text: String, line: Int) throws(HLSParseError) {
         guard let pending = pendingDuration else { throw .segmentWithoutDuration(line: line) }
-        let uri = try resolver.resolve(text, line: line)
+        // A segment cannot be left out of an on-demand timeline: one that may not be fetched
+        // fails the playlist.
+        let uri = try resolver.resolveAdmitted(text, line: line)
         var range: ByteRange?
         if let spec = pendingByteRange {
             guard let offset = spec.offset ?? byteRangeEnds[uri] else {

@@ -1,3 +1,4 @@
+import Basics
 import FoundationEssentials
 
 /// Resolves the URIs of one playlist against its URL (RFC 3986 §5.2, as `URL(string:relativeTo:)`
@@ -9,11 +10,14 @@ import FoundationEssentials
 /// `//host/x`, `../x`, `?q`, `#f`) goes through Foundation.
 struct URIResolver {
     let base: URL
+    /// What the playlist may name: only http(s) when it came from the network.
+    let trust: ListTrust
     /// The base URL up to and including the last `/` of its path, without query or fragment.
     private let folder: String?
 
     init(base: URL) {
         self.base = base
+        trust = ListTrust(listAt: base)
         let probe = URL(string: "x", relativeTo: base)?.absoluteString
         folder = probe.flatMap { $0.hasSuffix("/x") ? String($0.dropLast()) : nil }
     }
@@ -30,6 +34,16 @@ struct URIResolver {
         }
         guard let url = resolved ?? URL(string: reference, relativeTo: base)?.absoluteURL else {
             throw .invalidURI(line: line)
+        }
+        return url
+    }
+
+    /// The absolute URL `reference` refers to, when the playlist may name it (``ListTrust``):
+    /// else a ``HLSParseError/refusedURI(line:uri:reason:)``.
+    func resolveAdmitted(_ reference: String, line: Int) throws(HLSParseError) -> URL {
+        let url = try resolve(reference, line: line)
+        if let dropped = trust.dropped(url) {
+            throw .refusedURI(line: line, uri: dropped.entry, reason: dropped.reason)
         }
         return url
     }

@@ -22,9 +22,16 @@ public final class HLSByteSource: ByteSource {
         /// A playlist that may be on demand: under HTTP's caching rules (a fresh stored copy
         /// answers with no request, a stale one is revalidated), and stored.
         case playlist
-        /// A live playlist's reload, or a key: from the origin, never stored.
+        /// A live playlist's reload: from the origin, never stored.
         case origin
+        /// An AES-128 key: from the origin, never stored (a key on disk would undo its
+        /// encryption), and at most ``HLSByteSource/keyLimit`` bytes.
+        case key
     }
+
+    /// The most bytes a key response may hold: an AES-128 key is 16 bytes, and nothing larger
+    /// is read into memory.
+    public static let keyLimit = 1024
 
     /// Makes the unopened byte source of one segment's URL; `live`: a live presentation's
     /// segment, kept in memory only.
@@ -200,6 +207,7 @@ public final class HLSByteSource: ByteSource {
         case .media(let media):
             return (media, url)
         case .master(let master):
+            for refusal in master.refused { Self.log.warning("\(url.lastPathComponent): \(refusal)") }
             let limit = ceiling()
             guard
                 let variant = master.chooseVariant(throughput: nil, ceiling: limit)
@@ -235,17 +243,22 @@ public final class HLSByteSource: ByteSource {
         let fetch = fetchPlaylist
         let task = state.withLock { state -> Task<Data, any Error> in
             if let running = state.keys[keyURL] { return running }
-            let task = Task<Data, any Error> { try await fetch(keyURL, .origin) }
+            let task = Task<Data, any Error> { try await fetch(keyURL, .key) }
             state.keys[keyURL] = task
             return task
         }
+        let key: Data
         do {
-            return try await task.value
+            key = try await task.value
         } catch let error as MediaSourceError {
             throw .unavailable("the HLS key \(keyURL.lastPathComponent) cannot be fetched: \(error)")
         } catch {
             throw .unavailable("the HLS key \(keyURL.lastPathComponent) cannot be fetched")
         }
+        guard key.count == 16 else {
+            throw .unavailable("the HLS key \(keyURL.lastPathComponent) is \(key.count) bytes, not 16 (AES-128)")
+        }
+        return key
     }
 
     /// Opens the reader's part and the few after it; closes those behind it.

@@ -15,10 +15,13 @@ extension MPRISService {
     /// playlist is fetched afterwards and `apply` runs when it has arrived (calls answered in the
     /// meantime take effect first); a failure to fetch it shows in `LastError`. With `replacing`
     /// (the calls that replace the queue) a later such call wins over a playlist still arriving.
+    /// Entries a list may not name (see `ListTrust`) are logged one by one and summed up in
+    /// `LastError` as a warning, while the list's other entries play.
     func queueInputs(
         _ texts: [String], replacing: Bool = false, _ apply: @escaping @Sendable ([TrackItem]) async -> Void
     ) async throws(DBusError) {
         var parts: [Part] = []
+        var warnings: [String] = []
         for text in texts {
             switch TrackInput.parse(text) {
             case .failure(let problem):
@@ -26,10 +29,12 @@ extension MPRISService {
             case .success(let input) where input.isRemotePlaylist:
                 parts.append(.fetch(text))
             case .success:
-                parts.append(.ready(try await Self.tracks(text, resolver)))
+                let entries = try await Self.tracks(text, resolver)
+                if let warning = report(entries, of: text) { warnings.append(warning) }
+                parts.append(.ready(entries.items))
             }
         }
-        setInputError(nil)
+        setInputError(warnings.isEmpty ? nil : warnings.joined(separator: "; "))
         let (generation, playlistLeft) = published.withLock { state -> (UInt64, Bool) in
             let active = state.activePlaylist?.replacement == state.replacements
             if replacing { state.replacements &+= 1 }
@@ -50,7 +55,9 @@ extension MPRISService {
             return
         }
         let resolver = self.resolver
+        let localWarnings = warnings
         Task { [weak self] in
+            var warnings = localWarnings
             var items: [TrackItem] = []
             for part in parts {
                 switch part {
@@ -58,10 +65,11 @@ extension MPRISService {
                     items += ready
                 case .fetch(let text):
                     do throws(TrackSourceError) {
-                        items += try await resolver.resolve(text)
+                        let entries = try await resolver.entries(text)
+                        if let warning = self?.report(entries, of: text) { warnings.append(warning) }
+                        items += entries.items
                     } catch {
-                        let name = URL(string: text)?.lastPathComponent ?? text
-                        self?.setInputError("\(name): \(error.description)")
+                        self?.setInputError("\(Self.listName(text)): \(error.description)")
                         return
                     }
                 }
@@ -69,12 +77,26 @@ extension MPRISService {
             guard let self else { return }
             guard self.published.withLock({ $0.replacements }) == generation else {
                 self.log.info(
-                    "dropping the playlist \(texts.count == 1 ? URL(string: texts[0])?.lastPathComponent ?? "" : ""): the queue was replaced since"
+                    "dropping the playlist \(texts.count == 1 ? Self.listName(texts[0]) : ""): the queue was replaced since"
                 )
                 return
             }
+            if !warnings.isEmpty { self.setInputError(warnings.joined(separator: "; ")) }
             await apply(items)
         }
+    }
+
+    /// Logs each entry of `text`'s list that is left out; the warning for `LastError`, if any.
+    private func report(_ entries: PlaylistEntries, of text: String) -> String? {
+        let name = Self.listName(text)
+        for dropped in entries.dropped { log.warning("\(name): dropped \(dropped)") }
+        return entries.warning(name: name)
+    }
+
+    /// The file name of the list `text` names, for messages.
+    private static func listName(_ text: String) -> String {
+        let name = (URL(string: text) ?? URL(fileURLWithPath: text)).lastPathComponent
+        return name.isEmpty ? text : name
     }
 
     /// Shows `message` as `LastError` until the player reports an error of its own or another

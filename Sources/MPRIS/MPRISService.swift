@@ -233,10 +233,11 @@ public final class MPRISService: Sendable {
             signals: [DBusSignal("Seeked", arguments: [(name: "Position", signature: "x")])])
     }
 
-    /// The tracks a URI stands for (a track, a local playlist, a directory), or an InvalidArgs error.
-    static func tracks(_ text: String, _ resolver: TrackResolver) async throws(DBusError) -> [TrackItem] {
+    /// The tracks a URI stands for (a track, a local playlist, a directory) and the entries its
+    /// list left out, or an InvalidArgs error.
+    static func tracks(_ text: String, _ resolver: TrackResolver) async throws(DBusError) -> PlaylistEntries {
         do {
-            return try await resolver.resolve(text)
+            return try await resolver.entries(text)
         } catch {
             throw DBusError.invalidArgs(error.description)
         }

@@ -15,10 +15,21 @@ public final class FileByteSource: ByteSource {
         self.path = path
     }
 
-    /// Opens the file and reports its size.
+    /// Opens the file and reports its size. Only a regular file (or a link to one) is played: a
+    /// FIFO, socket or device fails at once as "not a regular file". The open does not wait
+    /// (`O_NONBLOCK`: a FIFO without a writer would block it forever); reads of a regular file
+    /// never wait either way, and the flag is cleared once the file is known to be one.
     public func open(_ completion: @escaping @Sendable (Result<ResourceInfo, MediaSourceError>) -> Void) {
-        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC)
+        let fd = Glibc.open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
+            let error = errno
+            var status = stat()
+            if stat(path, &status) == 0, ![S_IFREG, S_IFDIR].contains(status.st_mode & S_IFMT) {
+                // A socket cannot be opened at all (ENXIO): it is no file to play either.
+                completion(.failure(.gone("\(path): not a regular file")))
+                return
+            }
+            errno = error
             let reason = "\(path): \(String(cString: strerror(errno)))"
             // A file that is not there, or that we may not read, stays so on a retry.
             let permanent = [ENOENT, ENOTDIR, EACCES, EISDIR, ELOOP, ENAMETOOLONG].contains(errno)
@@ -29,6 +40,13 @@ public final class FileByteSource: ByteSource {
         guard fstat(fd, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else {
             Glibc.close(fd)
             completion(.failure(.gone("\(path): not a regular file")))
+            return
+        }
+        let flags = fcntl(fd, F_GETFL)
+        guard flags >= 0, fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 else {
+            let reason = "\(path): \(String(cString: strerror(errno)))"
+            Glibc.close(fd)
+            completion(.failure(.unavailable(reason)))
             return
         }
         descriptor.withLock { $0 = fd }

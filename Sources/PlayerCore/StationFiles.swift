@@ -44,19 +44,16 @@ enum StationFileFormat: Sendable {
     }
 }
 
-/// A reference from a station list as a URL Spool can play (http, https or a file), resolved
-/// like other playlist entries; nil when it is empty, holds control characters or names
-/// another scheme (`mms://`, `rtsp://`, ...). A relative reference is a URI, so its percent
-/// escapes are decoded before it is resolved as a path.
-func playableStationURL(_ reference: String, base: URL) -> URL? {
+/// A reference from a station list as a URL, resolved like other playlist entries; nil when it
+/// is empty or holds control characters. Whether it may be played (`mms://` may not, nor a file
+/// from a list on the network) is ``ListTrust``'s to say. A relative reference is a URI, so its
+/// percent escapes are decoded before it is resolved as a path.
+func stationURL(_ reference: String, base: URL) -> URL? {
     let trimmed = reference.trimmingWhitespaceAndNewlines()
     guard !trimmed.isEmpty, !trimmed.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
     else { return nil }
     let entry = hasURLScheme(trimmed) ? trimmed : removingPercentEncoding(trimmed) ?? trimmed
-    guard let url = PlaylistParser.resolve(entry, base: base), let scheme = url.scheme?.lowercased(),
-        ["http", "https", "file"].contains(scheme)
-    else { return nil }
-    return url
+    return PlaylistParser.resolve(entry, base: base)
 }
 
 /// Whether `reference` starts with a URI scheme of two characters or more (one letter is a
@@ -150,7 +147,7 @@ private struct StationListReader {
         case (.xspf, "creator"): capture = TextCapture(field: .creator, depth: path.count)
         case (.xspf, "location"): capture = TextCapture(field: .location, depth: path.count)
         case (.asx, "ref"):
-            if let href = attributes["href"], let url = playableStationURL(href, base: base) {
+            if let href = attributes["href"], let url = stationURL(href, base: base) {
                 entry?.urls.append(url)
             }
         default: break
@@ -167,7 +164,7 @@ private struct StationListReader {
             case .location:
                 // An XSPF track's locations are alternatives: the first playable one is the
                 // track, the others its mirrors.
-                if let url = playableStationURL(finished.text, base: base) { entry?.urls.append(url) }
+                if let url = stationURL(finished.text, base: base) { entry?.urls.append(url) }
             }
         }
         if let draft = entry, draft.depth == depth {

@@ -59,19 +59,52 @@ public enum PlaylistParser {
         }
     }
 
-    /// The entries of a playlist; empty when it has none.
+    /// The most entries a list queues; the rest are left out (``PlaylistEntries/leftOut``).
+    public static let maximumEntries = 10_000
+
+    /// The entries of a playlist that may be played; empty when it has none. See ``read(_:base:)``.
     public static func parse(_ text: String, base: URL) -> [TrackItem] {
+        read(text, base: base).items
+    }
+
+    /// The entries of a playlist at `base`, each admitted by the list's ``ListTrust`` (a list
+    /// from the network names only http(s) addresses, a local one files too): an entry none of
+    /// whose addresses may be played is dropped with its reason, and an entry's alternatives
+    /// (a station's mirrors) that may not be played are left out. At most ``maximumEntries``.
+    public static func read(_ text: String, base: URL) -> PlaylistEntries {
+        let trust = ListTrust(listAt: base)
         let fileExtension = base.pathExtension.lowercased()
+        var entries: PlaylistEntries
         if let format = StationFileFormat.detect(text, fileExtension: fileExtension) {
-            return format.entries(in: text, base: base)
+            entries = admitted(format.entries(in: text, base: base), trust)
+        } else {
+            let lines = text.replacing("\r\n", with: "\n").replacing("\r", with: "\n")
+                .split(separator: "\n").map { $0.trimmingWhitespace() }
+                .map { $0.hasPrefix("\u{FEFF}") ? String($0.dropFirst()) : $0 }
+            let isPLS = lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || fileExtension == "pls"
+            entries = admitted(isPLS ? parsePLS(lines, base: base) : parseM3U(lines, base: base), trust)
+            entries.items = StationMirrors.merged(entries.items)
         }
-        let lines = text.replacing("\r\n", with: "\n").replacing("\r", with: "\n")
-            .split(separator: "\n").map { $0.trimmingWhitespace() }
-            .map { $0.hasPrefix("\u{FEFF}") ? String($0.dropFirst()) : $0 }
-        if lines.first(where: { !$0.isEmpty })?.lowercased() == "[playlist]" || fileExtension == "pls" {
-            return StationMirrors.merged(parsePLS(lines, base: base))
+        if entries.items.count > maximumEntries {
+            entries.leftOut = entries.items.count - maximumEntries
+            entries.items.removeLast(entries.leftOut)
         }
-        return StationMirrors.merged(parseM3U(lines, base: base))
+        return entries
+    }
+
+    /// `items` without the addresses `trust` refuses; an item left without any is dropped.
+    private static func admitted(_ items: [TrackItem], _ trust: ListTrust) -> PlaylistEntries {
+        var entries = PlaylistEntries()
+        for item in items {
+            let addresses = [item.url] + item.mirrors
+            let kept = addresses.filter { trust.refusal(of: $0) == nil }
+            guard let first = kept.first else {
+                if let dropped = trust.dropped(item.url) { entries.dropped.append(dropped) }
+                continue
+            }
+            entries.items.append(TrackItem(url: first, title: item.title, mirrors: Array(kept.dropFirst())))
+        }
+        return entries
     }
 
     private static func isHLSTag(_ line: some StringProtocol) -> Bool {
@@ -147,6 +180,16 @@ public struct TrackResolver: Sendable {
 
     /// The tracks `input` stands for, in order.
     public func resolve(_ input: String) async throws(TrackSourceError) -> [TrackItem] {
+        try await entries(input).items
+    }
+
+    /// The tracks `url` stands for.
+    public func resolve(_ url: URL) async throws(TrackSourceError) -> [TrackItem] {
+        try await entries(url).items
+    }
+
+    /// The tracks `input` stands for, in order, with the entries of its list left out and why.
+    public func entries(_ input: String) async throws(TrackSourceError) -> PlaylistEntries {
         let url: URL
         if input.hasPrefix("/") || input.hasPrefix("./") || input.hasPrefix("../") || input.hasPrefix("~") {
             let expanded = BaseDirectories(environment: ProcessInfo.processInfo.environment).expandingTilde(input)
@@ -160,24 +203,25 @@ public struct TrackResolver: Sendable {
         } else {
             throw TrackSourceError("unsupported URI '\(input.prefix(200))': use file://, http://, https:// or a path")
         }
-        return try await resolve(url)
+        return try await entries(url)
     }
 
-    /// The tracks `url` stands for.
-    public func resolve(_ url: URL) async throws(TrackSourceError) -> [TrackItem] {
+    /// The tracks `url` stands for, with the entries of its list left out and why. A local
+    /// input must be a directory or a regular file: a FIFO, socket or device is refused here,
+    /// as reading one could wait forever.
+    public func entries(_ url: URL) async throws(TrackSourceError) -> PlaylistEntries {
         if url.isFileURL {
-            var isDirectory = false
-            guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
-                throw TrackSourceError("no such file: \(url.path)")
+            var info = stat()
+            guard stat(url.path, &info) == 0 else {
+                throw TrackSourceError(
+                    errno == ENOENT ? "no such file: \(url.path)" : "\(url.path): \(String(cString: strerror(errno)))")
             }
-            if isDirectory { return try directory(url) }
-            guard PlaylistParser.isPlaylist(url) else { return [TrackItem(url: url)] }
-            guard let data = FileManager.default.contents(atPath: url.path) else {
-                throw TrackSourceError("cannot read \(url.path)")
-            }
-            return try playlist(data, base: url)
+            if info.st_mode & S_IFMT == S_IFDIR { return PlaylistEntries(items: try directory(url)) }
+            guard info.st_mode & S_IFMT == S_IFREG else { throw TrackSourceError("\(url.path): not a regular file") }
+            guard PlaylistParser.isPlaylist(url) else { return PlaylistEntries(items: [TrackItem(url: url)]) }
+            return try playlist(try LocalList.read(url.path), base: url)
         }
-        guard PlaylistParser.isPlaylist(url) else { return [TrackItem(url: url)] }
+        guard PlaylistParser.isPlaylist(url) else { return PlaylistEntries(items: [TrackItem(url: url)]) }
         let data: Data
         do {
             data = try await fetch(url)
@@ -187,7 +231,7 @@ public struct TrackResolver: Sendable {
         return try playlist(data, base: url)
     }
 
-    private func playlist(_ data: Data, base: URL) throws(TrackSourceError) -> [TrackItem] {
+    private func playlist(_ data: Data, base: URL) throws(TrackSourceError) -> PlaylistEntries {
         let text = String(decoding: data, as: UTF8.self)
         if PlaylistParser.isHLS(text) {
             // The segments or variants of one presentation: one track, played by the HLS source.
@@ -195,11 +239,14 @@ public struct TrackResolver: Sendable {
                 throw TrackSourceError(
                     "\(base.lastPathComponent) is an HLS playlist: Spool plays HLS over http(s) only")
             }
-            return [TrackItem(url: base)]
+            return PlaylistEntries(items: [TrackItem(url: base)])
         }
-        let items = PlaylistParser.parse(text, base: base)
-        guard !items.isEmpty else { throw TrackSourceError("the playlist \(base.lastPathComponent) has no entries") }
-        return items
+        let entries = PlaylistParser.read(text, base: base)
+        guard entries.items.isEmpty else { return entries }
+        guard let problems = entries.problems else {
+            throw TrackSourceError("the playlist \(base.lastPathComponent) has no entries")
+        }
+        throw TrackSourceError("the playlist \(base.lastPathComponent) has nothing to play: \(problems)")
     }
 
     /// Audio files under a directory, in natural order of their relative paths ("2" before "10").
@@ -224,11 +271,46 @@ public struct TrackResolver: Sendable {
                         Self.log.warning("skipping \(path): it cannot be listed")
                     }
                 } else if Self.audioExtensions.contains(Self.fileExtension(of: name)) {
+                    // Only regular files (a link to one too): a FIFO or device would never end.
+                    guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+                        Self.log.info("skipping \(path): not a regular file")
+                        continue
+                    }
                     files.append((relative, url.appendingPathComponent(relative)))
                 }
             }
         }
         guard !files.isEmpty else { throw TrackSourceError("no audio files in \(url.path)") }
         return files.sorted { naturallyPrecedes($0.relative, $1.relative) }.map { TrackItem(url: $0.url) }
+    }
+}
+
+/// Reads a local list: a regular file of at most ``maximumBytes``, opened without waiting (a FIFO
+/// named like a list would otherwise block until a writer came).
+enum LocalList {
+    /// The largest local list read: a list of ``PlaylistParser/maximumEntries`` long paths fits.
+    static let maximumBytes = 16 << 20
+
+    /// The bytes of the list at `path`.
+    static func read(_ path: String, limit: Int = maximumBytes) throws(TrackSourceError) -> Data {
+        let fd = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { throw TrackSourceError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { Glibc.close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            throw TrackSourceError("\(path): not a regular file")
+        }
+        guard info.st_size <= limit else { throw TrackSourceError("\(path) is larger than \(limit >> 20) MiB") }
+        var data = Data()
+        var chunk = [UInt8](repeating: 0, count: 64 << 10)
+        while data.count <= limit {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            guard count >= 0 else { throw TrackSourceError("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if count == 0 { break }
+            data.append(contentsOf: chunk[..<count])
+        }
+        guard data.count <= limit else { throw TrackSourceError("\(path) is larger than \(limit >> 20) MiB") }
+        return data
     }
 }

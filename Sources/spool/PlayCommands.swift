@@ -47,7 +47,8 @@ let startSampleInterval: Duration = .milliseconds(100)
 }
 
 /// The arguments as inputs for the daemon, each checked by ``TrackInput`` (malformed: exit 1;
-/// a local path that does not exist: exit 2), relative paths made absolute against the
+/// a local path that does not exist, or is neither a regular file nor a
+/// directory: exit 2), relative paths made absolute against the
 /// current directory.
 func checkedInputs(_ arguments: [String], command: String) throws(CommandFailure) -> [String] {
     if let option = arguments.first(where: { $0.hasPrefix("-") && $0 != "-" }) {
@@ -68,8 +69,11 @@ func checkedInputs(_ arguments: [String], command: String) throws(CommandFailure
             let absolute =
                 expanded.hasPrefix("/")
                 ? expanded : URL(fileURLWithPath: expanded, relativeTo: directory).standardizedFileURL.path
-            guard FileManager.default.fileExists(atPath: absolute) else {
-                throw .failed("no such file or directory: \(absolute)")
+            // The daemon would wait forever on a FIFO's open or read a device without end.
+            var info = stat()
+            guard stat(absolute, &info) == 0 else { throw .failed("no such file or directory: \(absolute)") }
+            guard [S_IFREG, S_IFDIR].contains(info.st_mode & S_IFMT) else {
+                throw .failed("\(absolute): not a regular file")
             }
             return argument.hasPrefix("file:") ? argument : absolute
         }
@@ -138,6 +142,8 @@ private func waitForStart(
         switch verdict {
         case .waiting, .readLastError:
             continue
+        case .warning(let message):
+            complain(message)
         case .started:
             return
         case .failed(let message):

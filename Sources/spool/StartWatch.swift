@@ -1,3 +1,5 @@
+import PlayerCore
+
 /// What `spool play` learns about the first track while it waits for it to start or fail.
 enum StartObservation: Equatable {
     /// `org.spool.Spool1.LastError` was signalled with this value.
@@ -24,6 +26,8 @@ enum StartVerdict: Equatable {
     case started
     /// The first track failed: this one line, exit 2.
     case failed(String)
+    /// Print this line (entries a list left out) and keep waiting: the rest still plays.
+    case warning(String)
     /// Neither start nor failure within the time allowed: exit 0 with a note.
     case undecided
 }
@@ -53,6 +57,8 @@ struct StartWatch {
     /// names one of them is the playlist's (the daemon writes "NAME: why"); any other is about
     /// the queue before, a failure that was under way when the call came.
     private let playlistNames: [String]
+    /// The warnings already shown (a warning stays in `LastError` and may be signalled again).
+    private var warned: Set<String> = []
 
     /// Watches `track` (shown as `name`), or with `replacing` the track that replaces it once
     /// the playlists `playlistNames` have arrived.
@@ -65,6 +71,10 @@ struct StartWatch {
 
     /// The verdict after `observation`.
     mutating func observe(_ observation: StartObservation) -> StartVerdict {
+        // A list that left entries out is no failure: what it kept plays.
+        if case .lastError(let text) = observation, PlaylistEntries.isWarning(text) {
+            return warned.insert(text).inserted ? .warning(text) : .waiting
+        }
         if replacing {
             switch observation {
             case .track(let id) where id != track && id != Self.noTrack:
@@ -99,7 +109,8 @@ struct StartWatch {
             default: return .waiting
             }
         case .errorAfterwards(let text):
-            return .failed(text.isEmpty ? "\(name) stopped before it started" : text)
+            let error = PlaylistEntries.isWarning(text) ? "" : text
+            return .failed(error.isEmpty ? "\(name) stopped before it started" : error)
         case .timeout:
             return error.map(StartVerdict.failed) ?? .undecided
         }

@@ -101,8 +101,9 @@ struct PlayErrorsTests {
     @Test func aPlaylistStillArrivingDoesNotReplaceAQueueOpenedAfterIt() async throws {
         let origin = try FaultOrigin()
         let track = try Fixtures.shared().fixture(.mp3CBR)
+        origin.serve(OriginResource(try Data(contentsOf: track.url), contentType: "audio/mpeg"), at: "/good.mp3")
         origin.serve(
-            OriginResource(Data("#EXTM3U\n\(track.url.path)\n".utf8)), at: "/slow.m3u",
+            OriginResource(Data("#EXTM3U\ngood.mp3\n".utf8)), at: "/slow.m3u",
             faults: OriginFaults(firstByteLatency: 0.5))
         let later = try Fixtures.shared().fixture(.flac)
         let daemon = try RunningDaemon()

@@ -81,6 +81,22 @@ struct SpoolCommandParsingTests {
                 == .failed("list.m3u: cannot fetch the playlist: HTTP 404"))
     }
 
+    @Test func aListsWarningIsShownOnceAndIsNoFailure() {
+        let warning =
+            "list.m3u: 1 entry dropped: file:///etc/hostname (a list from the network may name only http(s) addresses)"
+        var watch = StartWatch(
+            track: "/org/spool/Track/3", name: "the playlist", replacing: true, playlistNames: ["list.m3u"])
+        #expect(watch.observe(.lastError(warning)) == .warning(warning))
+        #expect(watch.observe(.lastError(warning)) == .waiting)
+        #expect(watch.observe(.track("/org/spool/Track/7")) == .waiting)
+        #expect(watch.observe(.position(0)) == .waiting)
+        #expect(watch.observe(.timeout) == .undecided)
+        var local = StartWatch(track: "/org/spool/Track/1", name: "a.mp3")
+        #expect(local.observe(.lastError(warning)) == .warning(warning))
+        #expect(local.observe(.status("Stopped")) == .readLastError)
+        #expect(local.observe(.errorAfterwards(warning)) == .failed("a.mp3 stopped before it started"))
+    }
+
     @Test(arguments: startCases.indices)
     func playWaitsForTheFirstTrackToStartOrFail(_ index: Int) {
         let (observations, expected) = Self.startCases[index]

@@ -23,6 +23,25 @@ struct HostileOriginTests {
         }
     }
 
+    /// What came from the network leads only to the network: libcurl follows redirects to
+    /// http(s) alone, so an origin cannot make Spool read a local file.
+    @Test func aRedirectToALocalFileFailsAndReadsNothingOfIt() throws {
+        let fetcher = Fetcher(configuration: .forTests)
+        let origin = try FaultOrigin()
+        let folder = try TemporaryDirectory()
+        let secret = folder.file("secret.m3u")
+        try Data("#EXTM3U\nsecret-entry.mp3\n".utf8).write(to: secret)
+        origin.redirect("/list.m3u", to: secret.absoluteString)
+        let recorder = fetcher.record(RangeRequest(url: origin.url(for: "/list.m3u")))
+        expectFailure(recorder) { _ in true }
+        let delivered = recorder.all.compactMap { event -> Data? in
+            if case .data(let bytes, _) = event { return bytes }
+            return nil
+        }
+        #expect(!delivered.contains { String(decoding: $0, as: UTF8.self).contains("secret-entry") }, "\(recorder.all)")
+        #expect(try origin.settledRequests().map(\.path) == ["/list.m3u"])
+    }
+
     @Test func aSelfRedirectFailsAfterTheRedirectLimit() throws {
         var configuration = FetcherConfiguration.forTests
         configuration.maxRedirects = 3
