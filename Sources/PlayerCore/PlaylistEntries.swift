@@ -25,9 +25,19 @@ public struct PlaylistEntries: Sendable, Equatable {
     public var problems: String? {
         var parts: [String] = []
         if !dropped.isEmpty {
-            var named = dropped.prefix(Self.namedInSummary).map(\.description).joined(separator: "; ")
-            if dropped.count > Self.namedInSummary { named += "; and \(dropped.count - Self.namedInSummary) more" }
-            parts.append("\(dropped.count) \(dropped.count == 1 ? "entry" : "entries") dropped: \(named)")
+            let reasons = Set(dropped.map(\.reason))
+            let shown = dropped.prefix(Self.namedInSummary)
+            let more = dropped.count > Self.namedInSummary ? " and \(dropped.count - Self.namedInSummary) more" : ""
+            if dropped.count > 1, reasons.count == 1, let reason = reasons.first {
+                // One reason for them all: said once.
+                parts.append(
+                    "\(dropped.count) entries dropped (\(reason)): \(shown.map(\.entry).joined(separator: ", "))\(more)"
+                )
+            } else {
+                let named = shown.map(\.description).joined(separator: "; ")
+                let count = "\(dropped.count) \(dropped.count == 1 ? "entry" : "entries")"
+                parts.append("\(count) dropped: \(named)\(more.isEmpty ? "" : ";\(more)")")
+            }
         }
         if leftOut > 0 {
             let maximum = PlaylistParser.maximumEntries
@@ -52,5 +62,6 @@ public struct PlaylistEntries: Sendable, Equatable {
         guard !digits.isEmpty else { return false }
         let after = rest.dropFirst(digits.count)
         return after.hasPrefix(" entry dropped: ") || after.hasPrefix(" entries dropped: ")
+            || after.hasPrefix(" entries dropped (")
     }
 }

@@ -125,7 +125,7 @@ struct ListTrustTests {
         let warning = entries.warning(name: "l.m3u") ?? ""
         #expect(
             warning
-                == "l.m3u: 3 entries dropped: file:///a.mp3 (\(reason)); file:///b.mp3 (\(reason)); and 1 more")
+                == "l.m3u: 3 entries dropped (\(reason)): file:///a.mp3, file:///b.mp3 and 1 more")
         #expect(PlaylistEntries.isWarning(warning))
         // Failures are not warnings, even when they quote one.
         #expect(!PlaylistEntries.isWarning("l.m3u: the playlist l.m3u has nothing to play: \(warning)"))
