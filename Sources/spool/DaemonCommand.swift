@@ -1,8 +1,6 @@
 import Basics
-import Dispatch
 import FoundationEssentials
 import Glibc
-import Synchronization
 
 /// `spool daemon [options]`: runs the player until SIGTERM, SIGINT, SIGHUP, MPRIS Quit or the
 /// end of its session bus.
@@ -12,19 +10,17 @@ func runDaemonCommand(_ arguments: [String]) -> Never {
     let configuration = configurationOrExit(arguments.filter { $0 != "--instance" }, command: "daemon")
     Logger.minimumLevel = configuration.logLevel
 
-    // Signals arrive as events on the main queue, never as handlers mid-operation. The sources
-    // are made before the daemon, so a stop sent while it starts is kept, not lost; the main
-    // queue runs their handlers only once the daemon exists (dispatchMain, below).
+    // The signals that stop the daemon are blocked here, before this process starts a thread of
+    // its own, so in every thread it starts (the bus's, GStreamer's; Dispatch's block them
+    // anyway): they wait, pending, for the main thread, which takes them one by one with
+    // sigwait once the daemon is built. So a stop sent while the daemon starts is kept, no
+    // handler runs mid-operation, and none depends on which thread the kernel picks.
     signal(SIGPIPE, SIG_IGN)
-    let daemonToStop = Mutex<Daemon?>(nil)
-    let signalSources = [(SIGTERM, "SIGTERM"), (SIGINT, "SIGINT"), (SIGHUP, "SIGHUP")].map { number, name in
-        // The default action would end the process before the source sees the signal.
-        signal(number, SIG_IGN)
-        let source = DispatchSource.makeSignalSource(signal: number, queue: .main)
-        source.setEventHandler { daemonToStop.withLock { $0 }?.stop(reason: name) }
-        source.resume()
-        return source
-    }
+    let stopSignals: [Int32: String] = [SIGTERM: "SIGTERM", SIGINT: "SIGINT", SIGHUP: "SIGHUP"]
+    var blocked = sigset_t()
+    sigemptyset(&blocked)
+    for number in stopSignals.keys { sigaddset(&blocked, number) }
+    pthread_sigmask(SIG_BLOCK, &blocked, nil)
     let daemon: Daemon
     do {
         daemon = try Daemon(options: DaemonOptions(configuration: configuration, instance: instance))
@@ -32,9 +28,14 @@ func runDaemonCommand(_ arguments: [String]) -> Never {
         complain("\(error)")
         exit(ExitStatus.runtimeFailure)
     }
-    daemonToStop.withLock { $0 = daemon }
     daemon.launch()
-    withExtendedLifetime(signalSources) { dispatchMain() }
+    // The main thread serves no queue (nothing in the daemon uses the main queue): it waits for
+    // signals, for the life of the process, which a stop ends with exit.
+    while true {
+        var number: Int32 = 0
+        guard sigwait(&blocked, &number) == 0 else { continue }
+        daemon.stop(reason: stopSignals[number] ?? "signal \(number)")
+    }
 }
 
 /// Makes the daemon's threads share two malloc arenas (the main one and one more) instead of

@@ -6,8 +6,10 @@ public let repositoryRoot = URL(fileURLWithPath: #filePath)
     .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// The `spool` executable built next to the test bundle (a test target that
-/// calls this depends on the `spool` target, so it is built first).
+/// calls this depends on the `spool` target, so it is built first), or the one
+/// `SPOOL_TEST_EXECUTABLE` names (a benchmark runs the tests against a release build).
 public func spoolExecutable() throws -> String {
+    if let chosen = ProcessInfo.processInfo.environment["SPOOL_TEST_EXECUTABLE"], !chosen.isEmpty { return chosen }
     let testBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
     var directory = testBinary.deletingLastPathComponent()
     // The bundle may be a directory (`X.xctest/...`) or the executable itself.
