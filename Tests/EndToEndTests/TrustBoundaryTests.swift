@@ -145,7 +145,7 @@ struct TrustBoundaryTests {
         let fifo = folder.file("pipe.mp3")
         #expect(mkfifo(fifo.path, 0o600) == 0)  // no writer, ever: an open that waits never returns
         let socketFile = folder.file("socket.mp3")
-        let listener = try Self.listeningSocket(at: socketFile.path)
+        let listener = try listeningUnixSocket(at: socketFile.path)
         defer { close(listener) }
         let device = folder.file("zero.mp3")
         #expect(symlink("/dev/zero", device.path) == 0)
@@ -183,27 +183,5 @@ struct TrustBoundaryTests {
         for file in [fifo, socketFile, device] {
             #expect(refusals.contains { $0.contains(file.lastPathComponent) }, "\(file.lastPathComponent): \(refusals)")
         }
-    }
-
-    /// A listening Unix socket at `path` (its descriptor).
-    static func listeningSocket(at path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RigError("socket: \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.prefix(raw.count - 1).enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 1) == 0 else {
-            close(fd)
-            throw RigError("bind \(path): \(errno)")
-        }
-        return fd
     }
 }

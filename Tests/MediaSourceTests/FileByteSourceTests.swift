@@ -25,7 +25,7 @@ struct FileByteSourceTests {
         let fifo = dir.file("pipe.mp3").path
         #expect(mkfifo(fifo, 0o600) == 0)
         let socketPath = dir.file("socket.mp3").path
-        let listener = try bindUnixSocket(at: socketPath)
+        let listener = try listeningUnixSocket(at: socketPath)
         defer { close(listener) }
         let device = dir.file("zero.mp3").path
         #expect(symlink("/dev/zero", device) == 0)
@@ -57,27 +57,5 @@ struct FileByteSourceTests {
         let open = await withCheckedContinuation { continuation in source.open { continuation.resume(returning: $0) } }
         #expect((try? open.get()) != nil)
         #expect(source.read(at: 4, maxLength: 3) {} == .data(Data("456".utf8)))
-    }
-
-    /// A listening Unix socket at `path` (its descriptor).
-    private func bindUnixSocket(at path: String) throws -> Int32 {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RigError("socket: \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in bytes.prefix(raw.count - 1).enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 1) == 0 else {
-            close(fd)
-            throw RigError("bind \(path): \(errno)")
-        }
-        return fd
     }
 }

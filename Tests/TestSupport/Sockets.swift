@@ -99,3 +99,26 @@ enum Sockets {
         }
     }
 }
+
+/// A Unix socket listening at `path` (its descriptor, for the caller to close): a file that
+/// is no regular file, for tests of what refuses one.
+public func listeningUnixSocket(at path: String) throws -> Int32 {
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw RigError("socket: \(errno)") }
+    var address = sockaddr_un()
+    address.sun_family = sa_family_t(AF_UNIX)
+    let bytes = Array(path.utf8)
+    withUnsafeMutableBytes(of: &address.sun_path) { raw in
+        for (index, byte) in bytes.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+    }
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
+    }
+    guard bound == 0, listen(fd, 1) == 0 else {
+        close(fd)
+        throw RigError("bind \(path): \(errno)")
+    }
+    return fd
+}
