@@ -37,7 +37,8 @@ extension HTTPByteSource {
     /// Whether a download for this resource is running (not counting revalidation).
     public var isDownloading: Bool { state.withLock { $0.planner.isDownloading } }
 
-    /// Whether the background check of a complete entry is still out.
+    /// Whether the background check of a complete entry is still out, or its answer not yet
+    /// carried out (an entry it empties is empty once this is false).
     public var isRevalidating: Bool { state.withLock { $0.revalidation != nil } }
 
     /// Whether the background check found a new version (it replaces the entry at close).
@@ -190,9 +191,14 @@ extension HTTPByteSource {
             case .stopRequest:
                 cancel = true
             }
-            if gate.phase == .settled || cancel || adopted { state.revalidation = nil }
+            // A check that empties the entry is over once the entry is empty, not before: who
+            // sees it settled may reopen the cache at once and must not find the old copy there.
+            if gate.phase == .settled || cancel || adopted, !dropEntry { state.revalidation = nil }
         }
-        if dropEntry { try? entry?.drop() }
+        if dropEntry {
+            try? entry?.drop()
+            state.withLock { $0.revalidation = nil }
+        }
         if cancel { transfers.cancel(Self.checkKey) }
         if lowerPriority { transfers.setPriority(Self.checkKey, .fillHoles) }
         execute(actions)

@@ -34,6 +34,9 @@ final class CacheRig {
         cache = try RangeCache(directory: directory.url, configuration: configuration)
     }
 
+    // Closed before the directory goes, so its checks never meet a vanished index.
+    deinit { cache.close() }
+
     var url: URL { origin.url(for: path) }
 
     func source(
