@@ -41,6 +41,12 @@ extension HTTPByteSource {
     /// carried out (an entry it empties is empty once this is false).
     public var isRevalidating: Bool { state.withLock { $0.revalidation != nil } }
 
+    /// Whether the check, still out, can no longer change this play: its deadline passed (or
+    /// the open went on without it), so a new version it finds waits for the next play.
+    public var isCheckingForTheNextPlay: Bool {
+        state.withLock { $0.revalidation != nil && $0.revalidationGate?.phase == .background }
+    }
+
     /// Whether the background check found a new version (it replaces the entry at close).
     public var foundNewVersion: Bool { state.withLock { $0.replaceOnClose } }
 

@@ -72,22 +72,20 @@ struct FetcherTests {
     }
 
     @Test func aSecondRequestToAnOriginNotAnsweredYetDoesNotWaitForTheFirst() throws {
-        // The first transfer takes about 1 s; the second is asked 10 ms after it, before any answer.
+        // The first request is held unanswered by the origin until the second has been delivered.
         let origin = try FaultOrigin()
         let long = patternedBody(100_000)
         let short = Data(patternedBody(1000).reversed())
-        origin.serve(
-            OriginResource(long), at: "/long", faults: OriginFaults(firstByteLatency: 0.05, bytesPerSecond: 100_000))
-        origin.serve(OriginResource(short), at: "/short", faults: OriginFaults(firstByteLatency: 0.05))
+        let firstAnswer = ResponseHold()
+        origin.serve(OriginResource(long), at: "/long", faults: OriginFaults(hold: firstAnswer))
+        origin.serve(OriginResource(short), at: "/short")
         let longRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/long")))
-        Thread.sleep(forTimeInterval: 0.01)
-        let asked = Date().timeIntervalSinceReferenceDate
+        #expect(firstAnswer.awaitArrivals(1), "the first request reached the origin")
         let shortRecorder = fetcher.record(RangeRequest(url: origin.url(for: "/short")))
         expectDelivered(shortRecorder, short)
+        #expect(!longRecorder.all.contains { $0.isEnd }, "the first is still unanswered")
+        firstAnswer.release()
         expectDelivered(longRecorder, long)
-        let waited = shortRecorder.time { $0.isEnd }! - asked
-        #expect(waited < 0.5, "the second request ended \(waited) s after it was asked")
-        #expect(shortRecorder.time { $0.isEnd }! < longRecorder.time { $0.isEnd }!)
     }
 
     @Test func aCancelledTransferReportsNothingMoreAndCancelsPromptly() throws {
@@ -102,11 +100,9 @@ struct FetcherTests {
         let id = fetcher.start(RangeRequest(url: origin.url(for: "/slow.mp3"))) { _, event in recorder.record(event) }
         #expect(recorder.waitFor { $0.isData })
         let cancelled = DispatchSemaphore(value: 0)
-        let asked = Date()
         fetcher.cancel(id) { cancelled.signal() }
+        // A deadline far above the ~0.1 ms the benchmark measures.
         #expect(cancelled.wait(timeout: .now() + 5) == .success)
-        // Loose bound, far above the ~0.1 ms measured by the benchmark, so it cannot flake.
-        #expect(Date().timeIntervalSince(asked) < 0.5)
         let count = recorder.all.count
         #expect(!recorder.all.contains { $0.isEnd })
         // The origin sees the connection close.

@@ -267,17 +267,15 @@ struct CachedByteSourceTests {
         defer { source.close() }
         #expect(try open(source).get().length == Int64(rig.body.count))
         #expect(firstDifference(try readFully(source, at: 0, length: cached).get(), rig.body.prefix(cached)) == nil)
-        // The first missing byte: a clear network error, long before the fetcher's retry budget.
-        let asked = Date()
-        let missing = readFully(source, at: Int64(cached), length: 4096, timeout: 30)
-        let waited = Date().timeIntervalSince(asked)
+        // The first missing byte: a clear network error, long before the fetcher's retry budget
+        // (eight attempts, over 30 s of backoff); past the read's deadline it would be a timeout.
+        let missing = readFully(source, at: Int64(cached), length: 4096, timeout: 10)
         guard case .failure(let error) = missing else {
             Issue.record("read past the cached part succeeded offline: \(missing)")
             return
         }
         #expect(error.description.contains("network error"), "\(error)")
         #expect(error.description.contains("onnect"), "names the connection failure: \(error)")
-        #expect(waited < 3, "failed after \(waited) s")
         // The origin comes back at the same address: the next read fetches, exactly.
         let back = try FaultOrigin(port: port)
         back.serve(OriginResource(rig.body, etag: "\"v1\""), at: rig.path)
@@ -291,16 +289,15 @@ struct CachedByteSourceTests {
         rig.origin.stop()  // its port now refuses connections
         let source = try rig.source()
         defer { source.close() }
-        let asked = Date()
+        // Within the `open` helper's 10 s (after which it reports a timeout, not this), long
+        // before the fetcher's retry budget.
         let opened = open(source)
-        let waited = Date().timeIntervalSince(asked)
         guard case .failure(let error) = opened else {
             Issue.record("opened with no origin and nothing cached: \(opened)")
             return
         }
         #expect(error.description.contains("cannot reach the server"), "\(error)")
         #expect(!error.description.contains("retrying"), "the open stopped its transfer: \(error)")
-        #expect(waited < 3, "failed after \(waited) s, not at once")
         #expect(source.isDownloading == false, "the transfer is stopped, not left retrying")
     }
 

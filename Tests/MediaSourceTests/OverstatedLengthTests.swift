@@ -23,15 +23,13 @@ struct OverstatedLengthTests {
             let source = try rig.source()
             // Without ranges the open can only trust the head; with them Content-Range is right.
             #expect(try open(source).get().length == Int64(declared))
-            let started = ContinuousClock.now
             #expect(firstDifference(try readInChunks(source, length: declared).get(), rig.body) == nil)
             guard case .endOfStream = source.read(at: Int64(Self.size), maxLength: 4096, wake: {}) else {
                 Issue.record("no end of stream at the real end")
                 return
             }
-            let elapsed = ContinuousClock.now - started
-            // 300 kB at 2 MB/s: 0.15 s. A retry at the short end would add its backoff, or never end.
-            #expect(elapsed < .seconds(2), "the end took \(elapsed)")
+            // A retry at the short end would show in the origin's log (one request, below), or
+            // never end (the read's deadline).
             source.close()
         }
         let entry = try rig.cache.entry(for: rig.url)

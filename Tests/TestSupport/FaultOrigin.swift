@@ -125,13 +125,15 @@ public struct OriginFaults: Sendable, Equatable {
     public var redirect: Redirect?
     /// Pause in the middle of the body.
     public var stall: Stall?
+    /// Hold the response head until the test releases it (after `firstByteLatency`).
+    public var hold: ResponseHold?
 
     /// Creates a set of faults; with no arguments, none.
     public init(
         firstByteLatency: Double = 0, bytesPerSecond: Int? = nil, closeAfterBodyBytes: Int? = nil,
         errorResponses: ErrorResponses? = nil, ignoresRange: Bool = false, chunked: Bool = false,
         contentLengthError: Int = 0, replacement: Replacement? = nil, redirect: Redirect? = nil, stall: Stall? = nil,
-        ignoresIfRange: Bool = false
+        ignoresIfRange: Bool = false, hold: ResponseHold? = nil
     ) {
         self.firstByteLatency = firstByteLatency
         self.bytesPerSecond = bytesPerSecond
@@ -144,6 +146,7 @@ public struct OriginFaults: Sendable, Equatable {
         self.redirect = redirect
         self.stall = stall
         self.ignoresIfRange = ignoresIfRange
+        self.hold = hold
     }
 }
 

@@ -97,6 +97,7 @@ struct OriginConnection {
         defer { core.timeline.end(transfer) }
 
         if faults.firstByteLatency > 0, !pause(faults.firstByteLatency) { return false }
+        if let hold = faults.hold, !hold.wait(peer: fd, stopped: { core.isStopped }) { return false }
         let sendsBody = request.method != "HEAD" && response.status != 304
         let chunked = faults.chunked && response.status < 300 && sendsBody
         var head = "HTTP/1.1 \(response.status) \(Self.reason(response.status))\r\nServer: spool-fault-origin\r\n"
@@ -270,7 +271,7 @@ struct OriginConnection {
         while true {
             let remaining = deadline.map { max(0, Self.seconds($0 - ContinuousClock.now)) }
             if remaining == 0 { return !core.isStopped }
-            var descriptor = pollfd(fd: fd, events: Self.peerHangUp, revents: 0)
+            var descriptor = pollfd(fd: fd, events: Sockets.peerHangUp, revents: 0)
             let ready = poll(&descriptor, 1, remaining.map { Int32(($0 * 1000).rounded(.up)) } ?? -1)
             if ready > 0 || core.isStopped { return false }
             if ready < 0 && errno != EINTR { return false }
@@ -281,9 +282,6 @@ struct OriginConnection {
     private static func seconds(_ duration: Duration) -> Double {
         Double(duration.components.seconds) + Double(duration.components.attoseconds) * 1e-18
     }
-
-    /// Linux's POLLRDHUP (the peer closed its end), which Glibc does not export to Swift.
-    private static let peerHangUp: Int16 = 0x2000
 
     private static func reason(_ status: Int) -> String {
         switch status {

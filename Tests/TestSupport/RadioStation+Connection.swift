@@ -328,14 +328,11 @@ struct RadioConnection {
     /// the socket down).
     private func idle(until deadline: ContinuousClock.Instant?) -> Bool {
         let wait = min(Self.longestWait, deadline.map { max(0, RadioTime.seconds($0 - .now)) } ?? Self.longestWait)
-        var descriptor = pollfd(fd: fd, events: Self.peerHangUp, revents: 0)
+        var descriptor = pollfd(fd: fd, events: Sockets.peerHangUp, revents: 0)
         let ready = poll(&descriptor, 1, Int32((wait * 1000).rounded(.up)))
         if ready > 0 || core.isStopped { return false }
         return ready == 0 || errno == EINTR
     }
-
-    /// Linux's POLLRDHUP (the peer closed its end), which Glibc does not export to Swift.
-    private static let peerHangUp: Int16 = 0x2000
 
     private static func earliest(_ instants: ContinuousClock.Instant?...) -> ContinuousClock.Instant? {
         instants.compactMap { $0 }.min()

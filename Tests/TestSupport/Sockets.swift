@@ -2,6 +2,9 @@ import Foundation
 
 /// Small POSIX socket helpers shared by the rig's HTTP client and fault-injecting origin.
 enum Sockets {
+    /// Linux's POLLRDHUP (the peer closed its end), which Glibc does not export to Swift.
+    static let peerHangUp: Int16 = 0x2000
+
     /// A new IPv4 TCP socket.
     static func tcp() throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
