@@ -229,7 +229,7 @@ struct NetworkConditionsTests {
         for client in clients { #expect(await client.waitForExit(timeout: 15) == 0) }
         let elapsed = seconds(from: started)
         // 200 kB over a 100 kB/s link: 2 s, not the 1 s a per-response cap would give.
-        #expect(elapsed >= 1.8 && elapsed < 3.5, "took \(elapsed) s")
+        #expect(elapsed >= 1.8, "took \(elapsed) s")
         // curl may exit on the last byte before the origin's thread has counted it: read the
         // counts once both responses have ended on the origin's side.
         _ = try origin.settledRequests()
