@@ -29,6 +29,10 @@ serial=$(patterns all)
 width=${TEST_WIDTH:-$(($(nproc) * 2))}
 
 export GST_REGISTRY="$PWD/.build/gst-registry-$(uname -m).bin"
+# Each test's daemons leave their logs here (TestSupport's ChildProcess.keepLog), for the
+# failure summary below.
+export SPOOL_TEST_LOGS="$PWD/.build/test-logs"
+rm -rf "$SPOOL_TEST_LOGS"
 gst-inspect-1.0 coreelements >/dev/null 2>&1 || true
 
 started=$(date +%s)
@@ -81,6 +85,14 @@ if grep -q 'Program crashed' "$log"; then
 fi
 # The functions of the failed tests; none when the run itself broke (a crash, a build error).
 failed=$(grep -E '^✘ Test [A-Za-z_][A-Za-z0-9_]*\(.* failed after' "$log" | sed -E 's/^✘ Test ([A-Za-z0-9_]+)\(.*/\1/' | sort -u)
+# The end of each failed test's daemon logs (at most two a test), timed lines included.
+for test in $failed; do
+	for kept in $(ls -t "$SPOOL_TEST_LOGS/$test("* 2>/dev/null | head -2); do
+		echo
+		echo "=== the last lines of a daemon of $test ($(basename "$kept")) ==="
+		tail -n 30 "$kept"
+	done
+done
 if [ -z "$failed" ] || grep -qE 'Fatal error|Program crashed|error: Exited' "$log"; then exit "$status"; fi
 pattern=$(echo "$failed" | paste -sd'|')
 echo

@@ -49,6 +49,7 @@ final class RunningDaemon {
         process = try ChildProcess(
             try spoolExecutable(), ["daemon"] + options + extraArguments,
             environment: environment, logDirectory: logs.url, selfStopAfter: 300)
+        process.keepLog(as: Test.current?.name ?? "daemon")
         client = try DBusConnection(address: self.bus.address)
     }
 
@@ -264,5 +265,13 @@ struct DaemonEndToEndTests {
         #expect(
             mappedPlugins().isDisjoint(with: ["libgstlibav.so", "libgstflac.so", "libgstvorbis.so", "libgstopus.so"]),
             "\(mappedPlugins().sorted())")
+    }
+}
+
+extension PlayerProcess {
+    /// This player, its log kept under the running test's name for the run's failure summary.
+    func keepingTestLog() -> PlayerProcess {
+        process.keepLog(as: Test.current?.name ?? kind)
+        return self
     }
 }

@@ -58,6 +58,7 @@ struct HLSBehaviourEndToEndTests {
         #expect(sent.reduce(0, +) < size * 6 / 10, "sent \(sent) of the \(size) bytes of \(deep)")
 
         let again = try rig.startSpool(executable: try spoolExecutable(), home: player.home, lifetime: 60)
+            .keepingTestLog()
         defer { again.stop() }
         let resumed = PlayerProbe(
             remote: DBusMPRISRemote(connection: connection, busName: again.busName), player: again, rig: rig)

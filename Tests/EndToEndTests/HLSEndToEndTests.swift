@@ -19,6 +19,7 @@ struct HLSEndToEndTests {
     /// The real daemon on `rig`'s bus, ready, with a connection and a probe to drive it.
     static func startSpool(on rig: NetworkRig) async throws -> (PlayerProcess, DBusConnection, PlayerProbe) {
         let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 140)
+            .keepingTestLog()
         let connection = try DBusConnection(address: rig.bus.address)
         let probe = PlayerProbe(
             remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
@@ -192,7 +193,8 @@ struct HLSEndToEndTests {
             extraArguments: [
                 "--network-metered", "yes",
                 "--network-metered-quality", "96k",
-            ], lifetime: 60)
+            ], lifetime: 60
+        ).keepingTestLog()
         defer { metered.stop() }
         let meteredProbe = PlayerProbe(
             remote: DBusMPRISRemote(connection: connection, busName: metered.busName), player: metered, rig: rig)

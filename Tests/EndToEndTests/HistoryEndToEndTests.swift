@@ -130,6 +130,7 @@ struct HistoryEndToEndTests {
 
         // A daemon started again with the same home lists what the first one heard.
         let again = try radio.rig.startSpool(executable: try spoolExecutable(), home: radio.player.home, lifetime: 60)
+            .keepingTestLog()
         try await PlayerProbe(
             remote: DBusMPRISRemote(connection: radio.connection, busName: again.busName), player: again, rig: radio.rig
         ).waitUntilReady()

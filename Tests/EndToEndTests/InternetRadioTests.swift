@@ -25,6 +25,7 @@ final class RadioCase {
         station = try RadioStation(audio: audio, bytesPerSecond: Self.byteRate, lifetime: 120, settings: settings)
         station.setFaults(faults)
         player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 100)
+            .keepingTestLog()
         connection = try DBusConnection(address: rig.bus.address)
         probe = PlayerProbe(
             remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)
@@ -235,6 +236,7 @@ struct IcecastRadioTests {
         try await icecast.waitUntilMounted("/jazz.mp3")
         let rig = try NetworkRig(lifetime: 90)
         let player = try rig.startSpool(executable: try spoolExecutable(), logLevel: "debug", lifetime: 80)
+            .keepingTestLog()
         let connection = try DBusConnection(address: rig.bus.address)
         let probe = PlayerProbe(
             remote: DBusMPRISRemote(connection: connection, busName: player.busName), player: player, rig: rig)

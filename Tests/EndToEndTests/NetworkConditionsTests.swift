@@ -66,7 +66,8 @@ final class NetworkCase {
         let rig = try rig ?? NetworkRig(linkRate: linkRate, lifetime: 200)
         let player = try rig.startSpool(
             executable: try spoolExecutable(), home: home,
-            logLevel: ProcessInfo.processInfo.environment["SPOOL_NETTEST_LOG_LEVEL"] ?? "debug", lifetime: 150)
+            logLevel: ProcessInfo.processInfo.environment["SPOOL_NETTEST_LOG_LEVEL"] ?? "debug", lifetime: 150
+        ).keepingTestLog()
         let connection = try DBusConnection(address: rig.bus.address)
         let test = NetworkCase(rig: rig, player: player, connection: connection, name: name)
         try await test.probe.waitUntilReady()

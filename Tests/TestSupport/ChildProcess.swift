@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Errors raised by the test rig when a helper process or server misbehaves.
 public struct RigError: Error, CustomStringConvertible {
@@ -58,6 +59,8 @@ public final class ChildProcess: @unchecked Sendable {
     public let commandLine: String
     /// Whether the program runs under `timeout`.
     private let wrapped: Bool
+    /// The name its stderr is kept under for triage (``keepLog(as:)``).
+    private let keptAs = Mutex<String?>(nil)
 
     /// Starts `executable` with `arguments`.
     /// - Parameters:
@@ -154,6 +157,7 @@ public final class ChildProcess: @unchecked Sendable {
     /// Returns the exit status.
     @discardableResult
     public func stop(grace: Double = 5) -> Int32 {
+        defer { saveKeptLog() }
         send(SIGTERM)
         if let status = blockUntilExit(timeout: grace) { return status }
         send(SIGKILL)
@@ -165,10 +169,33 @@ public final class ChildProcess: @unchecked Sendable {
     /// What the child wrote to stderr so far.
     public var standardError: String { (try? String(contentsOf: stderrURL, encoding: .utf8)) ?? "" }
 
+    /// Keeps the child's stderr, once it is gone, as `NAME.PID.log` in the folder that
+    /// `SPOOL_TEST_LOGS` names (`scripts/run-tests.sh` sets it, and prints the tails of a
+    /// failed test's logs at the end of the run, which is all of it that CI keeps).
+    public func keepLog(as name: String) {
+        keptAs.withLock { $0 = name }
+    }
+
+    /// Copies stderr where ``keepLog(as:)`` asked, once; done by ``stop(grace:)`` and deinit.
+    private func saveKeptLog() {
+        guard
+            let name = keptAs.withLock({ name in
+                defer { name = nil }
+                return name
+            }),
+            let folder = ProcessInfo.processInfo.environment["SPOOL_TEST_LOGS"], !folder.isEmpty
+        else { return }
+        let kept = URL(fileURLWithPath: folder).appendingPathComponent("\(name).\(pid).log")
+        try? FileManager.default.createDirectory(
+            at: kept.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try? FileManager.default.copyItem(at: stderrURL, to: kept)
+    }
+
     deinit {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
         }
+        saveKeptLog()
     }
 }
 
