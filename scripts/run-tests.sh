@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Runs every test, in three lanes: first every suite not listed in scripts/serial-tests, in
-# parallel, twice as many at once as there are cores (most of a test's time is a daemon
-# playing in real time, so the cores are half idle at one per core); then the listed ones that
-# listen in real time, in two lanes side by side, one test at a time in each (such a test mostly
-# waits: two of them bend nothing the other measures, while the parallel lane's load would);
-# last those that time replies to 100 ms, alone. The parallel lane works only while tests wait
+# Runs every test, in three steps: first every test not listed in scripts/serial-tests, in
+# parallel, four times as many at once as there are cores (most of a test's time is a daemon
+# playing in real time or a wait for a process: at two per core the cores were three quarters
+# idle); then the listed ones that listen in real time, in the paced lanes side by side, one
+# test at a time in each (such a test mostly waits: three of them bend nothing the others
+# measure, while the parallel lane's load would); last those that time replies to 100 ms, alone. The parallel lane works only while tests wait
 # as tasks: the Swift executor keeps about one thread per core and adds none for a blocked one,
 # so a test blocking a thread stalls the tests beside it (TestSupport's waits await, and its
 # blocking ones run on threads of their own).
@@ -26,7 +26,8 @@ patterns() {
 		paste -sd'|'
 }
 serial=$(patterns all)
-width=${TEST_WIDTH:-$(($(nproc) * 2))}
+width=${TEST_WIDTH:-$(($(nproc) * 4))}
+paced_lanes=$(sed -e 's/#.*//' scripts/serial-tests | awk '$2 ~ /^paced-/ { print $2 }' | sort -u)
 
 export GST_REGISTRY="$PWD/.build/gst-registry-$(uname -m).bin"
 # Each test's daemons leave their logs here (TestSupport's ChildProcess.keepLog), for the
@@ -41,11 +42,11 @@ SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$width \
 status=${PIPESTATUS[0]}
 parallel_seconds=$(($(date +%s) - started))
 
-# The two paced lanes side by side (SwiftPM's lock would queue the second: nothing is built
-# here, so it is skipped), each into a log of its own, shown whole once both end.
+# The paced lanes side by side (SwiftPM's lock would queue all but one: nothing is built
+# here, so it is skipped), each into a log of its own, shown whole once all end.
 serial_status=0
 paced_started=$(date +%s)
-for lane in paced-a paced-b; do
+for lane in $paced_lanes; do
 	(
 		lane_started=$(date +%s)
 		"$swift" test --skip-build --ignore-lock --no-parallel "$@" --filter "($(patterns $lane))" \
@@ -55,7 +56,7 @@ for lane in paced-a paced-b; do
 	) &
 done
 wait
-for lane in paced-a paced-b; do
+for lane in $paced_lanes; do
 	tee -a "$log" <".build/test-output-$lane.log"
 	[ "$(cat ".build/test-status-$lane")" -ne 0 ] && serial_status=1
 done
