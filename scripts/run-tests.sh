@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test, in three steps: first every test not listed in scripts/serial-tests, in
-# parallel, four times as many at once as there are cores (most of a test's time is a daemon
-# playing in real time or a wait for a process: at two per core the cores were three quarters
-# idle); then the listed ones that listen in real time, in the paced lanes side by side, one
+# parallel, twice as many at once as there are cores (most of a test's time is a daemon
+# playing in real time, so the cores are half idle at one per core; at four per core the tests
+# that block a thread starved the others: see below); then the listed ones that listen in real time, in the paced lanes side by side, one
 # test at a time in each (such a test mostly waits: three of them bend nothing the others
 # measure, while the parallel lane's load would); last those that time replies to 100 ms, alone. The parallel lane works only while tests wait
 # as tasks: the Swift executor keeps about one thread per core and adds none for a blocked one,
@@ -26,7 +26,7 @@ patterns() {
 		paste -sd'|'
 }
 serial=$(patterns all)
-width=${TEST_WIDTH:-$(($(nproc) * 4))}
+width=${TEST_WIDTH:-$(($(nproc) * 2))}
 paced_lanes=$(sed -e 's/#.*//' scripts/serial-tests | awk '$2 ~ /^paced-/ { print $2 }' | sort -u)
 
 export GST_REGISTRY="$PWD/.build/gst-registry-$(uname -m).bin"

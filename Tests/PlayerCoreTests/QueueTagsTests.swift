@@ -27,8 +27,9 @@ final class FakeTagReader: QueueTagReader {
             $0.running += 1
             $0.mostRunning = max($0.mostRunning, $0.running)
         }
-        // Other work of the player gets its turn while the read "runs".
-        for _ in 0..<20 { await Task.yield() }
+        // Other work of the player gets its turn while the read "runs": a suspension of a few
+        // milliseconds, resumed once (twenty yields each waited their turn on a busy executor).
+        try? await Task.sleep(for: .milliseconds(5))
         state.withLock { $0.running -= 1 }
         return answers[url]
     }
