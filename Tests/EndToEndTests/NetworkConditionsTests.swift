@@ -286,7 +286,8 @@ struct NetworkConditionsTests {
         _ = try await test.probe.awaitAdvancing(since: opened, trackURLSuffix: name, timeout: 10)
         let requests = test.report(name).transfers.filter(\.servesResource)
         #expect(
-            requests.contains { $0.range?.hasPrefix("bytes=0-") == true } && requests.contains { $0.range == "bytes=-8500" },
+            requests.contains { $0.range?.hasPrefix("bytes=0-") == true }
+                && requests.contains { $0.range == "bytes=-8500" },
             "the head and the last bytes\n\(test.context(name))")
         test.expectNoByteTwice(name, seeks: 0)
     }
