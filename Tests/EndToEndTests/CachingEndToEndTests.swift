@@ -79,14 +79,9 @@ struct PreloadWindowEndToEndTests {
             })
         // nginx logs a request once it has sent the body, before the daemon has taken in its last
         // bytes: the daemon's own report is waited for, not read at once.
-        var rows = try await daemon.preloads()
-        let deadline = ContinuousClock.now + .seconds(10)
-        while rows.map(\.stage) != ["complete", "head-ready"], ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-            rows = try await daemon.preloads()
-        }
-        #expect(
-            rows.map(\.stage) == ["complete", "head-ready"], "the small next track came whole with its head: \(rows)")
+        _ = try await awaitValue(
+            "the preloads: the small next track whole, then the head of the one after", timeout: 10,
+            daemon.preloads, until: { $0.map(\.stage) == ["complete", "head-ready"] })
         let thirdRequests = server.accessLog().filter { $0.path.hasSuffix(third.fileName) }
         #expect(
             thirdRequests.map(\.range) == ["bytes=0-524287", "bytes=\(size - 65_536)-\(size - 1)"], "\(thirdRequests)")

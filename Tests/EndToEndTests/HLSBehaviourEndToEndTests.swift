@@ -103,12 +103,13 @@ struct HLSBehaviourEndToEndTests {
         let opened = try await probe.open(rig.origin.url(for: "live.m3u8"))
         _ = try await probe.awaitAdvancing(since: opened)
         var titles: [String] = []
-        let deadline = ContinuousClock.now + .seconds(20)
-        while ContinuousClock.now < deadline, titles.last != "Naima" {
-            if let title = try await probe.remote.metadata().title, titles.last != title { titles.append(title) }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(titles.contains("So What") && titles.last == "Naima", "titles shown: \(titles)\n\(context())")
+        _ = try await awaitValue(
+            "the titles shown, up to Naima\n\(context())", timeout: 20, interval: .milliseconds(100),
+            {
+                if let title = try await probe.remote.metadata().title, titles.last != title { titles.append(title) }
+                return titles
+            }, until: { $0.last == "Naima" })
+        #expect(titles.contains("So What"), "titles shown: \(titles)\n\(context())")
         #expect(try await probe.remote.metadata().artists == ["John Coltrane"])
         let live =
             try await HLSEndToEndTests.spoolProperty("Live", of: player, over: connection)?.stringVariantDictValue
@@ -156,11 +157,9 @@ struct HLSBehaviourEndToEndTests {
         live.slide(to: listedAtPlay)
         // A reload under way at the slide may bring the old listing; the one after it brings
         // the new, which the player has taken in once it asks for the one after that.
-        let deadline = ContinuousClock.now + .seconds(20)
-        while reloadsBegun() < reloadsBefore + 3, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        try #require(reloadsBegun() >= reloadsBefore + 3, "the player stopped reloading\n\(context())")
+        _ = try await awaitValue(
+            "three reloads after \(reloadsBefore)\n\(context())", timeout: 20, reloadsBegun,
+            until: { $0 >= reloadsBefore + 3 })
         let askedBefore = segmentsAsked()
         let lastAsked = try #require(askedBefore.last)
         try #require(listedAtPlay >= lastAsked + 3, "asked \(askedBefore) while paused\n\(context())")
@@ -171,9 +170,9 @@ struct HLSBehaviourEndToEndTests {
             "HLS live paused past its window (listed from \(listedAtPlay) at Play): advancing \(String(format: "%.3f", resumed)) s"
         )
         // The player goes on to the window: the next segment it asks for is one still listed.
-        while segmentsAsked().count == askedBefore.count, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        _ = try await awaitValue(
+            "a segment asked for after Play\n\(context())", timeout: 20, segmentsAsked,
+            until: { $0.count > askedBefore.count })
         let askedAfter = Array(segmentsAsked().dropFirst(askedBefore.count))
         #expect(askedAfter.first.map { $0 >= listedAtPlay } == true, "asked after Play: \(askedAfter)\n\(context())")
         #expect(
@@ -210,19 +209,15 @@ struct HLSBehaviourEndToEndTests {
             try await HLSEndToEndTests.spoolProperty("Variant", of: player, over: connection)?
                 .stringVariantDictValue?["number"]?.int32Value
         }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while try await variantNumber() != 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        #expect(try await variantNumber() == 2, "never moved up\n\(context())")
+        _ = try await awaitValue(
+            "the variant, moving up to 2\n\(context())", timeout: 20, interval: .milliseconds(100), variantNumber,
+            until: { $0 == 2 })
         // The segments already listed play out; those after them come from the higher variant,
         // whose playlist alone is reloaded from the switch on.
         let paths = { rig.origin.requests().map(\.path) }
-        while !paths().contains(where: { $0.hasPrefix("/high/") && $0.hasSuffix(".ts") }),
-            ContinuousClock.now < deadline
-        {
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        _ = try await awaitValue(
+            "a segment of the higher variant asked for\n\(context())", timeout: 20, paths,
+            until: { $0.contains { $0.hasPrefix("/high/") && $0.hasSuffix(".ts") } })
         let afterSwitch = paths().drop { $0 != "/high/live.m3u8" }.dropFirst()
         #expect(!afterSwitch.contains("/low/live.m3u8"), "the lower playlist still reloaded\n\(context())")
         _ = try await probe.awaitAdvancing(since: .now)

@@ -163,12 +163,9 @@ struct HLSEndToEndTests {
         let variant = { () async throws -> [String: DBusValue] in
             try await Self.spoolProperty("Variant", of: player, over: connection)?.stringVariantDictValue ?? [:]
         }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while try await variant()["number"]?.int32Value != 2, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        let chosen = try await variant()
-        #expect(chosen["number"]?.int32Value == 2, "still on \(chosen)\n\(context())")
+        _ = try await awaitValue(
+            "the variant, to be number 2\n\(context())", timeout: 10, interval: .milliseconds(50), variant,
+            until: { $0["number"]?.int32Value == 2 })
         #expect(try await variant()["bitrate"]?.int32Value == 200)
         let status = try await runCommandAwaiting(
             try spoolExecutable(), ["status"], environment: rig.bus.environment)

@@ -86,13 +86,10 @@ struct HistoryEndToEndTests {
         let titles = ["Artist One - Song One", "Song Two", "Artist Three - Song Three"]
         for (index, title) in titles.enumerated() {
             radio.station.setTitle(title)
-            let deadline = ContinuousClock.now + .seconds(15)
-            var listed: [String] = []
-            while ContinuousClock.now < deadline {
-                listed = Self.lines(try await Self.history([], environment))
-                if listed.count > index && !listed[0].hasSuffix("no songs heard yet") { break }
-                try await Task.sleep(for: .milliseconds(200))
-            }
+            let listed = try await awaitValue(
+                "spool history after '\(title)'\n\(radio.context())", timeout: 15, interval: .milliseconds(200),
+                { Self.lines(try await Self.history([], environment)) },
+                until: { $0.count > index && !$0[0].hasSuffix("no songs heard yet") })
             try #require(listed.count == index + 1, "after '\(title)': \(listed)\n\(radio.context())")
         }
 

@@ -161,13 +161,9 @@ struct InternetRadioTests {
         let environment = radio.rig.bus.environment
         let played = try await runCommandAwaiting(try spoolExecutable(), ["play", pls.path], environment: environment)
         #expect(played.status == 0, "\(played.stderr)")
-        var metadata: [String: DBusValue] = [:]
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            metadata = try await radio.metadata()
-            if metadata["xesam:title"]?.stringValue?.hasPrefix("Song") == true { break }
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        let metadata = try await awaitValue(
+            "a song's title in Metadata\n\(radio.context())", timeout: 10, radio.metadata,
+            until: { $0["xesam:title"]?.stringValue?.hasPrefix("Song") == true })
         #expect(metadata["xesam:album"]?.stringValue == "Jazz Station", "\(metadata)\n\(radio.context())")
         let status = try await runCommandAwaiting(try spoolExecutable(), ["status"], environment: environment)
         let first = status.stdout.split(separator: "\n").first.map(String.init) ?? ""

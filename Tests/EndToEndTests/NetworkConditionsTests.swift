@@ -161,16 +161,14 @@ final class NetworkCase {
         }
         if !downloaded {
             let slack = size / 50
-            let deadline = ContinuousClock.now + .seconds(5)
-            var request = report(name).firstRequest(for: targetByte, after: seeked, slack: slack)
-            while request == nil, ContinuousClock.now < deadline {
-                try await Task.sleep(for: .milliseconds(20))
-                request = report(name).firstRequest(for: targetByte, after: seeked, slack: slack)
+            do {
+                _ = try await awaitValue(
+                    "a request for byte \(targetByte) (\(Int(fraction * 100)) %) after the seek\n\(context(name))",
+                    timeout: 5, { report(name).firstRequest(for: targetByte, after: seeked, slack: slack) },
+                    until: { $0 != nil })
+            } catch {
+                Issue.record("\(error)", sourceLocation: sourceLocation)
             }
-            #expect(
-                request != nil,
-                "no request for byte \(targetByte) (\(Int(fraction * 100)) %) after the seek\n\(context(name))",
-                sourceLocation: sourceLocation)
         }
         return target
     }
@@ -492,13 +490,9 @@ struct NetworkConditionsTests {
         #expect(test.report("norange-far.mp3").contiguousEnd < targetByte, "the target had arrived already")
         let track = try await test.probe.currentTrack(needsLength: false)
         let seeked = try await test.probe.setPosition(16, track: track)
-        var buffering = false
-        let deadline = ContinuousClock.now + .seconds(3)
-        while !buffering, ContinuousClock.now < deadline {
-            buffering = try await test.property("Buffering", of: "org.spool.Spool1")?.boolValue == true
-            if !buffering { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(buffering, "no Buffering while the target was not there\n\(test.context("norange-far.mp3"))")
+        _ = try await awaitValue(
+            "Buffering while the target was not there\n\(test.context("norange-far.mp3"))", timeout: 3,
+            { try await test.property("Buffering", of: "org.spool.Spool1")?.boolValue }, until: { $0 == true })
         // The target arrives once the download (at 3× the bitrate) has got 80 % of the file: about 5 s.
         await test.check("norange-far.mp3") {
             try await test.probe.awaitAdvancing(since: seeked, near: 16, timeout: 15)
@@ -528,13 +522,8 @@ struct NetworkConditionsTests {
 
         let complete = await eventually(timeout: 20, interval: 0.1) { test.report("long.ogg").contiguousEnd >= size }
         #expect(complete, "the download did not complete\n\(test.context("long.ogg"))")
-        var seekable = false
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !seekable, ContinuousClock.now < deadline {
-            seekable = try await canSeek() == true
-            if !seekable { try await Task.sleep(for: .milliseconds(20)) }
-        }
-        #expect(seekable, "CanSeek once every byte was here\n\(test.context("long.ogg"))")
+        _ = try await awaitValue(
+            "CanSeek once every byte was here\n\(test.context("long.ogg"))", timeout: 5, canSeek, until: { $0 == true })
         let track = try await test.probe.currentTrack(needsLength: false)
         let seeked = try await test.probe.setPosition(40, track: track)
         await test.check("long.ogg") { try await test.probe.awaitAdvancing(since: seeked, near: 40, timeout: 5) }

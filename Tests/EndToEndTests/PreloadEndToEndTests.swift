@@ -158,15 +158,3 @@ struct PreloadEndToEndTests {
         #expect(origin.requests().count == before, "\(origin.requests().dropFirst(before))")
     }
 }
-
-/// Polls an async condition until it holds or `timeout` seconds pass.
-func eventuallyAsync(timeout: Double, interval: Duration = .milliseconds(20), _ condition: () async throws -> Bool)
-    async throws -> Bool
-{
-    let deadline = Date().addingTimeInterval(timeout)
-    while Date() < deadline {
-        if try await condition() { return true }
-        try await Task.sleep(for: interval)
-    }
-    return try await condition()
-}

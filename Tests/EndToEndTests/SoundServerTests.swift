@@ -61,14 +61,11 @@ struct SoundServerTests {
 
     /// Waits (polling the other process) until the MPRIS PlaybackStatus is `status`.
     func waitForStatus(_ daemon: RunningDaemon, _ status: String, timeout: Double = 15) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while Date() < deadline {
-            if try await daemon.property("org.mpris.MediaPlayer2.Player", "PlaybackStatus")?.stringValue == status {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        throw RigError("PlaybackStatus never became \(status); daemon log:\n\(daemon.process.standardError)")
+        _ = try await awaitValue(
+            "PlaybackStatus, to become \(status); daemon log:\n\(daemon.process.standardError)", timeout: timeout,
+            interval: .milliseconds(10),
+            { try await daemon.property("org.mpris.MediaPlayer2.Player", "PlaybackStatus")?.stringValue },
+            until: { $0 == status })
     }
 
     @Test func theDaemonPlaysIntoTheSoundServerAsSpoolWithRoleMusicAndItsIcon() async throws {
