@@ -26,29 +26,19 @@ final class RunningDaemon {
         self.bus = try bus ?? PrivateBus()
         logs = try TemporaryDirectory(prefix: "spool-daemon")
         let home = home ?? logs.url
-        var environment = self.bus.environment.filter { !$0.key.hasPrefix("SPOOL_") || standardOptions }
-        if standardOptions {
-            environment["SPOOL_LOG"] = "debug"
-            // Each line stamped with its time, so a failure's log shows where the seconds went.
-            environment["SPOOL_LOG_TIME"] = environment["SPOOL_LOG_TIME"] ?? "1"
-        }
-        environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
-        environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
-        environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
-        // No real system bus: a test that wants one passes its own.
-        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-test-system-bus"
-        // Tests run under systemd read plain log lines too; a test that wants the journal's passes it.
-        environment["JOURNAL_STREAM"] = nil
-        environment.merge(extraEnvironment) { _, new in new }
         if let configFile {
             let folder = home.appendingPathComponent("config/spool")
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             try configFile.write(to: folder.appendingPathComponent("config"), atomically: true, encoding: .utf8)
         }
-        let options = standardOptions ? ["--audio-sink", "fakesink sync=true"] : []
-        process = try ChildProcess(
-            try spoolExecutable(), ["daemon"] + options + extraArguments,
-            environment: environment, logDirectory: logs.url, selfStopAfter: 300)
+        var launch = SpoolDaemonLaunch(
+            busEnvironment: self.bus.environment, home: home, logDirectory: logs.url, lifetime: 300,
+            audioSink: standardOptions ? "fakesink sync=true" : nil, logLevel: standardOptions ? "debug" : nil,
+            inheritsSpoolVariables: standardOptions)
+        launch.timedLog = standardOptions
+        launch.extraArguments = extraArguments
+        launch.extraEnvironment = extraEnvironment
+        process = try launch.start()
         process.keepLog(as: Test.current?.name ?? "daemon")
         client = try DBusConnection(address: self.bus.address)
     }

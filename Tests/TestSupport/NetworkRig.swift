@@ -129,23 +129,15 @@ public final class NetworkRig: Sendable {
         extraArguments: [String] = [], extraEnvironment: [String: String] = [:], lifetime: Int = 240
     ) throws -> PlayerProcess {
         let home = try home ?? TemporaryDirectory(prefix: "spool-netrig-home")
-        var environment = bus.environment.filter { !$0.key.hasPrefix("SPOOL_") }
-        if let pulse { environment["PULSE_SERVER"] = pulse.server }
-        environment["XDG_CACHE_HOME"] = home.file("cache").path
-        environment["XDG_STATE_HOME"] = home.file("state").path
-        environment["XDG_CONFIG_HOME"] = home.file("config").path
-        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-netrig-system-bus"
-        environment["ALSA_CONFIG_PATH"] = "/dev/null"
-        if let logLevel { environment["SPOOL_LOG"] = logLevel }
-        // A timeline of the daemon's log, asked for by whoever runs the test or the benchmark.
-        // Each line stamped with its time since the daemon started: a failure's log tail then
-        // shows where the time went (a start that took seconds longer under load than alone).
-        environment["SPOOL_LOG_TIME"] = ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"] ?? "1"
-        environment.merge(extraEnvironment) { _, new in new }
-        let sink = audioSink ?? (pulse != nil ? "pulsesink" : "fakesink sync=true")
-        let process = try ChildProcess(
-            executable, ["daemon", "--audio-sink", sink] + extraArguments, environment: environment,
-            logDirectory: home.url, selfStopAfter: lifetime)
+        var launch = SpoolDaemonLaunch(
+            busEnvironment: bus.environment, home: home.url, logDirectory: home.url, lifetime: lifetime,
+            audioSink: audioSink ?? (pulse != nil ? "pulsesink" : "fakesink sync=true"), logLevel: logLevel)
+        launch.extraArguments = extraArguments
+        // No ALSA: the sound goes to the rig's PulseAudio server, or nowhere.
+        launch.extraEnvironment = ["ALSA_CONFIG_PATH": "/dev/null"].merging(
+            pulse.map { ["PULSE_SERVER": $0.server] } ?? [:]
+        ) { _, new in new }.merging(extraEnvironment) { _, new in new }
+        let process = try launch.start(executable: executable)
         return PlayerProcess(kind: "spool", busName: "org.mpris.MediaPlayer2.spool", process: process, home: home)
     }
 

@@ -46,3 +46,65 @@ public final class ActivatableBus: Sendable {
         bus = try PrivateBus(servicesDirectory: services.path, selfStopAfter: 120)
     }
 }
+
+/// How every test and benchmark starts `spool daemon`: one place for its environment.
+public struct SpoolDaemonLaunch {
+    /// The bus environment the daemon joins (`PrivateBus.environment`).
+    public var busEnvironment: [String: String]
+    /// Holds its XDG cache, state and config folders; the same home is the same daemon restarted.
+    public var home: URL
+    /// The `--audio-sink`; nil leaves it to the configuration file.
+    public var audioSink: String?
+    /// `SPOOL_LOG`; nil leaves it to the configuration file.
+    public var logLevel: String?
+    /// Whether `SPOOL_*` variables of the test's own environment reach the daemon.
+    public var inheritsSpoolVariables: Bool
+    /// Whether each log line is stamped with its time since the start (`SPOOL_LOG_TIME`), so
+    /// that a failure's log shows where the seconds went.
+    public var timedLog = true
+    /// Arguments after `daemon` and the sink.
+    public var extraArguments: [String] = []
+    /// Variables added last (a stand-in system bus, a sound server).
+    public var extraEnvironment: [String: String] = [:]
+    /// Where its stdout and stderr files go.
+    public var logDirectory: URL
+    /// Seconds after which it stops by itself, whatever happens to the test process.
+    public var lifetime: Int
+
+    /// A launch into a null sink that keeps real time, logging at `debug`.
+    public init(
+        busEnvironment: [String: String], home: URL, logDirectory: URL, lifetime: Int,
+        audioSink: String? = "fakesink sync=true", logLevel: String? = "debug", inheritsSpoolVariables: Bool = false
+    ) {
+        self.busEnvironment = busEnvironment
+        self.home = home
+        self.logDirectory = logDirectory
+        self.lifetime = lifetime
+        self.audioSink = audioSink
+        self.logLevel = logLevel
+        self.inheritsSpoolVariables = inheritsSpoolVariables
+    }
+
+    /// The daemon's whole environment: the bus, its XDG folders in `home`, no system bus (a test
+    /// that wants one passes its own), no journal (plain log lines), its log level and timing.
+    public var environment: [String: String] {
+        var environment = busEnvironment.filter { inheritsSpoolVariables || !$0.key.hasPrefix("SPOOL_") }
+        environment["XDG_CACHE_HOME"] = home.appendingPathComponent("cache").path
+        environment["XDG_STATE_HOME"] = home.appendingPathComponent("state").path
+        environment["XDG_CONFIG_HOME"] = home.appendingPathComponent("config").path
+        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-test-system-bus"
+        environment["JOURNAL_STREAM"] = nil
+        if let logLevel { environment["SPOOL_LOG"] = logLevel }
+        if timedLog { environment["SPOOL_LOG_TIME"] = ProcessInfo.processInfo.environment["SPOOL_LOG_TIME"] ?? "1" }
+        environment.merge(extraEnvironment) { _, new in new }
+        return environment
+    }
+
+    /// Starts `executable daemon` (the built `spool` unless said otherwise).
+    public func start(executable: String? = nil) throws -> ChildProcess {
+        let sink = audioSink.map { ["--audio-sink", $0] } ?? []
+        return try ChildProcess(
+            try executable ?? spoolExecutable(), ["daemon"] + sink + extraArguments, environment: environment,
+            logDirectory: logDirectory, selfStopAfter: lifetime)
+    }
+}

@@ -23,16 +23,14 @@ struct MPRISBench {
         let spool = try spoolExecutable()
         let bus = try PrivateBus()
         let home = try TemporaryDirectory(prefix: "spool-bench-home")
-        var environment = bus.environment.filter { !$0.key.hasPrefix("SPOOL_") }
-        for (variable, folder) in ["XDG_CACHE_HOME": "cache", "XDG_STATE_HOME": "state", "XDG_CONFIG_HOME": "config"] {
-            environment[variable] = home.file(folder).path
-        }
-        environment["DBUS_SYSTEM_BUS_ADDRESS"] = "unix:path=/nonexistent/spool-bench-system-bus"
+        var launch = SpoolDaemonLaunch(
+            busEnvironment: bus.environment, home: home.url, logDirectory: home.url, lifetime: 300, logLevel: nil)
+        launch.timedLog = false
         let slowSync = ProcessInfo.processInfo.environment["MPRISBENCH_SLOW_SYNC_MS"].flatMap { Int($0) } ?? 0
-        if slowSync > 0 { environment["LD_PRELOAD"] = try slowSyncShim(milliseconds: slowSync, in: home).path }
-        let daemon = try ChildProcess(
-            spool, ["daemon", "--audio-sink", "fakesink sync=true"], environment: environment, logDirectory: home.url,
-            selfStopAfter: 300)
+        if slowSync > 0 {
+            launch.extraEnvironment["LD_PRELOAD"] = try slowSyncShim(milliseconds: slowSync, in: home).path
+        }
+        let daemon = try launch.start(executable: spool)
         defer { daemon.stop(grace: 5) }
         let client = try DBusConnection(address: bus.address)
         defer { client.close() }
