@@ -216,6 +216,13 @@ struct LyricsEndToEndTests {
             try await daemon.mpris(playerInterface, "OpenUri", [.string(server.url(for: "plain.flac").absoluteString)])
             #expect(await eventually(timeout: 10) { lrcRequests("plain") == 1 }, "the missing sibling is asked for")
             #expect(server.accessLog().first { $0.path == "/plain.lrc" }?.status == 404)
+            // The track's own response binds its version, which the 404 is remembered for: a
+            // track left before its download began would leave the mark nothing to keep it by
+            // (a test that moves on at once on a loaded machine did just that).
+            #expect(
+                await eventually(timeout: 10) {
+                    daemon.process.standardError.contains("opened \(server.url(for: "plain.flac")): ")
+                }, "plain.flac's response")
             // Recorded at once, for the version known or the one the track's response brings.
             #expect(
                 await eventually(timeout: 10) {
