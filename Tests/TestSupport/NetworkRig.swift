@@ -256,26 +256,28 @@ public struct PlayerProbe: Sendable {
         trackURLSuffix: String? = nil, timeout: Double = 10
     ) async throws -> Double {
         let deadline = ContinuousClock.now + .seconds(timeout)
-        var previous: (position: Double, read: ContinuousClock.Instant)?
+        var previous: (position: Double, asked: ContinuousClock.Instant)?
         var seen: [Double] = []
         while ContinuousClock.now < deadline {
             if let suffix = trackURLSuffix, !((try await remote.metadata().url ?? "").hasSuffix(suffix)) {
                 previous = nil
             } else {
+                let asked = ContinuousClock.now
                 let position = Double(try await remote.positionMicroseconds()) / 1e6
                 let read = ContinuousClock.now
                 if seen.last != position { seen.append(position) }
                 let inWindow = { (value: Double) in target.map { abs(value - $0) <= tolerance } ?? true }
                 if let previous, position > previous.position + 0.0005, inWindow(previous.position) {
                     // Advancing from near the target: the second read near it too, or no further
-                    // past the first than the time between them plays (a loaded machine may read
-                    // seconds apart; a seek that lands elsewhere jumps further).
-                    let played = seconds(from: previous.read, to: read) * 1.1 + 0.1
+                    // past the first than can play between them: from when the first was asked
+                    // (its value may be that old) to when the second came back (a loaded machine
+                    // may read seconds apart; a seek that lands elsewhere jumps further).
+                    let played = seconds(from: previous.asked, to: read) * 1.1 + 0.1
                     if inWindow(position) || position - previous.position <= played {
                         return seconds(from: since, to: read)
                     }
                 }
-                previous = (position, read)
+                previous = (position, asked)
             }
             try await Task.sleep(for: interval)
         }
