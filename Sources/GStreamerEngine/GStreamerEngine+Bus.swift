@@ -81,6 +81,10 @@ extension GStreamerEngine {
                 // end, and the player loads the next track again then and hears its own error.
                 log.error("\(track.map { "\($0)" } ?? "a dropped track") (next): \(text) (\(details))")
                 onControl { [self] in dropBrokenNext(uri: uri) }
+            case .startBroke(let ticket):
+                log.error("\(ticket.track) broke before it was heard; the track before it ends: \(text) (\(details))")
+                let events = shared.withLock { $0.lifecycle.startBroke(ticket) }
+                for event in events { emit(event) }
             case .current(let ticket):
                 log.error("\(ticket.track): \(text) (\(details))")
                 // One failure per track: errors that follow before it is handled only make its kind
@@ -189,7 +193,7 @@ extension GStreamerEngine {
             previousFeeder?.detach()  // the old track's bytes are all read by now
             shared.withLock { $0.feeders[started.uri] }?.source.setBackground(false)
             let heard = DispatchTime.now() + .nanoseconds(Int(nanoseconds(audibleIn)))
-            onControl(at: heard) { [self] in announceStart(of: id) }
+            onControl(at: heard) { [self] in previousTailPlayed(startedTrack: id) }
             // Formats whose length is known up front post no DURATION_CHANGED for the new
             // stream, and playbin answers the query only once the stream has settled.
             // After the last try its tags go without a length.
@@ -277,9 +281,17 @@ extension GStreamerEngine {
         }
     }
 
-    /// Tells the player that the handed-over track `id` is heard, once.
-    func announceStart(of id: TrackID) {
-        for event in shared.withLock({ $0.lifecycle.heard(id) }) { emit(event) }
+    /// The track before the handed-over `id` has played its last samples: `id` is heard if its
+    /// audio has reached the output (else once it does), or the previous track ended if `id`
+    /// broke before that.
+    func previousTailPlayed(startedTrack id: TrackID) {
+        let audio = firstAudio.isFlowing
+        for event in shared.withLock({ $0.lifecycle.tailPlayed(id, audioFlowing: audio) }) { emit(event) }
+    }
+
+    /// A new stream's first audio reached the output: a handed-over track waiting for it is heard.
+    func audioReachedOutput() {
+        for event in shared.withLock({ $0.lifecycle.audioFlowing() }) { emit(event) }
     }
 
     /// On the control queue: the loaded track of `ticket` failed (with the pending failure's

@@ -96,6 +96,8 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
     let volume: SmoothVolume
     /// The output bin (gain and sink) playbin plays into; a reference of the engine's own.
     let output: UnsafeMutablePointer<GstElement>
+    /// Whether the newest stream's audio reaches the output: a hand-over is heard only then.
+    let firstAudio: FirstAudioWatch
     /// The output bin as a `GstObject`, for the bus's question whether an error came from it.
     var outputObject: UnsafeMutablePointer<GstObject> {
         UnsafeMutableRawPointer(output).assumingMemoryBound(to: GstObject.self)
@@ -142,11 +144,16 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
             setProperty(playbin, "video-sink", object: noVideo)
             gst_object_unref(UnsafeMutableRawPointer(noVideo))
         }
-        do {
+        do throws(EngineError) {
             let output = try AudioOutput.make(description: audioSink, log: log)
             setProperty(playbin, "audio-sink", object: output.bin)
+            guard let watch = FirstAudioWatch(element: output.bin) else {
+                gst_object_unref(UnsafeMutableRawPointer(output.bin))
+                throw EngineError("the audio output has no input pad")
+            }
             self.output = output.bin
             volume = output.volume
+            firstAudio = watch
         } catch {
             gst_object_unref(UnsafeMutableRawPointer(bus))
             gst_object_unref(UnsafeMutableRawPointer(playbin))
@@ -167,6 +174,10 @@ public final class GStreamerEngine: PlaybackEngine, @unchecked Sendable {
         g_signal_connect_data(
             asGObject(playbin), "deep-element-added",
             unsafeBitCast(GStreamerEngine.onElementAdded, to: GCallback.self), context, nil, GConnectFlags(rawValue: 0))
+        firstAudio.whenFirstAudio { [weak self] in
+            guard let engine = self else { return }
+            engine.onControl { engine.audioReachedOutput() }
+        }
         startThread(name: "spool.engine.bus") { [self] in self.runBus() }
         onControl { [self] in
             GStreamer.warmUp()

@@ -107,7 +107,10 @@ struct TrackLifecycle: Sendable {
     }
 
     /// A track handed over without a gap whose stream started while the previous one's last
-    /// samples still sound: its start is reported once it is heard.
+    /// samples still sound: its start is reported once it is heard, that is once the previous
+    /// track's tail has played and the new stream's first audio has reached the output. A
+    /// stream can start and break before it has any audio (a truncated file whose demuxer
+    /// finds no index): then the previous track ends, and the new one was never playing.
     struct Unannounced: Equatable, Sendable {
         /// The track that started.
         let track: TrackID
@@ -117,6 +120,10 @@ struct TrackLifecycle: Sendable {
         let previous: TrackID?
         /// The previous track's length, the position reported while its end sounds (nil: none).
         let previousEnd: Duration?
+        /// The previous track's last samples have played.
+        var tailPlayed = false
+        /// Its stream broke before it was heard: the previous track's end is reported instead.
+        var broke = false
     }
 
     /// What a load or a stop lets go of.
@@ -163,6 +170,8 @@ struct TrackLifecycle: Sendable {
         case next(uri: String, track: TrackID?)
         /// The loaded track failed.
         case current(LoadTicket)
+        /// The handed-over track's stream broke before it was heard (see ``startBroke(_:)``).
+        case startBroke(LoadTicket)
         /// Nothing is loaded.
         case none
     }
@@ -336,6 +345,43 @@ struct TrackLifecycle: Sendable {
         return .first(loaded.track.id)
     }
 
+    /// The previous track's tail has played since the hand-over to `id`; `audioFlowing` says
+    /// whether the new stream's first audio has reached the output. The start, once both are
+    /// true; the previous track's end if the new stream broke first.
+    mutating func tailPlayed(_ id: TrackID, audioFlowing: Bool) -> [EngineEvent] {
+        guard let pending = unannounced, pending.track == id else { return [] }
+        if pending.broke { return endOfBrokenStart() }
+        unannounced?.tailPlayed = true
+        return audioFlowing ? heard(id) : []
+    }
+
+    /// The newest stream's first audio reached the output: a handed-over track whose
+    /// predecessor's tail has played is heard now.
+    mutating func audioFlowing() -> [EngineEvent] {
+        guard let pending = unannounced, pending.tailPlayed, !pending.broke else { return [] }
+        return heard(pending.track)
+    }
+
+    /// The handed-over track of `ticket` broke before it was heard: it never played, so the
+    /// player is told that the previous track ended (at once if its tail has played, else when
+    /// it has) and loads the broken track itself, which then fails on its own load. Its stream's
+    /// further errors are a dropped stream's.
+    mutating func startBroke(_ ticket: LoadTicket) -> [EngineEvent] {
+        guard let current, current.ticket == ticket, let pending = unannounced, pending.track == ticket.track,
+            !pending.broke
+        else { return [] }
+        dropped = current.uri
+        if pending.tailPlayed { return endOfBrokenStart() }
+        unannounced?.broke = true
+        return []
+    }
+
+    private mutating func endOfBrokenStart() -> [EngineEvent] {
+        let previous = unannounced?.previous
+        unannounced = nil
+        return previous.map { [.endOfTrack($0)] } ?? []
+    }
+
     /// The handed-over track `id` is heard: its start, once.
     mutating func heard(_ id: TrackID) -> [EngineEvent] {
         guard let pending = unannounced, pending.track == id else { return [] }
@@ -349,7 +395,10 @@ struct TrackLifecycle: Sendable {
     /// one's tail starts before it ends), then tags still held for a length never known, then
     /// the end.
     mutating func endOfStream() -> [EngineEvent] {
-        guard let ticket = current?.ticket else { return [] }
+        // The stream that broke at its start ended: so has the previous track's tail.
+        if unannounced?.broke == true { return endOfBrokenStart() }
+        // Nor is it the broken track's end: it never played.
+        guard let ticket = current?.ticket, current?.uri != dropped else { return [] }
         return heard(ticket.track) + (settled(ticket).map { [$0] } ?? []) + [.endOfTrack(ticket.track)]
     }
 
@@ -366,6 +415,9 @@ struct TrackLifecycle: Sendable {
         if uri == next?.uri || uri == dropped { return .next(uri: uri, track: next?.track.id) }
         // A stream of no track now is not the loaded track's.
         guard let current, uri == current.uri else { return .none }
+        if let pending = unannounced, pending.track == current.track.id, pending.previous != nil {
+            return .startBroke(current.ticket)
+        }
         return .current(current.ticket)
     }
 

@@ -204,6 +204,60 @@ struct TrackLifecycleTests {
         #expect(machine.endOfStream() == [.endOfTrack(TrackID(2))])
     }
 
+    /// A lifecycle where 2 was handed over after 1 and its stream started.
+    static func handedOver() -> (TrackLifecycle, TrackLifecycle.Following) {
+        var (machine, first) = started(1)
+        _ = machine.durationKnown(.seconds(30), for: first)
+        let next = prepare(2, in: &machine)
+        _ = machine.aboutToFinish()
+        _ = machine.streamStarted(uri: next.uri, positionAtSwitch: .milliseconds(29_600), rate: 1)
+        return (machine, next)
+    }
+
+    @Test func aHandedOverTrackIsHeardOnceTheTailHasPlayedAndItsAudioFlows() {
+        let started: [EngineEvent] = [.seekable(TrackID(2), true), .trackStarted(TrackID(2))]
+        var (machine, _) = Self.handedOver()
+        #expect(machine.audioFlowing() == [], "its audio came while the previous tail plays")
+        #expect(machine.tailPlayed(TrackID(2), audioFlowing: true) == started)
+        #expect(machine.audioFlowing() == [], "once")
+
+        (machine, _) = Self.handedOver()
+        #expect(machine.tailPlayed(TrackID(1), audioFlowing: true) == [], "not the track that started")
+        #expect(machine.tailPlayed(TrackID(2), audioFlowing: false) == [], "the tail played, no audio of it yet")
+        #expect(machine.unannounced?.previousEnd == .seconds(30), "the previous track's end is what is heard")
+        #expect(machine.audioFlowing() == started)
+        #expect(machine.tailPlayed(TrackID(2), audioFlowing: true) == [], "once")
+    }
+
+    @Test(arguments: [false, true])
+    func aHandedOverTrackThatBreaksBeforeItIsHeardEndsThePreviousOneInstead(tailPlayedFirst: Bool) {
+        var (machine, next) = Self.handedOver()
+        if tailPlayedFirst { #expect(machine.tailPlayed(TrackID(2), audioFlowing: false) == []) }
+        #expect(machine.route(errorFrom: .stream(next.uri)) == .startBroke(next.ticket))
+        let atTheError = machine.startBroke(next.ticket)
+        let atTheTail = tailPlayedFirst ? [] : machine.tailPlayed(TrackID(2), audioFlowing: false)
+        #expect(atTheError + atTheTail == [.endOfTrack(TrackID(1))], "the previous track ends when its tail has played")
+        #expect(machine.audioFlowing() == [], "never heard")
+        #expect(machine.endOfStream() == [], "the broken stream's own end is no track's")
+        #expect(
+            machine.route(errorFrom: .stream(next.uri)) == .next(uri: next.uri, track: nil),
+            "its later errors are a dropped stream's")
+    }
+
+    @Test func aBrokenStartsOwnEndEndsThePreviousTrackOnce() {
+        var (machine, next) = Self.handedOver()
+        #expect(machine.startBroke(next.ticket) == [], "the previous tail still plays")
+        #expect(machine.endOfStream() == [.endOfTrack(TrackID(1))])
+        #expect(machine.tailPlayed(TrackID(2), audioFlowing: false) == [], "reported once")
+    }
+
+    @Test func anErrorAfterTheHandedOverTrackIsHeardIsItsOwn() {
+        var (machine, next) = Self.handedOver()
+        _ = machine.tailPlayed(TrackID(2), audioFlowing: true)
+        #expect(machine.route(errorFrom: .stream(next.uri)) == .current(next.ticket))
+        #expect(machine.startBroke(next.ticket) == [], "not a start that broke")
+    }
+
     @Test func anotherStreamsStartIsNoTracksStart() {
         var (machine, ticket) = Self.started(1)
         #expect(machine.streamStarted(uri: "appsrc://spool/9-9", positionAtSwitch: nil, rate: 1) == .none)
