@@ -59,14 +59,20 @@ extension MPRISService {
                 changed: [("LyricsLine", .int32(Int32(clamping: index)))])
         }
         guard timed, playing, rate > 0 else { return }
-        let next = lyrics!.nextChange(after: position)
-        let wait =
-            next.map { min(Self.lyricsRecheck, ($0 - position) / rate + Self.lyricsMargin) } ?? Self.lyricsRecheck
+        let wait = Self.lyricsWait(from: position, to: lyrics!.nextChange(after: position), rate: rate)
         let nanoseconds =
             Int(wait.components.seconds) * 1_000_000_000 + Int(wait.components.attoseconds / 1_000_000_000)
         lyricsQueue.asyncAfter(deadline: .now() + .nanoseconds(max(1_000_000, nanoseconds))) { [weak self] in
             self?.updateLyricsLine(generation: generation)
         }
+    }
+
+    /// How long the line timer waits at `position` for the line that starts at `next` (nil: none)
+    /// while playing at `rate`: the wall-clock time until the track reaches it, never longer than
+    /// ``lyricsRecheck``.
+    static func lyricsWait(from position: Duration, to next: Duration?, rate: Double) -> Duration {
+        guard let next else { return lyricsRecheck }
+        return min(lyricsRecheck, (next - position) / rate + lyricsMargin)
     }
 
     /// `Lyrics` of `org.spool.Spool1`: the current track's timed lines (microseconds, text).

@@ -341,9 +341,11 @@ struct LiveStreamSourceTests {
     }
 
     @Test func aStalledConnectionIsDroppedAfterTheLiveStallTimeoutAndReadingGoesOn() async throws {
+        // The stall ends by itself just before the default timeout (4 s) would end it: only the
+        // 1-s setting makes a second connection.
         let rig = try LiveSourceRig(
             store: .memoryOnly, settings: RadioSettings(burstBytes: 8_000),
-            faults: RadioFaults(stall: .init(afterSeconds: 1, duration: nil))
+            faults: RadioFaults(stall: .init(afterSeconds: 1, duration: 3.9))
         ) { $0.liveStallTimeout = 1 }
         _ = try await rig.reader.open()
         // The first connection sends a second of audio (40,000 bytes, and a burst of what the
@@ -352,7 +354,7 @@ struct LiveStreamSourceTests {
         try await rig.reader.read(atLeast: count, timeout: .seconds(8))
 
         let requests = rig.station.requests()
-        try #require(requests.count >= 2, "\(requests)")
+        try #require(requests.count >= 2, "reconnected during the stall: \(requests)")
         let (first, second) = (requests[0], requests[1])
         let splice = first.audioBytesSent
         try #require(splice < count - Self.interval, "the first connection sent \(splice) bytes")
@@ -364,7 +366,7 @@ struct LiveStreamSourceTests {
         #expect(firstDifference(after, secondAudio) == nil, "\(describeDifference(after, secondAudio))")
         // The stall began a second after the first request; the source waited its timeout.
         let waited = second.arrived - (first.arrived + .seconds(1))
-        #expect(waited >= .milliseconds(900) && waited < .seconds(3), "reconnected \(waited) into the stall")
+        #expect(waited >= .milliseconds(900), "reconnected \(waited) into the stall")
         #expect(second.icyMetaData == "1" && second.range == nil)
     }
 
@@ -382,8 +384,9 @@ struct LiveStreamSourceTests {
         let requests = rig.station.requests()
         try #require(requests.count >= 3, "\(requests)")
         #expect(requests.map(\.status).prefix(3) == [200, 503, 200])
+        // Its own backoff would ask again after 0.05 s; the read's deadline bounds the wait.
         let waited = requests[2].arrived - requests[1].arrived
-        #expect(waited >= .milliseconds(950) && waited < .seconds(3), "Retry-After: 1 honoured: waited \(waited)")
+        #expect(waited >= .milliseconds(950), "Retry-After: 1 honoured: waited \(waited)")
         #expect(requests.dropFirst().allSatisfy { $0.icyMetaData == "1" && $0.range == nil })
         let first = rig.reader.bytes(in: 0..<cut)
         let firstAudio = rig.station.audioBytes(from: requests[0].startAudioByte, count: cut)
@@ -405,8 +408,9 @@ struct LiveStreamSourceTests {
         rig.station.stop()
         let stopped = ContinuousClock.now
 
-        // Read on as the engine would until the source gives up: no read may wait past the bound.
-        let bound = stopped + .seconds(retryDuration + 1.5)
+        // Read on as the engine would until the source gives up; a deadline far short of the
+        // default retry duration (60 s) catches a read left waiting.
+        let bound = stopped + .seconds(retryDuration + 10)
         var failures: [(error: MediaSourceError, after: Duration)] = []
         var waitedOut = false
         while failures.last.map({ $0.error.description.contains("still retrying") }) ?? true {
@@ -418,7 +422,10 @@ struct LiveStreamSourceTests {
         }
         #expect(!waitedOut, "a read was still waiting \(bound - stopped) after the station went; failures: \(failures)")
         let first = try #require(failures.first)
-        #expect(first.after < .seconds(retryDuration), "the first failure came \(first.after) after the station went")
+        // Told while it still retries, not only once it has given up.
+        #expect(
+            failures.count >= 2 && first.error.description.contains("still retrying"),
+            "the first failure came \(first.after) after the station went: \(failures)")
         // Retried for the live retry duration (each failed attempt telling the reader), then given up.
         let last = try #require(failures.last)
         #expect(last.after >= .seconds(retryDuration * 0.9), "gave up \(last.after) after the station went")
