@@ -201,12 +201,11 @@ struct HLSEndToEndTests {
         _ = try await meteredProbe.awaitAdvancing(since: again)
         // Until two segments were asked for: unmetered, the second was the higher variant's
         // (a switch follows the first measured segment).
-        let segmentsAsked = { rig.origin.requests().dropFirst(before).filter { $0.path.hasSuffix(".ts") }.count }
-        let meteredDeadline = ContinuousClock.now + .seconds(15)
-        while segmentsAsked() < 2, ContinuousClock.now < meteredDeadline {
-            try await Task.sleep(for: .milliseconds(50))
+        let asked = try await awaitValue("two segments asked for", timeout: 15, interval: .milliseconds(50)) {
+            rig.origin.requests().dropFirst(before).map(\.path)
+        } until: {
+            $0.filter { $0.hasSuffix(".ts") }.count >= 2
         }
-        let asked = rig.origin.requests().dropFirst(before).map(\.path)
         #expect(asked.filter { $0.hasSuffix(".ts") }.count >= 2, "segments asked while metered: \(asked)")
         #expect(!asked.contains { $0.hasPrefix("/high/") }, "a metered play asked for \(asked)")
         #expect(try await variant()["bitrate"]?.int32Value == 70)

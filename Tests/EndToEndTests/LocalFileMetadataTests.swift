@@ -30,12 +30,10 @@ struct LocalFileMetadataTests {
         try await daemon.waitUntilReady()
         #expect(try daemon.spool("play", track.path).status == 0)
 
-        var metadata: [String: DBusValue] = [:]
-        for _ in 0..<100 {
-            metadata =
-                try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
-            if metadata["mpris:length"] != nil && metadata["mpris:artUrl"] != nil { break }
-            try await Task.sleep(for: .milliseconds(50))
+        let metadata = try await awaitValue("Metadata with a length and art") {
+            try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
+        } until: {
+            $0["mpris:length"] != nil && $0["mpris:artUrl"] != nil
         }
         let length = Double(metadata["mpris:length"]?.int64Value ?? 0) / 1e6
         #expect(abs(length - 6) < 0.1, "mpris:length \(length) s; \(metadata)")
@@ -77,12 +75,10 @@ struct LocalFileMetadataTests {
         #expect(try daemon.spool("play", first.path, second.path).status == 0)
         #expect(try daemon.spool("pause").status == 0)
         #expect(try daemon.spool("next").status == 0)  // loads the second track paused: no frame parsed while playing
-        var metadata: [String: DBusValue] = [:]
-        for _ in 0..<60 {
-            metadata =
-                try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
-            if metadata["xesam:url"]?.stringValue == second.absoluteString, metadata["mpris:length"] != nil { break }
-            try await Task.sleep(for: .milliseconds(50))
+        let metadata = try await awaitValue("the second track's Metadata with its length") {
+            try await daemon.property("org.mpris.MediaPlayer2.Player", "Metadata")?.stringVariantDictValue ?? [:]
+        } until: {
+            $0["xesam:url"]?.stringValue == second.absoluteString && $0["mpris:length"] != nil
         }
         #expect(metadata["xesam:url"]?.stringValue == second.absoluteString)
         let length = Double(metadata["mpris:length"]?.int64Value ?? 0) / 1e6

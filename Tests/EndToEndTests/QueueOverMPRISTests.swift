@@ -24,13 +24,20 @@ extension RunningDaemon {
         try await mpris("org.freedesktop.DBus.Properties", "Set", [.string(interface), .string(name), .variant(value)])
     }
 
-    /// Waits (polling the other process) until a property satisfies `accept`.
+    /// Waits (polling the other process) until a property satisfies `accept`; false, with what it
+    /// last read recorded, if it does not within 10 s.
     func waitForProperty(_ interface: String, _ name: String, _ accept: (DBusValue?) -> Bool) async throws -> Bool {
-        for _ in 0..<500 {
-            if accept(try await property(interface, name)) { return true }
-            try await Task.sleep(for: .milliseconds(10))
+        do {
+            _ = try await awaitValue("\(name)", interval: .milliseconds(10)) {
+                try await property(interface, name)
+            } until: {
+                accept($0)
+            }
+            return true
+        } catch let error as RigError {
+            Issue.record(error)
+            return false
         }
-        return false
     }
 }
 

@@ -54,13 +54,11 @@ struct ResumableDownloadTests {
         #expect(resumed.status == 206)
         // Once the file is complete again, only bytes lost with the kill (at most the unsynced
         // batches) were fetched a second time.
-        var after: [Range<Int>] = []
-        let deadline = Date().addingTimeInterval(20)
-        repeat {
-            after = sentRanges(try origin.settledRequests().filter { $0.path == "/long.wav" })
-            if covered(sentBefore + after) >= long.count { break }
-            try await Task.sleep(for: .milliseconds(50))
-        } while Date() < deadline
+        let after = try await awaitValue("the whole file sent", timeout: 20, interval: .milliseconds(50)) {
+            sentRanges(try origin.settledRequests().filter { $0.path == "/long.wav" })
+        } until: {
+            covered(sentBefore + $0) >= long.count
+        }
         #expect(covered(sentBefore + after) == long.count, "the download did not complete")
         let twice = covered(sentBefore) + covered(after) - covered(sentBefore + after)
         #expect(twice <= 2 * (256 + 96) * 1024, "re-fetched \(twice) bytes; before: \(before), after: \(after)")

@@ -116,10 +116,10 @@ struct SoundServerTests {
             try await eventually(timeout: 10, interval: 0.02) { !(try pulse.sinkInputs()).isEmpty },
             "no stream reached the server; daemon log:\n\(daemon.process.standardError)")
         // Half a second heard, so the place to keep is not the start.
-        var heard: Int64 = 0
-        for _ in 0..<2000 where heard < 500_000 {
-            heard = try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? 0
-            try await Task.sleep(for: .milliseconds(10))
+        let heard = try await awaitValue("half a second heard", interval: .milliseconds(10)) {
+            try await daemon.property("org.mpris.MediaPlayer2.Player", "Position")?.int64Value ?? 0
+        } until: {
+            $0 >= 500_000
         }
         #expect(heard >= 500_000, "the track never played half a second")
 

@@ -203,10 +203,10 @@ struct SpoolCommandTests {
         #expect(playing, "\(status)")
 
         #expect(try runSpool(["quit"], environment: bus.environment).status == 0)
-        var owned = true
-        for _ in 0..<500 where owned {
-            owned = try await client.nameHasOwner(busName)
-            if owned { try await Task.sleep(for: .milliseconds(20)) }
+        let owned = try await awaitValue("the daemon's name released") {
+            try await client.nameHasOwner(busName)
+        } until: {
+            !$0
         }
         #expect(!owned, "the daemon did not quit")
     }
@@ -303,10 +303,11 @@ struct SpoolCommandTests {
         _ = try await call("Play", [.stringArray([url])])
         _ = try await daemon.waitForPlayerctl(["status"]) { $0 == "Playing" }
         let size = Int64(try Data(contentsOf: track.url).count)
-        var ranges: [DBusValue] = []
-        for _ in 0..<500 where ranges.isEmpty {  // bytes become durable in batches
-            ranges = try await daemon.spoolProperty("CachedRanges")?.arrayValues ?? []
-            if ranges.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        // Bytes become durable in batches.
+        let ranges = try await awaitValue("CachedRanges") {
+            try await daemon.spoolProperty("CachedRanges")?.arrayValues ?? []
+        } until: {
+            !$0.isEmpty
         }
         #expect(ranges.first?.structureFields?.first?.int64Value == 0, "\(ranges)")
         #expect(try await daemon.spoolProperty("ContentLength")?.int64Value == size)
@@ -336,10 +337,10 @@ struct SpoolCommandTests {
         let junk = try TemporaryDirectory(prefix: "spool-junk")
         try Data("not audio at all".utf8).write(to: junk.file("broken.mp3"))
         _ = try await call("Play", [.stringArray([junk.file("broken.mp3").path])])
-        var lastError = ""
-        for _ in 0..<500 where lastError.isEmpty {
-            lastError = try await daemon.spoolProperty("LastError")?.stringValue ?? ""
-            if lastError.isEmpty { try await Task.sleep(for: .milliseconds(20)) }
+        let lastError = try await awaitValue("LastError") {
+            try await daemon.spoolProperty("LastError")?.stringValue ?? ""
+        } until: {
+            !$0.isEmpty
         }
         #expect(lastError.contains("broken.mp3"), "\(lastError)")
         let deadline = Task {
@@ -355,16 +356,18 @@ struct SpoolCommandTests {
         try await first.waitUntilReady()
         // The same home: the second instance finds the cache taken and streams without it.
         let second = try RunningDaemon(bus: first.bus, home: first.logs.url, extraArguments: ["--instance"])
-        var instanceName: String?
-        for _ in 0..<500 where instanceName == nil {
+        let instanceName = try await awaitValue(
+            "a name \(busName).instance…; daemon log:\n\(second.process.standardError)", interval: .milliseconds(10)
+        ) {
             let names =
                 try await first.client.call(
                     destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                     interface: "org.freedesktop.DBus",
                     method: "ListNames"
                 ).first?.stringArrayValue ?? []
-            instanceName = names.first { $0.hasPrefix(busName + ".instance") }
-            if instanceName == nil { try await Task.sleep(for: .milliseconds(10)) }
+            return names.first { $0.hasPrefix(busName + ".instance") }
+        } until: {
+            $0 != nil
         }
         let name = try #require(instanceName, "daemon log:\n\(second.process.standardError)")
         #expect(name == "\(busName).instance\(second.process.programPID ?? -1)")
