@@ -33,8 +33,9 @@ struct NextTrackErrorTests {
         let (engine, recorder) = try pcmEngine(into: output)
         defer { engine.shutdown() }
         let first = fixtures.fixture(.flac)
-        engine.load(EngineTrack(id: TrackID(1), url: first.url), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(2), url: junk))
+        play(
+            EngineTrack(id: TrackID(1), url: first.url), thenGaplessly: EngineTrack(id: TrackID(2), url: junk),
+            in: engine)
         let end = recorder.waitFor(isEnd)
         // Let anything that follows the end arrive too.
         _ = recorder.waitFor(timeout: 1) { if case .failed(TrackID(2), _) = $0 { true } else { false } }

@@ -2,17 +2,39 @@ import ByteSourceAPI
 import EngineAPI
 import Fetcher
 import Foundation
-import GStreamerEngine
 import MediaSource
 import RangeCache
 import TestSupport
 import Testing
+
+@testable import GStreamerEngine
 
 /// An engine writing raw PCM to a file as fast as it can decode.
 func pcmEngine(into output: URL, artDirectory: URL? = nil) throws -> (GStreamerEngine, EventRecorder) {
     try fileEngine(
         audioSink: "audioconvert ! \(pcmCaps) ! filesink sync=false location=\(output.path)", artDirectory: artDirectory
     )
+}
+
+extension GStreamerEngine {
+    /// Whether the next track `id`'s source has opened (playbin can take it at about-to-finish,
+    /// or it is known to be no media).
+    func nextHasOpened(_ id: TrackID) -> Bool {
+        shared.withLock { state in
+            guard let next = state.lifecycle.next, next.track.id == id else { return false }
+            return next.stage != .opening
+        }
+    }
+}
+
+/// Plays `first` with `next` prepared to follow it. Into a sink that does not keep time the
+/// first track can be decoded through before the next one's source opens, which in real time
+/// is long done: the first is loaded paused and plays once the next has opened.
+func play(_ first: EngineTrack, thenGaplessly next: EngineTrack, in engine: GStreamerEngine) {
+    engine.load(first, at: .zero, playing: false)
+    engine.setNext(next)
+    #expect(eventuallyBlocking { engine.nextHasOpened(next.id) }, "the next track's source never opened")
+    engine.play()
 }
 
 /// Plays the FLAC fixture as track 1 with the WAV one queued as track 2, and waits until
@@ -106,8 +128,9 @@ struct PlaybackBehaviourTests {
         try decodeWithFilesrc(second, into: dir.file("b.raw"))
         let (engine, recorder) = try pcmEngine(into: dir.file("joined.raw"))
         defer { engine.shutdown() }
-        engine.load(EngineTrack(id: TrackID(1), url: first), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(2), url: second))
+        play(
+            EngineTrack(id: TrackID(1), url: first), thenGaplessly: EngineTrack(id: TrackID(2), url: second), in: engine
+        )
         #expect(recorder.waitFor { $0 == .trackStarted(TrackID(2)) } != nil, "no hand-over: \(recorder.all)")
         let end = recorder.waitFor(isEnd)
         #expect(end == .endOfTrack(TrackID(2)), "\(recorder.all)")
@@ -160,8 +183,9 @@ struct PlaybackBehaviourTests {
         let dir = try TemporaryDirectory()
         let (engine, recorder) = try pcmEngine(into: dir.file("out.raw"))
         defer { engine.shutdown() }
-        engine.load(EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(2), url: fixtures.fixture(.oggVorbis).url))
+        play(
+            EngineTrack(id: TrackID(1), url: fixtures.fixture(.flac).url),
+            thenGaplessly: EngineTrack(id: TrackID(2), url: fixtures.fixture(.oggVorbis).url), in: engine)
         _ = recorder.waitFor(isEnd)
         let events = recorder.all
         let started = try #require(events.firstIndex(of: .trackStarted(TrackID(2))))
@@ -423,8 +447,9 @@ struct PlaybackBehaviourTests {
             #expect(end == .endOfTrack(id), "\(format)")
         }
         // And gaplessly across formats at that rate.
-        engine.load(EngineTrack(id: TrackID(10), url: fixtures.fixture(.flac).url), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(11), url: fixtures.fixture(.oggOpus).url))
+        play(
+            EngineTrack(id: TrackID(10), url: fixtures.fixture(.flac).url),
+            thenGaplessly: EngineTrack(id: TrackID(11), url: fixtures.fixture(.oggOpus).url), in: engine)
         #expect(recorder.waitFor { $0 == .trackStarted(TrackID(11)) } != nil)
         #expect(recorder.waitFor { $0 == .endOfTrack(TrackID(11)) } != nil, "\(recorder.all.suffix(5))")
     }

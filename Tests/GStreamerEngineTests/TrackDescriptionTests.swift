@@ -13,8 +13,9 @@ struct TrackDescriptionTests {
         defer { engine.shutdown() }
         let first = fixtures.fixture(.oggVorbis)
         let second = fixtures.fixture(.flac)
-        engine.load(EngineTrack(id: TrackID(1), url: first.url), at: .zero, playing: true)
-        engine.setNext(EngineTrack(id: TrackID(2), url: second.url))
+        play(
+            EngineTrack(id: TrackID(1), url: first.url), thenGaplessly: EngineTrack(id: TrackID(2), url: second.url),
+            in: engine)
         _ = recorder.waitFor(isEnd)
         // The first description of each track, the gapless one too, carries its title and length.
         for (id, fixture) in [(TrackID(1), first), (TrackID(2), second)] {
