@@ -3,7 +3,7 @@
 # parallel: two test processes side by side (below), each running twice as many tests at once
 # as there are cores (most of a test's time is a daemon playing in real time, so the cores are
 # half idle at one per core). Then the listed ones that listen in real time, in the paced lanes
-# side by side, one test at a time in each (such a test mostly waits: four of them bend nothing
+# side by side, one test at a time in each (such a test mostly waits: three of them bend nothing
 # the others measure, while the parallel lane's load would). Last those that time replies to
 # 100 ms, alone. The parallel lane works only while tests wait as tasks: the Swift executor
 # keeps about one thread per core and adds none for a blocked one, so a test blocking a thread

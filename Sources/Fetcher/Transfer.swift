@@ -194,6 +194,7 @@ final class Transfer {
         if paused, attempt.verdict == nil { return }
         self.paused = paused
         attempt.easy.setPaused(paused)
+        env.log.debug("transfer \(id) \(paused ? "paused" : "resumed") (\(held ? "held" : "\(priority)"))")
         if !paused {
             lastProgress = now
             speed.restart(now: now)

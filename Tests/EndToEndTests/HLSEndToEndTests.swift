@@ -86,7 +86,12 @@ struct HLSEndToEndTests {
         let opened = try await probe.open(url)
         let advancing = try await probe.awaitAdvancing(since: opened)
         print("HLS on demand: open → advancing \(String(format: "%.3f", advancing)) s")
-        let track = try await probe.remote.metadata()
+        // The length comes with the track's description, which may follow its first audio.
+        let track = try await awaitValue("Metadata with mpris:length\n\(context())") {
+            try await probe.remote.metadata()
+        } until: {
+            $0.length != nil
+        }
         let length = try #require(track.length, "no mpris:length: \(track)\n\(context())")
         #expect(abs(length - Double(Self.seconds)) < 0.5, "length \(length) s\n\(context())")
         let tracks =
