@@ -263,6 +263,14 @@ struct MPRISClientContractTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         #expect(listed == ["Long Tone", second.title, third.title])
+        // The signals that tell a client so follow the state after the daemon's coalescing
+        // delay: wait for them too, or one lands among the next action's own.
+        for title in [second.title, third.title] {
+            _ = try await signals.since(0) {
+                $0.member == "TrackMetadataChanged"
+                    && $0.arguments.dropFirst().first?.stringVariantDictValue?["xesam:title"]?.stringValue == title
+            }
+        }
         _ = try await signals.flushed()
 
         // Pause, Play, Volume: one PropertiesChanged each, with only that property.
