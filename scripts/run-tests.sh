@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Runs every test, in three steps. First every test not listed in scripts/serial-tests, in
-# parallel: two test processes side by side (below), each running twice as many tests at once
-# as there are cores (most of a test's time is a daemon playing in real time, so the cores are
-# half idle at one per core). Then the listed ones that listen in real time, in the paced lanes
-# side by side, one test at a time in each (such a test mostly waits: three of them bend nothing
-# the others measure, while the parallel lane's load would). Last those that time replies to
-# 100 ms, alone. The parallel lane works only while tests wait as tasks: the Swift executor
-# keeps about one thread per core and adds none for a blocked one, so a test blocking a thread
-# stalls the tests beside it in its process (TestSupport's waits await, and its blocking ones
-# run on threads of their own); at four per core in one process they starved each other.
+# Runs every test, in three steps: first every test not listed in scripts/serial-tests, in
+# parallel, twice as many at once as there are cores (most of a test's time is a daemon
+# playing in real time, so the cores are half idle at one per core; at four per core the tests
+# that block a thread starved the others: see below); then the listed ones that listen in real time, in the paced lanes side by side, one
+# test at a time in each (such a test mostly waits: three of them bend nothing the others
+# measure, while the parallel lane's load would); last those that time replies to 100 ms, alone. The parallel lane works only while tests wait
+# as tasks: the Swift executor keeps about one thread per core and adds none for a blocked one,
+# so a test blocking a thread stalls the tests beside it (TestSupport's waits await, and its
+# blocking ones run on threads of their own).
 # When some fail, their failure lines are repeated at the end (CI keeps only the tail of a
 # run's output, and Swift Testing prints a failure where the test ran), and the failed tests
 # run once more on their own, to tell a race from a plain failure: one that passes then is
@@ -37,23 +36,10 @@ export SPOOL_TEST_LOGS="$PWD/.build/test-logs"
 rm -rf "$SPOOL_TEST_LOGS"
 gst-inspect-1.0 coreelements >/dev/null 2>&1 || true
 
-# The parallel lane runs as two test processes side by side, each with its own executor: the
-# end-to-end and rig tests (async, each waiting on a daemon or a server) in one, the layers'
-# tests (many of them blocking a thread on GStreamer or a semaphore) in the other, so neither
-# kind starves the other's threads. The first prints as it goes, the second once both end.
 started=$(date +%s)
-end_to_end='^(EndToEndTests|InstallTests|RigTests)\.'
 SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$width \
-	"$swift" test --skip-build --ignore-lock "$@" --skip "($end_to_end|$serial)" \
-	>.build/test-output-layers.log 2>&1 &
-layers=$!
-SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$width \
-	"$swift" test --skip-build --ignore-lock "$@" --filter "$end_to_end" --skip "($serial)" 2>&1 | tee "$log"
+	"$swift" test --skip-build "$@" --skip "($serial)" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
-wait "$layers"
-layers_status=$?
-tee -a "$log" <.build/test-output-layers.log
-[ "$layers_status" -ne 0 ] && status=$layers_status
 parallel_seconds=$(($(date +%s) - started))
 
 # The paced lanes side by side (SwiftPM's lock would queue all but one: nothing is built
@@ -79,7 +65,7 @@ paced_seconds=$(($(date +%s) - paced_started))
 alone_started=$(date +%s)
 "$swift" test --skip-build --no-parallel "$@" --filter "($(patterns alone))" 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -ne 0 ] && serial_status=1
-echo "=== parallel lane (two processes, $width at once in each): ${parallel_seconds} s; paced lanes: ${paced_seconds} s;" \
+echo "=== parallel lane ($width at once): ${parallel_seconds} s; paced lanes: ${paced_seconds} s;" \
 	"alone: $(($(date +%s) - alone_started)) s ==="
 [ "$serial_status" -ne 0 ] && status=$serial_status
 [ "$status" -eq 0 ] && exit 0

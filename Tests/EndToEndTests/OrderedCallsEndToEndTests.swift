@@ -79,11 +79,13 @@ struct OrderedCallsEndToEndTests {
         #expect(try await daemon.property(player, "Volume")?.doubleValue == volume)
         if position > 0 {
             let now = try await daemon.property(player, "Position")?.int64Value ?? -1
-            // The track has played at most the time since the last SetPosition was sent.
+            // The track has played at most the time since the last SetPosition was sent; the
+            // seek lands within a frame or two and a position read just after it may run that
+            // much ahead. An earlier SetPosition's target lies a whole second or more away.
             let since = ContinuousClock.now - positionSent
             let playedAtMost = Int64(since / .microseconds(1))
             #expect(
-                now >= position - 100_000 && now <= position + playedAtMost + 100_000,
+                now >= position - 100_000 && now <= position + playedAtMost + 300_000,
                 "round \(round): at \(now), last set \(position) \(since) before")
         }
     }
